@@ -1,0 +1,157 @@
+// simtrain's command line: a thin layer over the library that parses arguments, prints, and maps errors to exit
+// codes (0 ok, 1 bad input, 2 simulation failed, 3 internal error).
+#include "core/input_error.hpp"
+#include "core/log.hpp"
+#include "report/analysis.hpp"
+#include "scenario/scenario.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fmt/format.h>
+#include <iostream>
+
+namespace {
+
+namespace fs = std::filesystem;
+using sim::scenario::LoadOptions;
+
+enum class Format { TEXT, JSON };
+
+const std::map<std::string, Format> format_names{{"text", Format::TEXT}, {"json", Format::JSON}};
+
+fs::path default_data_dir()
+{
+  if (const char* env = std::getenv("SIMTRAIN_DATA_DIR"); env && *env)
+    return env;
+  return SIMTRAIN_SOURCE_DIR;
+}
+
+struct CommonOptions {
+  std::string data_dir = default_data_dir().string();
+  std::vector<std::string> overrides;
+  Format format = Format::TEXT;
+};
+
+LoadOptions load_options(const CommonOptions& o)
+{
+  return LoadOptions{o.data_dir, o.overrides};
+}
+
+void print_warnings(const std::vector<sim::core::Warning>& warnings)
+{
+  for (const auto& w : warnings)
+    std::cerr << sim::core::format_warning(w) << "\n";
+}
+
+int print_analysis(const fs::path& file, const CommonOptions& o)
+{
+  const auto s = sim::scenario::load_scenario(file, load_options(o));
+  const auto a = sim::report::analyse(s);
+  if (o.format == Format::JSON) {
+    print_warnings(s.warnings);
+    std::cout << sim::report::analysis_json(s, a).dump(2) << "\n";
+  } else {
+    std::cout << sim::report::analysis_text(s, a);
+  }
+  return 0;
+}
+
+int check(const std::vector<std::string>& files, const CommonOptions& o)
+{
+  int failed = 0;
+  for (const auto& file : files) {
+    try {
+      const auto checked = sim::scenario::check_file(file, load_options(o));
+      std::cout << fmt::format("ok    {} ({} '{}')\n", file, sim::scenario::describe(checked.kind), checked.name);
+      for (const auto& w : checked.warnings)
+        std::cout << "      " << sim::core::format_warning(w) << "\n";
+    } catch (const sim::core::InputError& e) {
+      std::cout << "error " << e.what() << "\n";
+      ++failed;
+    }
+  }
+  if (files.size() > 1)
+    std::cout << fmt::format("{} of {} files valid\n", files.size() - static_cast<std::size_t>(failed), files.size());
+  return failed == 0 ? 0 : 1;
+}
+
+void add_common(CLI::App* app, CommonOptions& o, bool with_format)
+{
+  app->add_option("--set", o.overrides,
+                  "Override a value by dotted path, e.g. --set plan.tp=4 --set topology.node.interconnect.bandwidth=200GBps")
+      ->type_name("PATH=VALUE");
+  app->add_option("--data-dir", o.data_dir, "Folder holding models/, topologies/ and scenarios/ (presets)")
+      ->capture_default_str();
+  if (with_format)
+    app->add_option("--format", o.format, "Output format")
+        ->transform(CLI::CheckedTransformer(format_names, CLI::ignore_case))
+        ->default_str("text");
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+  CLI::App app{"simtrain: a discrete-event simulator of large-model training clusters"};
+  app.require_subcommand(1);
+  std::string log_level = "warn";
+  app.add_option("--log-level", log_level, "Diagnostics on stderr: trace, debug, info, warn, error, off")
+      ->capture_default_str();
+
+  CommonOptions run_opts;
+  std::string run_file;
+  auto* run = app.add_subcommand("run", "Run a scenario (default: scenarios/default.json)");
+  run->add_option("scenario", run_file, "Scenario file");
+  add_common(run, run_opts, true);
+
+  CommonOptions memory_opts;
+  std::string memory_file;
+  auto* memory = app.add_subcommand("memory", "Memory per GPU and FLOPs per step of a scenario, with an OOM verdict");
+  memory->add_option("scenario", memory_file, "Scenario file")->required();
+  add_common(memory, memory_opts, true);
+
+  CommonOptions check_opts;
+  std::vector<std::string> check_files;
+  auto* check_cmd = app.add_subcommand("check", "Validate scenario, model, topology and GPU files");
+  check_cmd->add_option("files", check_files, "Files to check")->required();
+  add_common(check_cmd, check_opts, false);
+
+  // `simtrain` alone, or `simtrain SCENARIO.json`, runs the main job.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  const auto is_subcommand = [&app](const std::string& word) {
+    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+      if (sub->get_name() == word)
+        return true;
+    return false;
+  };
+  if (args.empty() || (args.front()[0] != '-' && !is_subcommand(args.front())))
+    args.insert(args.begin(), "run");
+  std::reverse(args.begin(), args.end());
+
+  try {
+    app.parse(args);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 1;
+  }
+
+  try {
+    sim::core::set_log_level(log_level);
+    if (*run) {
+      const fs::path file = run_file.empty() ? fs::path(run_opts.data_dir) / "scenarios" / "default.json" : fs::path(run_file);
+      return print_analysis(file, run_opts);
+    }
+    if (*memory)
+      return print_analysis(memory_file, memory_opts);
+    if (*check_cmd)
+      return check(check_files, check_opts);
+  } catch (const sim::core::InputError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return 0;
+}

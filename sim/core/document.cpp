@@ -1,0 +1,216 @@
+#include "core/document.hpp"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <vector>
+
+namespace sim::core {
+
+std::string pointer_append(std::string_view pointer, std::string_view key)
+{
+  std::string out(pointer);
+  out += '/';
+  for (char c : key) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string pointer_append(std::string_view pointer, std::size_t index)
+{
+  return std::string(pointer) + "/" + std::to_string(index);
+}
+
+namespace {
+
+bool is_at_or_below(std::string_view pointer, std::string_view prefix)
+{
+  if (prefix.empty())
+    return true;
+  if (pointer.substr(0, prefix.size()) != prefix)
+    return false;
+  return pointer.size() == prefix.size() || pointer[prefix.size()] == '/';
+}
+
+} // namespace
+
+void Provenance::add_source(const std::string& tree_pointer, std::string file, std::string file_pointer)
+{
+  sources_[tree_pointer] = Source{std::move(file), std::move(file_pointer)};
+}
+
+void Provenance::mark_set(const std::string& tree_pointer, std::string expression)
+{
+  overrides_[tree_pointer] = std::move(expression);
+}
+
+void Provenance::forget_below(const std::string& tree_pointer)
+{
+  for (auto it = sources_.begin(); it != sources_.end();) {
+    if (it->first != tree_pointer && is_at_or_below(it->first, tree_pointer))
+      it = sources_.erase(it);
+    else
+      ++it;
+  }
+}
+
+Location Provenance::locate(std::string_view tree_pointer) const
+{
+  Location where{"<input>", std::string(tree_pointer), {}};
+  std::size_t best = 0;
+  bool found = false;
+  for (const auto& [prefix, source] : sources_) {
+    if (is_at_or_below(tree_pointer, prefix) && (!found || prefix.size() >= best)) {
+      best = prefix.size();
+      found = true;
+      where.file = source.file;
+      where.pointer = source.file_pointer + std::string(tree_pointer.substr(prefix.size()));
+    }
+  }
+  for (const auto& [prefix, expression] : overrides_)
+    if (is_at_or_below(tree_pointer, prefix))
+      where.set_by = expression;
+  return where;
+}
+
+std::string display_path(const std::filesystem::path& path)
+{
+  std::error_code ec;
+  const auto relative = std::filesystem::proximate(path, ec);
+  if (ec || relative.empty() || *relative.begin() == "..")
+    return path.lexically_normal().string();
+  return relative.string();
+}
+
+namespace {
+
+struct Frame {
+  bool is_array = false;
+  std::set<std::string> keys;
+  std::string key;
+  std::size_t index = 0;
+};
+
+std::string frames_pointer(const std::vector<Frame>& frames, std::size_t depth)
+{
+  std::string pointer;
+  for (std::size_t i = 0; i < depth; ++i)
+    pointer = frames[i].is_array ? pointer_append(pointer, frames[i].index) : pointer_append(pointer, frames[i].key);
+  return pointer;
+}
+
+void line_and_column(const std::string& text, std::size_t byte, std::size_t& line, std::size_t& column)
+{
+  line = 1;
+  column = 1;
+  for (std::size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+}
+
+} // namespace
+
+Json read_json_file(const std::filesystem::path& path)
+{
+  const std::string name = display_path(path);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw InputError({name, "", ""}, "cannot read file", "no such file", "a JSON file");
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (!in && !in.eof())
+    throw InputError({name, "", ""}, "cannot read file");
+  const std::string text = buffer.str();
+
+  std::vector<Frame> frames;
+  auto after_value = [&frames] {
+    if (!frames.empty() && frames.back().is_array)
+      ++frames.back().index;
+  };
+  Json::parser_callback_t callback = [&](int /*depth*/, Json::parse_event_t event, Json& parsed) {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+        frames.push_back(Frame{});
+        break;
+      case Json::parse_event_t::array_start:
+        frames.push_back(Frame{true, {}, {}, 0});
+        break;
+      case Json::parse_event_t::key: {
+        Frame& top = frames.back();
+        const std::string key = parsed.get<std::string>();
+        top.key = key;
+        if (!top.keys.insert(key).second)
+          throw InputError({name, frames_pointer(frames, frames.size()), ""}, "duplicate key", "\"" + key + "\"",
+                           "each key once per object");
+        break;
+      }
+      case Json::parse_event_t::object_end:
+      case Json::parse_event_t::array_end:
+        frames.pop_back();
+        after_value();
+        break;
+      case Json::parse_event_t::value:
+        after_value();
+        break;
+    }
+    return true;
+  };
+  try {
+    return Json::parse(text, callback);
+  } catch (const Json::parse_error& e) {
+    std::size_t line = 0;
+    std::size_t column = 0;
+    line_and_column(text, e.byte, line, column);
+    std::string what = e.what();
+    const auto colon = what.rfind(": ");
+    if (colon != std::string::npos)
+      what = what.substr(colon + 2);
+    throw InputError({name + ":" + std::to_string(line) + ":" + std::to_string(column), "", ""},
+                     "invalid JSON: " + what);
+  }
+}
+
+std::string render_value(const Json& value)
+{
+  std::string text = value.dump();
+  constexpr std::size_t max_length = 60;
+  if (text.size() > max_length)
+    text = text.substr(0, max_length - 3) + "...";
+  return text;
+}
+
+std::string describe_type(const Json& value)
+{
+  switch (value.type()) {
+    case Json::value_t::null:
+      return "null";
+    case Json::value_t::boolean:
+      return "a boolean " + value.dump();
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned:
+    case Json::value_t::number_float:
+      return "a number " + value.dump();
+    case Json::value_t::string:
+      return "a string " + render_value(value);
+    case Json::value_t::array:
+      return "an array";
+    case Json::value_t::object:
+      return "an object";
+    default:
+      return "a value";
+  }
+}
+
+} // namespace sim::core

@@ -1,0 +1,50 @@
+#include "hardware/gpu_spec.hpp"
+
+namespace sim::hardware {
+
+std::optional<double> GpuSpec::peak(Precision p) const
+{
+  const auto it = peak_flops.find(p);
+  if (it == peak_flops.end())
+    return std::nullopt;
+  return it->second;
+}
+
+GpuSpec read_gpu(const core::Node& node)
+{
+  core::ObjectReader r(node);
+  core::expect_schema(r, "gpu/v1");
+  GpuSpec g;
+  g.name = r.text("name");
+  g.description = r.text_or("description", "");
+
+  core::ObjectReader peaks(r.at("peak_flops", "an object of dense FLOP rates per precision"));
+  for (const auto& c : precision_choices)
+    if (auto q = peaks.optional_quantity(c.name, core::Dimension::FLOP_RATE))
+      g.peak_flops[c.value] = *q;
+  peaks.finish();
+  if (g.peak_flops.empty())
+    peaks.node().fail("no precision given", "at least one of bf16, fp16, fp8, tf32, fp32");
+
+  g.memory_bytes = r.quantity("memory", core::Dimension::BYTES);
+  g.memory_bandwidth = r.quantity("memory_bandwidth", core::Dimension::BANDWIDTH);
+  g.nvlink_bandwidth = r.quantity_or("nvlink_bandwidth", core::Dimension::BANDWIDTH, 0.0);
+  g.pcie_generation = static_cast<int>(r.integer("pcie_generation", 3, 6));
+  g.gemm_efficiency = r.number("gemm_efficiency", 0.05, 1.0);
+  g.memory_efficiency = r.number_or("memory_efficiency", 0.0, 0.0, 1.0);
+  g.nccl_nvlink_efficiency = r.number_or("nccl_nvlink_efficiency", 0.0, 0.0, 1.0);
+  if (auto price = r.find("list_price_usd"))
+    g.list_price_usd = price->as_number(0.0, 1e7);
+
+  core::ObjectReader sources(r.at("sources", "an object: field name -> source"));
+  for (const auto& item : sources.node().json().items()) {
+    const core::Node field = *sources.find(item.key());
+    if (!node.json().contains(item.key()))
+      field.fail_found("names no field of this GPU", "\"" + item.key() + "\"", "the name of a field given above");
+    g.sources[item.key()] = field.as_string();
+  }
+  r.finish();
+  return g;
+}
+
+} // namespace sim::hardware

@@ -1,0 +1,42 @@
+// What one GPU can do: peak FLOP/s per precision, memory size and bandwidth, links, measured efficiencies, price.
+#pragma once
+
+#include "core/json_reader.hpp"
+
+#include <array>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace sim::hardware {
+
+enum class Precision { BF16, FP16, FP8, TF32, FP32 };
+
+inline constexpr std::array<core::Choice<Precision>, 5> precision_choices{{{"bf16", Precision::BF16},
+                                                                           {"fp16", Precision::FP16},
+                                                                           {"fp8", Precision::FP8},
+                                                                           {"tf32", Precision::TF32},
+                                                                           {"fp32", Precision::FP32}}};
+
+struct GpuSpec {
+  std::string name;
+  std::string description;
+  std::map<Precision, double> peak_flops; // dense FLOP/s per precision (no sparsity)
+  double memory_bytes = 0;
+  double memory_bandwidth = 0;    // bytes/s
+  double nvlink_bandwidth = 0;    // bytes/s per direction per GPU; 0 without NVLink
+  int pcie_generation = 0;
+  double gemm_efficiency = 0;     // best achievable matmul FLOP/s / peak (MAMF)
+  double memory_efficiency = 0;   // achievable / nominal memory bandwidth; 0 when not measured
+  double nccl_nvlink_efficiency = 0; // NCCL all-reduce bus bandwidth / NVLink nominal; 0 when not measured
+  std::optional<double> list_price_usd;
+  std::map<std::string, std::string> sources; // field -> where the number comes from
+
+  // Peak FLOP/s for `p`; nullopt when the part has no such tensor-core mode.
+  std::optional<double> peak(Precision p) const;
+};
+
+// Reads a gpu/v1 object.
+GpuSpec read_gpu(const core::Node& node);
+
+} // namespace sim::hardware

@@ -1,0 +1,52 @@
+// Memory per GPU for a plan: weights, gradients and optimizer state under TP/PP/DP/ZeRO, activations by
+// recompute mode and sequence parallelism (Korthikanti et al. 2022, generalised to GQA, gated FFNs and fused
+// attention) times what the pipeline schedule keeps in flight, and communication buffers; against HBM.
+#pragma once
+
+#include "hardware/gpu_spec.hpp"
+#include "model/model_spec.hpp"
+#include "plan/parallel_plan.hpp"
+
+#include <vector>
+
+namespace sim::memory {
+
+// Activations one transformer layer keeps for its backward pass: one micro-batch, one GPU.
+double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPlan& p);
+
+// The largest number of forward passes of each model chunk whose activations stage `stage` holds at once.
+struct InFlight {
+  std::vector<int> per_chunk;  // micro-batches held, per model chunk of this stage
+  double layer_microbatches = 0; // sum over held (chunk, micro-batch) of the chunk's layers
+};
+InFlight in_flight(const plan::ParallelPlan& p, int stage);
+
+struct StageMemory {
+  int stage = 0;
+  int layers = 0;
+  double params = 0;       // parameters on one GPU of this stage (its tensor-parallel shard)
+  double layer_params = 0; // of which in transformer layers
+  double weights_bytes = 0;
+  double grads_bytes = 0;
+  double optimizer_bytes = 0;
+  double layer_state_bytes = 0; // weights + gradients + optimizer state of the transformer layers alone
+  double activations_bytes = 0;
+  double layer_activations_bytes = 0; // of which in transformer layers
+  InFlight in_flight;
+  double buffers_bytes = 0;
+  double peak_bytes = 0;
+  bool oom = false;
+};
+
+struct MemoryEstimate {
+  double params = 0; // whole model
+  double capacity_bytes = 0;
+  double layer_activation_bytes = 0;
+  std::vector<StageMemory> per_stage;
+  int peak_stage = 0; // the stage with the highest peak
+  bool oom = false;
+};
+
+MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu);
+
+} // namespace sim::memory

@@ -1,0 +1,46 @@
+// Matrix-multiply FLOPs of one training step, counted per operation from the architecture.
+// Model FLOPs follow the convention of Narayanan et al. (2021): GEMMs and the two attention batched matmuls
+// (full s x s, whatever the causal mask), forward 1x, backward 2x; element-wise work is not counted.
+#pragma once
+
+#include "model/model_spec.hpp"
+
+#include <array>
+
+namespace sim::model {
+
+// What the backward pass recomputes: nothing, the attention core (Korthikanti et al.'s selective
+// recomputation), or the whole layer from its stored input.
+enum class Recompute { NONE, SELECTIVE, FULL };
+
+inline constexpr std::array<core::Choice<Recompute>, 3> recompute_choices{
+    {{"none", Recompute::NONE}, {"selective", Recompute::SELECTIVE}, {"full", Recompute::FULL}}};
+
+// Forward FLOPs of one transformer layer over `sequences` sequences of `seq` tokens (not sharded).
+struct LayerFlops {
+  double qkv = 0;
+  double attention_scores = 0;  // Q K^T
+  double attention_context = 0; // softmax(.) V
+  double projection = 0;
+  double ffn = 0;
+  double attention_core() const { return attention_scores + attention_context; }
+  double total() const { return qkv + attention_core() + projection + ffn; }
+};
+
+LayerFlops layer_forward_flops(const ModelSpec& m, double seq, double sequences);
+
+// Forward FLOPs of the output projection to the vocabulary (the logits).
+double logits_forward_flops(const ModelSpec& m, double seq, double sequences);
+
+struct StepFlops {
+  double forward = 0;   // all layers and the logits
+  double backward = 0;  // 2x forward
+  double recompute = 0; // forward work redone in the backward pass
+  double model() const { return forward + backward; }
+  double hardware() const { return model() + recompute; }
+};
+
+// One step over `sequences` sequences (the global batch) of `seq` tokens.
+StepFlops step_flops(const ModelSpec& m, double seq, double sequences, Recompute recompute);
+
+} // namespace sim::model

@@ -1,0 +1,69 @@
+// The parallel plan: how one training step is laid out over the GPUs (TP, PP, DP, batches, schedule, ZeRO,
+// recomputation, precision, rank order). Defaults follow Megatron-LM.
+#pragma once
+
+#include "hardware/gpu_spec.hpp"
+#include "model/flops.hpp"
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace sim::plan {
+
+enum class Schedule { GPIPE, ONE_F_ONE_B, INTERLEAVED };
+
+inline constexpr std::array<core::Choice<Schedule>, 3> schedule_choices{
+    {{"gpipe", Schedule::GPIPE}, {"1f1b", Schedule::ONE_F_ONE_B}, {"interleaved", Schedule::INTERLEAVED}}};
+
+// The three parallel dimensions, as they appear in `rank_order` (innermost first).
+enum class ParallelDim { TP, DP, PP };
+using RankOrder = std::array<ParallelDim, 3>;
+
+inline constexpr std::array<core::Choice<RankOrder>, 6> rank_order_choices{
+    {{"tp-dp-pp", {ParallelDim::TP, ParallelDim::DP, ParallelDim::PP}},
+     {"tp-pp-dp", {ParallelDim::TP, ParallelDim::PP, ParallelDim::DP}},
+     {"dp-tp-pp", {ParallelDim::DP, ParallelDim::TP, ParallelDim::PP}},
+     {"dp-pp-tp", {ParallelDim::DP, ParallelDim::PP, ParallelDim::TP}},
+     {"pp-tp-dp", {ParallelDim::PP, ParallelDim::TP, ParallelDim::DP}},
+     {"pp-dp-tp", {ParallelDim::PP, ParallelDim::DP, ParallelDim::TP}}}};
+
+// Only 16-bit mixed precision is planned for (weights and activations in 16 bits, fp32 master weights).
+inline constexpr std::array<core::Choice<hardware::Precision>, 2> training_precision_choices{
+    {{"bf16", hardware::Precision::BF16}, {"fp16", hardware::Precision::FP16}}};
+
+struct ParallelPlan {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  int micro_batch = 1;           // sequences per micro-batch
+  std::int64_t global_batch = 1; // sequences per step
+  std::int64_t seq_length = 0;   // tokens per sequence
+  Schedule schedule = Schedule::ONE_F_ONE_B;
+  int virtual_stages = 1; // model chunks per GPU (interleaved schedule)
+  int zero_stage = 0;
+  bool distributed_optimizer = false;
+  model::Recompute recompute = model::Recompute::NONE;
+  bool sequence_parallel = false;
+  double dp_bucket_bytes = 0;
+  bool overlap_grad_reduce = true;
+  hardware::Precision precision = hardware::Precision::BF16;
+  bool fp32_grad_accumulation = true; // gradients accumulated and reduced in fp32 (Megatron does this for bf16)
+  bool flash_attention = true;        // fused attention: no s x s score matrix is stored
+  RankOrder rank_order{ParallelDim::TP, ParallelDim::DP, ParallelDim::PP};
+  std::vector<int> layers_per_chunk; // layers of virtual stage c = chunk * pp + stage, size pp * virtual_stages
+
+  int gpus() const { return tp * pp * dp; }
+  std::int64_t microbatches() const { return global_batch / (static_cast<std::int64_t>(micro_batch) * dp); }
+  int chunks() const { return pp * virtual_stages; }
+  int layers_on_stage(int stage) const;
+  int layers_in_chunk(int stage, int chunk) const { return layers_per_chunk[chunk * pp + stage]; }
+  int size(ParallelDim d) const;
+};
+
+// Spreads `layers` over `parts` consecutive pieces as evenly as possible. The first and last pieces also carry the
+// embedding and the output layer, so they are the ones that get fewer layers when the split is uneven
+// (126 layers on 16 stages: 7, 8 x 14, 7 -- the split Llama 3 405B used).
+std::vector<int> balanced_split(int layers, int parts);
+
+} // namespace sim::plan

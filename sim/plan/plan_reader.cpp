@@ -1,0 +1,228 @@
+#include "plan/plan_reader.hpp"
+
+#include "core/units.hpp"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <map>
+
+namespace sim::plan {
+namespace {
+
+core::Location key_location(const core::Node& plan_node, std::string_view key)
+{
+  return plan_node.provenance().locate(core::pointer_append(plan_node.pointer(), key));
+}
+
+[[noreturn]] void infeasible(const core::Node& plan_node, std::string_view key, const std::string& problem,
+                             const std::string& expected = {})
+{
+  throw core::InfeasiblePlan(key_location(plan_node, key), problem, {}, expected);
+}
+
+} // namespace
+
+ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, std::optional<int> gpus)
+{
+  core::ObjectReader r(node);
+  ParallelPlan p;
+  p.tp = static_cast<int>(r.integer_or("tp", 1, 1, 1 << 16));
+  p.pp = static_cast<int>(r.integer_or("pp", 1, 1, 1 << 16));
+  const int default_dp = gpus && *gpus % (p.tp * p.pp) == 0 ? *gpus / (p.tp * p.pp) : 1;
+  p.dp = static_cast<int>(r.integer_or("dp", default_dp, 1, 1 << 20));
+  p.micro_batch = static_cast<int>(r.integer_or("micro_batch", 1, 1, 1 << 16));
+  p.global_batch = r.integer_or("global_batch", static_cast<std::int64_t>(p.micro_batch) * p.dp, 1);
+  p.seq_length = r.integer_or("seq_length", model.seq_length, 1, 1 << 24);
+  p.virtual_stages = static_cast<int>(r.integer_or("virtual_stages", 1, 1, 1024));
+  p.schedule = r.choice_or<Schedule>("schedule", schedule_choices,
+                                     p.virtual_stages > 1 ? Schedule::INTERLEAVED : Schedule::ONE_F_ONE_B);
+  p.zero_stage = static_cast<int>(r.integer_or("zero_stage", 0, 0, 3));
+  p.distributed_optimizer = r.flag_or("distributed_optimizer", false);
+  p.recompute = r.choice_or<model::Recompute>("recompute", model::recompute_choices, model::Recompute::NONE);
+  p.sequence_parallel = r.flag_or("sequence_parallel", false);
+  p.overlap_grad_reduce = r.flag_or("overlap_grad_reduce", true);
+  p.precision = r.choice_or<hardware::Precision>("precision", training_precision_choices, hardware::Precision::BF16);
+  p.fp32_grad_accumulation = r.flag_or("fp32_grad_accumulation", p.precision == hardware::Precision::BF16);
+  p.flash_attention = r.flag_or("flash_attention", true);
+  p.rank_order = r.choice_or<RankOrder>("rank_order", rank_order_choices, p.rank_order);
+  // Megatron-core's default bucket: max(40M, 1M x dp) gradient elements.
+  const double grad_bytes = p.fp32_grad_accumulation ? 4.0 : 2.0;
+  p.dp_bucket_bytes = r.quantity_or("dp_bucket_size", core::Dimension::BYTES,
+                                    grad_bytes * std::max(40e6, 1e6 * static_cast<double>(p.dp)));
+
+  if (auto split = r.find("layers_per_stage")) {
+    if (split->array_size() != static_cast<std::size_t>(p.pp))
+      split->fail_found("wrong length", fmt::format("{} entries", split->array_size()),
+                        fmt::format("one layer count per pipeline stage (pp={})", p.pp));
+    if (p.virtual_stages > 1)
+      split->fail_found("an explicit split cannot be combined with virtual stages",
+                        fmt::format("virtual_stages={}", p.virtual_stages), "virtual_stages=1");
+    int sum = 0;
+    for (std::size_t i = 0; i < split->array_size(); ++i) {
+      const int n = static_cast<int>(split->element(i).as_integer(1, 1 << 20));
+      p.layers_per_chunk.push_back(n);
+      sum += n;
+    }
+    if (sum != model.num_layers)
+      split->fail_found("does not add up to the model's layers", fmt::format("a total of {}", sum),
+                        fmt::format("num_layers={} of model '{}'", model.num_layers, model.name));
+  } else if (model.num_layers >= p.chunks()) {
+    p.layers_per_chunk = balanced_split(static_cast<int>(model.num_layers), p.chunks());
+  }
+  r.finish();
+  return p;
+}
+
+std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& node, const model::ModelSpec& m,
+                                      const topology::ClusterSpec& cluster, int gpus)
+{
+  std::vector<core::Warning> warnings;
+  auto warn = [&](std::string_view key, std::string message) {
+    warnings.push_back(core::Warning{key_location(node, key), std::move(message)});
+  };
+
+  if (p.gpus() != gpus)
+    infeasible(node, "dp",
+               fmt::format("tp*pp*dp = {}*{}*{} = {} does not match the cluster's {} GPUs", p.tp, p.pp, p.dp,
+                           p.gpus(), gpus),
+               "tp*pp*dp equal to the GPU count");
+
+  if (m.num_attention_heads % p.tp != 0)
+    infeasible(node, "tp",
+               fmt::format("{} does not divide num_attention_heads={} of model '{}'", p.tp, m.num_attention_heads,
+                           m.name));
+  if (m.num_kv_heads % p.tp != 0)
+    infeasible(node, "tp",
+               fmt::format("{} does not divide num_kv_heads={} of model '{}'", p.tp, m.num_kv_heads, m.name));
+  if (m.ffn_hidden_size % p.tp != 0)
+    infeasible(node, "tp",
+               fmt::format("{} does not divide ffn_hidden_size={} of model '{}'", p.tp, m.ffn_hidden_size, m.name));
+
+  if (p.layers_per_chunk.empty()) {
+    if (p.virtual_stages > 1)
+      infeasible(node, "virtual_stages",
+                 fmt::format("pp*virtual_stages = {}*{} = {} chunks exceed num_layers={} of model '{}'", p.pp,
+                             p.virtual_stages, p.chunks(), m.num_layers, m.name),
+                 "at least one layer per chunk");
+    infeasible(node, "pp",
+               fmt::format("{} stages exceed num_layers={} of model '{}'", p.pp, m.num_layers, m.name),
+               "at least one layer per stage");
+  }
+
+  const std::int64_t per_step = static_cast<std::int64_t>(p.micro_batch) * p.dp;
+  if (p.global_batch % per_step != 0)
+    infeasible(node, "global_batch",
+               fmt::format("{} is not divisible by micro_batch*dp = {}*{} = {}", p.global_batch, p.micro_batch, p.dp,
+                           per_step));
+
+  if (p.schedule == Schedule::INTERLEAVED) {
+    if (p.virtual_stages < 2)
+      infeasible(node, "virtual_stages", "the interleaved schedule needs virtual_stages >= 2",
+                 "virtual_stages >= 2, or schedule 1f1b");
+    if (p.pp < 2)
+      infeasible(node, "schedule", "the interleaved schedule needs pp >= 2", "pp >= 2, or schedule 1f1b");
+    if (p.microbatches() % p.pp != 0)
+      infeasible(node, "global_batch",
+                 fmt::format("the interleaved schedule needs the {} micro-batches per step to be a multiple of pp={} "
+                             "(as Megatron-LM requires)",
+                             p.microbatches(), p.pp));
+  } else if (p.virtual_stages > 1) {
+    infeasible(node, "virtual_stages",
+               fmt::format("virtual_stages={} needs the interleaved schedule", p.virtual_stages),
+               "schedule \"interleaved\", or virtual_stages 1");
+  }
+
+  if (p.zero_stage >= 2 && p.pp > 1)
+    infeasible(node, "zero_stage",
+               fmt::format("ZeRO stage {} shards gradients, which DeepSpeed cannot combine with pipeline parallelism "
+                           "(pp={})",
+                           p.zero_stage, p.pp),
+               "zero_stage 0 or 1 with pp > 1");
+  if (p.zero_stage >= 1 && p.distributed_optimizer)
+    infeasible(node, "distributed_optimizer",
+               "the distributed optimizer and ZeRO both shard the optimizer state; choose one",
+               "distributed_optimizer false, or zero_stage 0");
+
+  if (m.position_embedding == model::PositionEmbedding::LEARNED && p.seq_length > m.seq_length)
+    infeasible(node, "seq_length",
+               fmt::format("{} exceeds the {} learned positions of model '{}'", p.seq_length, m.seq_length, m.name));
+
+  if (!cluster.gpu.peak(p.precision)) {
+    const auto name = core::choice_name(p.precision, hardware::precision_choices);
+    infeasible(node, "precision",
+               fmt::format("{} has no {} tensor-core rate in its catalogue entry", cluster.gpu.name, name),
+               "a precision listed in the GPU's peak_flops");
+  }
+
+  if (p.sequence_parallel && p.tp == 1)
+    warn("sequence_parallel", "has no effect with tp=1 (Megatron-LM turns it off)");
+
+  // TP groups that straddle nodes run their per-layer all-reduces over the NICs.
+  if (p.tp > 1) {
+    int spanning = 0;
+    int worst = 1;
+    for (int r = 0; r < gpus; ++r) {
+      const RankCoords c = coords_of(p, r);
+      if (c.tp != 0)
+        continue;
+      std::map<int, int> nodes;
+      for (int t = 0; t < p.tp; ++t)
+        ++nodes[rank_of(p, RankCoords{t, c.dp, c.pp}) / cluster.gpus_per_node];
+      if (nodes.size() > 1) {
+        ++spanning;
+        worst = std::max(worst, static_cast<int>(nodes.size()));
+      }
+    }
+    if (spanning > 0)
+      warn("tp", fmt::format("{} of {} tensor-parallel groups span nodes (up to {} nodes each): their all-reduces "
+                             "cross the inter-node network",
+                             spanning, gpus / p.tp, worst));
+  }
+
+  if (p.layers_per_chunk.size() > 1) {
+    const auto [lo, hi] = std::minmax_element(p.layers_per_chunk.begin(), p.layers_per_chunk.end());
+    if (*lo != *hi && !node.json().contains("layers_per_stage"))
+      warn(p.virtual_stages > 1 ? "virtual_stages" : "pp",
+           fmt::format("{} layers do not split evenly into {} {}; balanced as {} to {} layers (fewer on the first "
+                       "and last, which also hold the embedding and the output layer)",
+                       m.num_layers, p.chunks(), p.virtual_stages > 1 ? "chunks" : "stages", *lo, *hi));
+  }
+  return warnings;
+}
+
+RankCoords coords_of(const ParallelPlan& p, int rank)
+{
+  RankCoords c;
+  int rest = rank;
+  for (ParallelDim d : p.rank_order) {
+    const int n = p.size(d);
+    const int v = rest % n;
+    rest /= n;
+    switch (d) {
+      case ParallelDim::TP:
+        c.tp = v;
+        break;
+      case ParallelDim::DP:
+        c.dp = v;
+        break;
+      case ParallelDim::PP:
+        c.pp = v;
+        break;
+    }
+  }
+  return c;
+}
+
+int rank_of(const ParallelPlan& p, RankCoords c)
+{
+  int rank = 0;
+  int stride = 1;
+  for (ParallelDim d : p.rank_order) {
+    const int v = d == ParallelDim::TP ? c.tp : d == ParallelDim::DP ? c.dp : c.pp;
+    rank += v * stride;
+    stride *= p.size(d);
+  }
+  return rank;
+}
+
+} // namespace sim::plan

@@ -1,0 +1,220 @@
+#include "report/analysis.hpp"
+
+#include "core/units.hpp"
+#include "model/param_count.hpp"
+
+#include <fmt/format.h>
+
+namespace sim::report {
+namespace {
+
+template <class E, std::size_t N>
+std::string name_of(E value, const std::array<core::Choice<E>, N>& choices)
+{
+  return std::string(core::choice_name(value, choices));
+}
+
+std::string flop_count(double flops)
+{
+  if (flops >= 1e18)
+    return fmt::format("{:.3f} EFLOP", flops / 1e18);
+  if (flops >= 1e15)
+    return fmt::format("{:.3f} PFLOP", flops / 1e15);
+  if (flops >= 1e12)
+    return fmt::format("{:.3f} TFLOP", flops / 1e12);
+  return fmt::format("{:.3f} GFLOP", flops / 1e9);
+}
+
+std::string gib(double bytes) { return fmt::format("{:.2f}", bytes / (1024.0 * 1024.0 * 1024.0)); }
+
+} // namespace
+
+Analysis analyse(const scenario::Scenario& s)
+{
+  Analysis a;
+  const auto& p = s.plan;
+  a.memory = memory::estimate_memory(s.model, p, s.cluster.gpu);
+  const auto seq = static_cast<double>(p.seq_length);
+  a.layer_forward = model::layer_forward_flops(s.model, seq, p.micro_batch);
+  a.logits_forward = model::logits_forward_flops(s.model, seq, p.micro_batch);
+  a.step = model::step_flops(s.model, seq, static_cast<double>(p.global_batch), p.recompute);
+  a.tokens_per_step = seq * static_cast<double>(p.global_batch);
+  a.peak_flops = s.cluster.gpu.peak(p.precision).value_or(0.0);
+  return a;
+}
+
+core::Json plan_json(const plan::ParallelPlan& p)
+{
+  core::Json j;
+  j["tp"] = p.tp;
+  j["pp"] = p.pp;
+  j["dp"] = p.dp;
+  j["micro_batch"] = p.micro_batch;
+  j["global_batch"] = p.global_batch;
+  j["microbatches"] = p.microbatches();
+  j["seq_length"] = p.seq_length;
+  j["schedule"] = name_of(p.schedule, plan::schedule_choices);
+  j["virtual_stages"] = p.virtual_stages;
+  j["zero_stage"] = p.zero_stage;
+  j["distributed_optimizer"] = p.distributed_optimizer;
+  j["recompute"] = name_of(p.recompute, model::recompute_choices);
+  j["sequence_parallel"] = p.sequence_parallel;
+  j["dp_bucket_size_bytes"] = p.dp_bucket_bytes;
+  j["overlap_grad_reduce"] = p.overlap_grad_reduce;
+  j["precision"] = name_of(p.precision, plan::training_precision_choices);
+  j["fp32_grad_accumulation"] = p.fp32_grad_accumulation;
+  j["flash_attention"] = p.flash_attention;
+  j["rank_order"] = name_of(p.rank_order, plan::rank_order_choices);
+  j["layers_per_chunk"] = p.layers_per_chunk;
+  return j;
+}
+
+core::Json analysis_json(const scenario::Scenario& s, const Analysis& a)
+{
+  core::Json j;
+  j["kind"] = "analysis";
+  j["note"] = "analytic memory and FLOP estimate from the architecture and the plan; no simulation";
+  j["scenario"] = {{"name", s.name}, {"file", s.file}};
+  const auto counts = model::count_params(s.model);
+  j["model"] = {{"name", s.model.name},
+                {"params", counts.total},
+                {"num_layers", s.model.num_layers},
+                {"hidden_size", s.model.hidden_size},
+                {"num_attention_heads", s.model.num_attention_heads},
+                {"num_kv_heads", s.model.num_kv_heads},
+                {"ffn_hidden_size", s.model.ffn_hidden_size},
+                {"vocab_size", s.model.vocab_size}};
+  j["cluster"] = {{"name", s.cluster.name},
+                  {"gpu", s.cluster.gpu.name},
+                  {"gpus", s.gpus},
+                  {"nodes", s.nodes},
+                  {"gpus_per_node", s.cluster.gpus_per_node},
+                  {"hbm_bytes", s.cluster.gpu.memory_bytes},
+                  {"peak_flops_per_gpu", a.peak_flops}};
+  j["plan"] = plan_json(s.plan);
+
+  core::Json stages = core::Json::array();
+  for (const auto& st : a.memory.per_stage) {
+    stages.push_back({{"stage", st.stage},
+                      {"layers", st.layers},
+                      {"params", st.params},
+                      {"weights_bytes", st.weights_bytes},
+                      {"grads_bytes", st.grads_bytes},
+                      {"optimizer_bytes", st.optimizer_bytes},
+                      {"layer_state_bytes", st.layer_state_bytes},
+                      {"activations_bytes", st.activations_bytes},
+                      {"layer_activations_bytes", st.layer_activations_bytes},
+                      {"microbatches_in_flight", st.in_flight.per_chunk},
+                      {"buffers_bytes", st.buffers_bytes},
+                      {"peak_bytes", st.peak_bytes},
+                      {"free_bytes", a.memory.capacity_bytes - st.peak_bytes},
+                      {"oom", st.oom}});
+  }
+  j["memory"] = {{"params", a.memory.params},
+                 {"capacity_bytes", a.memory.capacity_bytes},
+                 {"layer_activation_bytes", a.memory.layer_activation_bytes},
+                 {"peak_stage", a.memory.peak_stage},
+                 {"oom", a.memory.oom},
+                 {"per_stage", stages}};
+
+  const auto& l = a.layer_forward;
+  j["flops"] = {{"layer_forward_per_microbatch",
+                 {{"qkv", l.qkv},
+                  {"attention_scores", l.attention_scores},
+                  {"attention_context", l.attention_context},
+                  {"projection", l.projection},
+                  {"ffn", l.ffn},
+                  {"total", l.total()}}},
+                {"logits_forward_per_microbatch", a.logits_forward},
+                {"step",
+                 {{"forward", a.step.forward},
+                  {"backward", a.step.backward},
+                  {"recompute", a.step.recompute},
+                  {"model", a.step.model()},
+                  {"hardware", a.step.hardware()}}},
+                {"tokens_per_step", a.tokens_per_step},
+                {"model_flops_per_token", a.step.model() / a.tokens_per_step},
+                {"step_time_at_peak_s", a.step.hardware() / (a.peak_flops * s.gpus)}};
+
+  core::Json warnings = core::Json::array();
+  for (const auto& w : s.warnings)
+    warnings.push_back(core::format_warning(w));
+  j["warnings"] = warnings;
+  return j;
+}
+
+std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
+{
+  const auto& p = s.plan;
+  const auto& m = s.model;
+  std::string out;
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
+
+  line(fmt::format("{} ({})", s.name, s.file));
+  if (!s.description.empty())
+    line(s.description);
+  line("Analytic estimate from the architecture and the plan (memory model and FLOP count; no simulation).");
+  line("");
+  line(fmt::format("model    {}: {} layers, hidden {}, {} heads ({} KV), FFN {} ({}), vocab {}; {} parameters",
+                   m.name, m.num_layers, m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.ffn_hidden_size,
+                   name_of(m.ffn_kind, model::ffn_kind_choices), m.vocab_size, core::format_count(a.memory.params)));
+  line(fmt::format("cluster  {}: {} x {} ({} node{} of {}), {} HBM, {} peak {}", s.cluster.name, s.gpus,
+                   s.cluster.gpu.name, s.nodes, s.nodes == 1 ? "" : "s", s.cluster.gpus_per_node,
+                   core::format_bytes(s.cluster.gpu.memory_bytes), core::format_flop_rate(a.peak_flops),
+                   name_of(p.precision, plan::training_precision_choices)));
+  std::string schedule = name_of(p.schedule, plan::schedule_choices);
+  if (p.schedule == plan::Schedule::INTERLEAVED)
+    schedule += fmt::format(" (v={})", p.virtual_stages);
+  std::string sharding = p.zero_stage > 0 ? fmt::format(", ZeRO-{}", p.zero_stage) : "";
+  if (p.distributed_optimizer)
+    sharding += ", distributed optimizer";
+  line(fmt::format("plan     TP {} x PP {} x DP {}; micro-batch {}, global batch {} ({} micro-batches per pipeline), "
+                   "sequence {}; {}; recompute {}{}{}",
+                   p.tp, p.pp, p.dp, p.micro_batch, p.global_batch, p.microbatches(), p.seq_length, schedule,
+                   name_of(p.recompute, model::recompute_choices), p.sequence_parallel ? ", sequence parallel" : "",
+                   sharding));
+  line("");
+  line("Memory per GPU, one GPU of each pipeline stage (GiB)");
+  line(fmt::format("{:>5} {:>6} {:>9} {:>8} {:>8} {:>9} {:>11} {:>7} {:>8} {:>8}  {}", "stage", "layers", "params",
+                   "weights", "grads", "optimizer", "activations", "buffers", "peak", "free", "mb in flight"));
+  for (const auto& st : a.memory.per_stage) {
+    std::string held;
+    for (std::size_t c = 0; c < st.in_flight.per_chunk.size(); ++c)
+      held += (c ? "+" : "") + std::to_string(st.in_flight.per_chunk[c]);
+    line(fmt::format("{:>5} {:>6} {:>9} {:>8} {:>8} {:>9} {:>11} {:>7} {:>8} {:>8}  {}{}", st.stage, st.layers,
+                     core::format_count(st.params), gib(st.weights_bytes), gib(st.grads_bytes),
+                     gib(st.optimizer_bytes), gib(st.activations_bytes), gib(st.buffers_bytes), gib(st.peak_bytes),
+                     gib(a.memory.capacity_bytes - st.peak_bytes), held, st.oom ? "  OUT OF MEMORY" : ""));
+  }
+  const auto& worst = a.memory.per_stage[static_cast<std::size_t>(a.memory.peak_stage)];
+  const double capacity = a.memory.capacity_bytes;
+  if (a.memory.oom) {
+    int failing = 0;
+    for (const auto& st : a.memory.per_stage)
+      failing += st.oom ? 1 : 0;
+    line(fmt::format("verdict  OUT OF MEMORY: stage {} needs {} of {} ({} over); {} of {} stages do not fit",
+                     worst.stage, core::format_bytes(worst.peak_bytes), core::format_bytes(capacity),
+                     core::format_bytes(worst.peak_bytes - capacity), failing, a.memory.per_stage.size()));
+  } else {
+    line(fmt::format("verdict  fits: the fullest GPU (stage {}) uses {} of {} ({:.0f}%), {} free", worst.stage,
+                     core::format_bytes(worst.peak_bytes), core::format_bytes(capacity),
+                     100.0 * worst.peak_bytes / capacity, core::format_bytes(capacity - worst.peak_bytes)));
+  }
+  line(fmt::format("         activations per layer per micro-batch: {}; the CUDA context and allocator slack "
+                   "are not counted",
+                   core::format_bytes(a.memory.layer_activation_bytes)));
+  line("");
+  line("FLOPs per step (matrix multiplies; forward 1x, backward 2x)");
+  line(fmt::format("  forward {}, backward {}, recomputation {}", flop_count(a.step.forward),
+                   flop_count(a.step.backward), flop_count(a.step.recompute)));
+  line(fmt::format("  model FLOPs {} ({:.2f} x params per token), hardware FLOPs {} over {} tokens",
+                   flop_count(a.step.model()), a.step.model() / a.tokens_per_step / a.memory.params,
+                   flop_count(a.step.hardware()), core::format_count(a.tokens_per_step)));
+  line(fmt::format("  at 100% of peak on all {} GPUs one step would take {} (a lower bound, not a prediction)",
+                   s.gpus, core::format_time(a.step.hardware() / (a.peak_flops * s.gpus))));
+  for (const auto& w : s.warnings)
+    line(core::format_warning(w));
+  return out;
+}
+
+} // namespace sim::report

@@ -1,0 +1,30 @@
+// The analytic view of a scenario (no simulation): memory per stage and FLOPs per step, as text and JSON.
+#pragma once
+
+#include "core/document.hpp"
+#include "memory/memory_model.hpp"
+#include "model/flops.hpp"
+#include "scenario/scenario.hpp"
+
+#include <string>
+
+namespace sim::report {
+
+struct Analysis {
+  memory::MemoryEstimate memory;
+  model::LayerFlops layer_forward; // one layer, one micro-batch, whole (not sharded)
+  double logits_forward = 0;       // one micro-batch
+  model::StepFlops step;           // the global batch
+  double tokens_per_step = 0;
+  double peak_flops = 0;           // per GPU, at the plan's precision
+};
+
+Analysis analyse(const scenario::Scenario& s);
+
+// The resolved plan with every default filled in, as the JSON keys of scenario/v1.
+core::Json plan_json(const plan::ParallelPlan& p);
+
+core::Json analysis_json(const scenario::Scenario& s, const Analysis& a);
+std::string analysis_text(const scenario::Scenario& s, const Analysis& a);
+
+} // namespace sim::report

@@ -1,0 +1,138 @@
+#include "scenario/scenario.hpp"
+
+#include "model/hf_config.hpp"
+#include "plan/plan_reader.hpp"
+#include "scenario/document_tree.hpp"
+
+#include <fmt/format.h>
+
+namespace sim::scenario {
+namespace {
+
+void resolve_scenario_references(DocumentTree& tree)
+{
+  tree.resolve("/model", ReferenceKind::MODEL);
+  tree.resolve("/topology", ReferenceKind::TOPOLOGY);
+  tree.resolve("/topology/node/gpu", ReferenceKind::GPU);
+}
+
+void apply_overrides(DocumentTree& tree, const LoadOptions& options, void (*resolve_all)(DocumentTree&))
+{
+  for (const auto& expression : options.overrides)
+    tree.apply_override(expression, [&] { resolve_all(tree); });
+  resolve_all(tree);
+}
+
+Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& file)
+{
+  core::ObjectReader r(tree.node());
+  core::expect_schema(r, "scenario/v1");
+  Scenario s;
+  s.file = core::display_path(file);
+  s.name = r.text_or("name", file.stem().string());
+  s.description = r.text_or("description", "");
+  s.model = model::read_model(r.at("model", "a model preset name, a path, or an object"));
+  s.cluster = topology::read_cluster(r.at("topology", "a topology preset name, a path, or an object"));
+
+  std::optional<int> known_gpus;
+  if (s.cluster.nodes)
+    known_gpus = *s.cluster.nodes * s.cluster.gpus_per_node;
+  const auto gpus_node = r.find("gpus");
+  if (gpus_node) {
+    const int g = static_cast<int>(gpus_node->as_integer(1, 1 << 24));
+    if (known_gpus && *known_gpus != g)
+      gpus_node->fail(fmt::format("topology '{}' pins {} nodes of {} GPUs = {} GPUs", s.cluster.name,
+                                  *s.cluster.nodes, s.cluster.gpus_per_node, *known_gpus),
+                      fmt::format("{}, or no `gpus` key", *known_gpus));
+    known_gpus = g;
+  }
+  const core::Node plan_node = r.at("plan", "an object with the parallel plan");
+  s.plan = plan::read_plan(plan_node, s.model, known_gpus);
+  r.finish();
+
+  s.gpus = known_gpus.value_or(s.plan.gpus());
+  const int per_node = s.cluster.gpus_per_node;
+  if (s.gpus > per_node && s.gpus % per_node != 0) {
+    const core::Location where = gpus_node ? gpus_node->location()
+                                           : plan_node.provenance().locate(core::pointer_append(plan_node.pointer(), "dp"));
+    throw core::InfeasiblePlan(where, fmt::format("{} GPUs do not fill whole {}-GPU nodes of '{}'", s.gpus, per_node,
+                                                  s.cluster.name),
+                               {}, fmt::format("a multiple of {} GPUs (or at most one node)", per_node));
+  }
+  s.nodes = (s.gpus + per_node - 1) / per_node;
+  s.warnings = plan::check_plan(s.plan, plan_node, s.model, s.cluster, s.gpus);
+  return s;
+}
+
+} // namespace
+
+Scenario load_scenario(const std::filesystem::path& file, const LoadOptions& options)
+{
+  DocumentTree tree(file, options.data_dir);
+  apply_overrides(tree, options, resolve_scenario_references);
+  return read_scenario(tree, file);
+}
+
+CheckedFile check_file(const std::filesystem::path& file, const LoadOptions& options)
+{
+  DocumentTree tree(file, options.data_dir);
+  const core::Json& root = tree.root();
+  CheckedFile checked;
+  if (model::looks_like_hf_config(root)) {
+    checked.kind = FileKind::HF_CONFIG;
+    const auto converted = model::convert_hf_config(tree.node(), file.parent_path().filename().string());
+    core::Provenance provenance;
+    provenance.add_source("", core::display_path(file));
+    checked.name = model::read_model(core::Node(converted.model, "", provenance)).name;
+    return checked;
+  }
+  const core::Node root_node = tree.node();
+  if (!root.is_object())
+    root_node.fail_found("wrong type", core::describe_type(root), "a JSON object with a \"schema\"");
+  const auto schema = root.find("schema");
+  const std::string expected_schema = "one of scenario/v1, model/v1, topology/v1, gpu/v1 (or a HuggingFace config.json)";
+  if (schema == root.end())
+    throw core::InputError(tree.provenance().locate("/schema"), "missing required key", "nothing", expected_schema);
+  const std::string name = schema->is_string() ? schema->get<std::string>() : "";
+  if (name == "scenario/v1") {
+    apply_overrides(tree, options, resolve_scenario_references);
+    const Scenario s = read_scenario(tree, file);
+    checked.kind = FileKind::SCENARIO;
+    checked.name = s.name;
+    checked.warnings = s.warnings;
+  } else if (name == "model/v1") {
+    apply_overrides(tree, options, [](DocumentTree&) {});
+    checked.kind = FileKind::MODEL;
+    checked.name = model::read_model(tree.node()).name;
+  } else if (name == "topology/v1") {
+    apply_overrides(tree, options, [](DocumentTree& t) { t.resolve("/node/gpu", ReferenceKind::GPU); });
+    checked.kind = FileKind::TOPOLOGY;
+    checked.name = topology::read_cluster(tree.node()).name;
+  } else if (name == "gpu/v1") {
+    apply_overrides(tree, options, [](DocumentTree&) {});
+    checked.kind = FileKind::GPU;
+    checked.name = hardware::read_gpu(tree.node()).name;
+  } else {
+    tree.node("/schema").fail("unsupported schema", expected_schema);
+  }
+  return checked;
+}
+
+std::string_view describe(FileKind kind)
+{
+  switch (kind) {
+    case FileKind::SCENARIO:
+      return "scenario";
+    case FileKind::MODEL:
+      return "model";
+    case FileKind::HF_CONFIG:
+      return "model (HuggingFace config)";
+    case FileKind::TOPOLOGY:
+      return "topology";
+    case FileKind::GPU:
+      return "GPU";
+  }
+  return "file";
+}
+
+} // namespace sim::scenario

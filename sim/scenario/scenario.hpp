@@ -1,0 +1,48 @@
+// A scenario: a model, a cluster and a parallel plan, loaded from scenario/v1 with its references resolved,
+// overrides applied and every cross-file check done.
+#pragma once
+
+#include "core/input_error.hpp"
+#include "model/model_spec.hpp"
+#include "plan/parallel_plan.hpp"
+#include "topology/cluster_spec.hpp"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sim::scenario {
+
+struct LoadOptions {
+  std::filesystem::path data_dir;     // holds models/, topologies/ (the presets)
+  std::vector<std::string> overrides; // --set PATH=VALUE, applied in order
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  std::string file; // as shown in messages
+  model::ModelSpec model;
+  topology::ClusterSpec cluster;
+  plan::ParallelPlan plan;
+  int gpus = 0;
+  int nodes = 0;
+  std::vector<core::Warning> warnings;
+};
+
+Scenario load_scenario(const std::filesystem::path& file, const LoadOptions& options);
+
+enum class FileKind { SCENARIO, MODEL, HF_CONFIG, TOPOLOGY, GPU };
+
+struct CheckedFile {
+  FileKind kind = FileKind::SCENARIO;
+  std::string name;
+  std::vector<core::Warning> warnings;
+};
+
+// Validates one file of any kind, with the checks that apply to it (a scenario gets the cross-file checks).
+CheckedFile check_file(const std::filesystem::path& file, const LoadOptions& options);
+
+std::string_view describe(FileKind kind);
+
+} // namespace sim::scenario

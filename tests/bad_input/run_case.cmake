@@ -1,0 +1,17 @@
+# Runs one bad-input case: `simtrain <args> <case>.json` must exit with 1 and print the line in <case>.expected.
+# A case may give its command line in <case>.args (one argument per line; the file is appended last).
+set(args check)
+if(EXISTS ${CASE_DIR}/${CASE}.args)
+  file(STRINGS ${CASE_DIR}/${CASE}.args args)
+endif()
+file(READ ${CASE_DIR}/${CASE}.expected expected)
+string(STRIP "${expected}" expected)
+file(RELATIVE_PATH input ${CMAKE_CURRENT_LIST_DIR}/../.. ${CASE_DIR}/${CASE}.json)
+execute_process(COMMAND ${SIMTRAIN} ${args} ${input} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 1)
+  message(FATAL_ERROR "exit code ${rc}, expected 1\nstdout:\n${out}\nstderr:\n${err}")
+endif()
+string(FIND "${out}${err}" "${expected}" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "expected the line\n  ${expected}\ngot\nstdout:\n${out}\nstderr:\n${err}")
+endif()

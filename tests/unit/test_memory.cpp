@@ -1,0 +1,164 @@
+#include "memory/memory_model.hpp"
+#include "model/param_count.hpp"
+#include "scenario/scenario.hpp"
+
+#include "support.hpp"
+
+using test::scenario_json;
+
+namespace {
+
+constexpr double GiB = 1024.0 * 1024.0 * 1024.0;
+
+struct Loaded {
+  sim::scenario::Scenario scenario;
+  sim::memory::MemoryEstimate memory;
+};
+
+Loaded estimate(const nlohmann::json& doc)
+{
+  const auto file = test::write_json(test::scratch_dir() / "s.json", doc);
+  auto s = sim::scenario::load_scenario(file, test::options());
+  auto m = sim::memory::estimate_memory(s.model, s.plan, s.cluster.gpu);
+  return {std::move(s), std::move(m)};
+}
+
+double state(const sim::memory::StageMemory& s) { return s.weights_bytes + s.grads_bytes + s.optimizer_bytes; }
+
+nlohmann::json gpt(const std::string& name, int layers, int hidden, int heads)
+{
+  return {{"schema", "model/v1"}, {"name", name},         {"num_layers", layers}, {"hidden_size", hidden},
+          {"num_attention_heads", heads}, {"vocab_size", 51200}, {"seq_length", 2048}};
+}
+
+} // namespace
+
+TEST_CASE("mixed-precision Adam keeps 16 bytes per parameter without sharding")
+{
+  const auto e = estimate(scenario_json("llama2-7b", {{"precision", "fp16"}}));
+  const auto& stage = e.memory.per_stage.at(0);
+  CHECK(stage.params == Approx(6738415616.0));
+  CHECK(state(stage) / stage.params == Approx(16.0));
+  CHECK(state(stage) / stage.params * 7.0e9 == Approx(112e9)); // the textbook 112 GB at 7.0B
+}
+
+TEST_CASE("Megatron's fp32 gradient accumulation under bf16 makes it 18 bytes per parameter")
+{
+  const auto e = estimate(scenario_json("llama2-7b", {}));
+  const auto& stage = e.memory.per_stage.at(0);
+  CHECK(state(stage) / stage.params == Approx(18.0));
+  const auto d = estimate(scenario_json("llama2-7b", {{"dp", 8}, {"distributed_optimizer", true}}));
+  const auto& sharded = d.memory.per_stage.at(0);
+  CHECK(state(sharded) / sharded.params == Approx(6.0 + 12.0 / 8)); // 6 + 12/d
+}
+
+TEST_CASE("ZeRO 1, 2 and 3 on the 7.5B GPT over 64 GPUs hold 31.4, 16.6 and 1.9 GB (ZeRO paper)")
+{
+  const std::array<double, 4> expected{120e9, 31.4e9, 16.6e9, 1.9e9};
+  for (int stage = 0; stage <= 3; ++stage) {
+    INFO("ZeRO stage " << stage);
+    const auto e = estimate(scenario_json("sc21-gpt-7.5b",
+                                          {{"dp", 64}, {"zero_stage", stage}, {"precision", "fp16"}, {"global_batch", 64}}));
+    CHECK(state(e.memory.per_stage.at(0)) == Approx(expected[static_cast<std::size_t>(stage)]).epsilon(0.03));
+  }
+}
+
+TEST_CASE("70B parameters carry 840 GB of Adam state, 140 GB of weights and 140 GB of 16-bit gradients")
+{
+  const auto e = estimate(scenario_json("llama3-70b", {{"precision", "fp16"}}));
+  const auto& stage = e.memory.per_stage.at(0);
+  CHECK(stage.optimizer_bytes == Approx(840e9).epsilon(0.01));
+  CHECK(stage.weights_bytes == Approx(140e9).epsilon(0.01));
+  CHECK(stage.grads_bytes == Approx(140e9).epsilon(0.01));
+  CHECK(e.memory.oom);
+}
+
+// Korthikanti et al. 2022, Figure 1 (as transcribed in calculon's validation.py; shared/validation/cases.json):
+// per-GPU state of the transformer layers and first-stage activations, in GiB. Unfused attention, with dropout.
+TEST_CASE("layer state and first-stage activations match Korthikanti et al.'s memory figures within 5%")
+{
+  struct Case {
+    const char* name;
+    nlohmann::json model;
+    nlohmann::json plan;
+    double state_gib;
+    double baseline_gib;
+    double selective_sp_gib;
+  };
+  const std::vector<Case> cases{
+      {"22B", gpt("GPT-22B", 48, 6144, 64), {{"tp", 8}, {"micro_batch", 4}, {"global_batch", 4}}, 45.5625, 59.25, 9.5625},
+      {"175B", gpt("GPT-175B", 96, 12288, 96), {{"tp", 8}, {"pp", 8}, {"virtual_stages", 3}, {"global_batch", 64}},
+       45.5625, 66.8438, 12.3516},
+      {"530B", gpt("GPT-530B", 105, 20480, 128), {{"tp", 8}, {"pp", 35}, {"virtual_stages", 3}, {"global_batch", 280}},
+       31.6406, 114.023, 23.0762},
+      {"1T", gpt("GPT-1T", 128, 25600, 160), {{"tp", 8}, {"pp", 64}, {"global_batch", 512}}, 32.959, 131.25, 26.5625},
+  };
+  for (const auto& c : cases) {
+    INFO(c.name);
+    auto doc = scenario_json("x", c.plan);
+    doc["model"] = c.model;
+    doc["plan"]["flash_attention"] = false;
+    const auto baseline = estimate(doc);
+    const auto& first = baseline.memory.per_stage.at(0);
+    CHECK(first.layer_state_bytes / GiB == Approx(c.state_gib).epsilon(0.05));
+    CHECK(first.layer_activations_bytes / GiB == Approx(c.baseline_gib).epsilon(0.05));
+    doc["plan"]["recompute"] = "selective";
+    doc["plan"]["sequence_parallel"] = true;
+    const auto reduced = estimate(doc);
+    CHECK(reduced.memory.per_stage.at(0).layer_activations_bytes / GiB == Approx(c.selective_sp_gib).epsilon(0.05));
+  }
+}
+
+TEST_CASE("per-layer activations follow Korthikanti's formulas for each recompute and parallel setting")
+{
+  auto doc = scenario_json("x", {{"tp", 8}, {"micro_batch", 4}, {"global_batch", 4}, {"flash_attention", false}});
+  doc["model"] = gpt("GPT-22B", 48, 6144, 64);
+  const double s = 2048, b = 4, h = 6144, a = 64, t = 8;
+  const double sbh = s * b * h;
+  auto per_layer = [&](const nlohmann::json& changes) {
+    auto d = doc;
+    if (changes.is_object())
+      d["plan"].update(changes);
+    return estimate(d).memory.layer_activation_bytes;
+  };
+  CHECK(per_layer({}) == Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t))));
+  CHECK(per_layer({{"sequence_parallel", true}}) == Approx(sbh * (34 / t + 5 * a * s / (h * t))));
+  CHECK(per_layer({{"recompute", "selective"}}) == Approx(sbh * (10 + 24 / t)));
+  CHECK(per_layer({{"recompute", "selective"}, {"sequence_parallel", true}}) == Approx(sbh * 34 / t));
+  CHECK(per_layer({{"recompute", "full"}}) == Approx(2 * sbh));
+}
+
+TEST_CASE("1F1B holds at most p micro-batches on stage 0, GPipe all m, interleaving 1 + (p-1)/(p v) more")
+{
+  auto doc = scenario_json("llama2-7b", {{"pp", 4}, {"dp", 2}, {"global_batch", 16}});
+  auto e = estimate(doc);
+  CHECK(e.memory.per_stage[0].in_flight.per_chunk == std::vector<int>{4});
+  CHECK(e.memory.per_stage[3].in_flight.per_chunk == std::vector<int>{1});
+  doc["plan"]["schedule"] = "gpipe";
+  e = estimate(doc);
+  CHECK(e.memory.per_stage[0].in_flight.per_chunk == std::vector<int>{8});
+  CHECK(e.memory.per_stage[3].in_flight.per_chunk == std::vector<int>{8});
+  doc["plan"]["schedule"] = "interleaved";
+  doc["plan"]["virtual_stages"] = 2;
+  e = estimate(doc);
+  // 32 layers in 8 chunks of 4: stage 0 holds L (1 + (p-1)/(p v)) = 32 * (1 + 3/8) = 44 layer-micro-batches.
+  CHECK(e.memory.per_stage[0].in_flight.layer_microbatches == Approx(44));
+  doc["plan"]["global_batch"] = 4; // only 2 micro-batches: nothing beyond them is ever in flight
+  doc["plan"]["schedule"] = "1f1b";
+  doc["plan"]["virtual_stages"] = 1;
+  e = estimate(doc);
+  CHECK(e.memory.per_stage[0].in_flight.per_chunk == std::vector<int>{2});
+}
+
+TEST_CASE("the OOM verdict compares each stage's peak with HBM")
+{
+  auto e = estimate(scenario_json("llama2-70b", {{"tp", 8}}));
+  CHECK(e.memory.oom); // 70B on one node without sharding: 18 B/param / 8 > 80 GiB
+  const auto& s = e.memory.per_stage[0];
+  CHECK(s.peak_bytes > 80 * GiB);
+  CHECK(s.peak_bytes ==
+        Approx(s.weights_bytes + s.grads_bytes + s.optimizer_bytes + s.activations_bytes + s.buffers_bytes));
+  e = estimate(scenario_json("llama2-70b", {{"tp", 8}, {"pp", 4}, {"dp", 2}, {"distributed_optimizer", true},
+                                            {"global_batch", 16}}));
+  CHECK_FALSE(e.memory.oom);
+}
