@@ -17,9 +17,6 @@ namespace {
 namespace fs = std::filesystem;
 using sim::scenario::LoadOptions;
 
-enum class Format { TEXT, JSON };
-
-const std::map<std::string, Format> format_names{{"text", Format::TEXT}, {"json", Format::JSON}};
 
 fs::path default_data_dir()
 {
@@ -31,7 +28,7 @@ fs::path default_data_dir()
 struct CommonOptions {
   std::string data_dir = default_data_dir().string();
   std::vector<std::string> overrides;
-  Format format = Format::TEXT;
+  std::string format = "text";
 };
 
 LoadOptions load_options(const CommonOptions& o)
@@ -49,7 +46,7 @@ int print_analysis(const fs::path& file, const CommonOptions& o)
 {
   const auto s = sim::scenario::load_scenario(file, load_options(o));
   const auto a = sim::report::analyse(s);
-  if (o.format == Format::JSON) {
+  if (o.format == "json") {
     print_warnings(s.warnings);
     std::cout << sim::report::analysis_json(s, a).dump(2) << "\n";
   } else {
@@ -80,21 +77,23 @@ int check(const std::vector<std::string>& files, const CommonOptions& o)
 void add_common(CLI::App* app, CommonOptions& o, bool with_format)
 {
   app->add_option("--set", o.overrides,
-                  "Override a value by dotted path, e.g. --set plan.tp=4 --set topology.node.interconnect.bandwidth=200GBps")
-      ->type_name("PATH=VALUE");
+                  "Override a value by dotted path (repeatable), e.g. --set plan.tp=4 "
+                  "--set topology.node.interconnect.bandwidth=200GBps")
+      ->type_name("PATH=VALUE")
+      ->allow_extra_args(false);
   app->add_option("--data-dir", o.data_dir, "Folder holding models/, topologies/ and scenarios/ (presets)")
       ->capture_default_str();
   if (with_format)
-    app->add_option("--format", o.format, "Output format")
-        ->transform(CLI::CheckedTransformer(format_names, CLI::ignore_case))
-        ->default_str("text");
+    app->add_option("--format", o.format, "Output format: text or json")
+        ->check(CLI::IsMember({"text", "json"}))
+        ->capture_default_str();
 }
 
 } // namespace
 
 int main(int argc, char** argv)
 {
-  CLI::App app{"simtrain: a discrete-event simulator of large-model training clusters"};
+  CLI::App app{"simtrain: a discrete-event simulator of large-model training clusters", "simtrain"};
   app.require_subcommand(1);
   std::string log_level = "warn";
   app.add_option("--log-level", log_level, "Diagnostics on stderr: trace, debug, info, warn, error, off")
