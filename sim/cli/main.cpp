@@ -17,7 +17,6 @@ namespace {
 namespace fs = std::filesystem;
 using sim::scenario::LoadOptions;
 
-
 fs::path default_data_dir()
 {
   if (const char* env = std::getenv("SIMTRAIN_DATA_DIR"); env && *env)
@@ -138,7 +137,8 @@ int main(int argc, char** argv)
   try {
     sim::core::set_log_level(log_level);
     if (*run) {
-      const fs::path file = run_file.empty() ? fs::path(run_opts.data_dir) / "scenarios" / "default.json" : fs::path(run_file);
+      const fs::path file =
+          run_file.empty() ? fs::path(run_opts.data_dir) / "scenarios" / "default.json" : fs::path(run_file);
       return print_analysis(file, run_opts);
     }
     if (*memory)

@@ -19,7 +19,7 @@ std::string pointer_append(std::string_view pointer, std::size_t index);
 
 // Maps pointers of a composed tree (a scenario with its model and topology inlined) back to files.
 class Provenance {
-public:
+ public:
   // Values at and below `tree_pointer` came from `file`, at `file_pointer` plus the rest of the path.
   void add_source(const std::string& tree_pointer, std::string file, std::string file_pointer = "");
   // The value at `tree_pointer` was put there by `--set expression`.
@@ -28,7 +28,7 @@ public:
   void forget_below(const std::string& tree_pointer);
   Location locate(std::string_view tree_pointer) const;
 
-private:
+ private:
   struct Source {
     std::string file;
     std::string file_pointer;

@@ -40,8 +40,8 @@ std::string format_warning(const Warning& warning)
 }
 
 InputError::InputError(Location where, std::string problem, std::string found, std::string expected)
-    : std::runtime_error(render(where, problem, found, expected)), where_(std::move(where)), problem_(std::move(problem))
-{
-}
+    : std::runtime_error(render(where, problem, found, expected)), where_(std::move(where)),
+      problem_(std::move(problem))
+{}
 
 } // namespace sim::core

@@ -16,20 +16,20 @@ struct Location {
 
 // Bad input. Renders as one line: `FILE:/pointer: problem (found X; expected Y)`.
 class InputError : public std::runtime_error {
-public:
+ public:
   InputError(Location where, std::string problem, std::string found = {}, std::string expected = {});
 
   const Location& where() const { return where_; }
   const std::string& problem() const { return problem_; }
 
-private:
+ private:
   Location where_;
   std::string problem_;
 };
 
 // A plan or scenario that is well formed but cannot run as asked (indivisible layers, heads, batch).
 class InfeasiblePlan : public InputError {
-public:
+ public:
   using InputError::InputError;
 };
 

@@ -32,8 +32,8 @@ std::string Node::choice_expected(const std::vector<std::string>& names) const
 
 std::int64_t Node::as_integer(std::int64_t min, std::int64_t max) const
 {
-  const std::string expected = max == INT64_MAX ? fmt::format("an integer >= {}", min)
-                                                : fmt::format("an integer from {} to {}", min, max);
+  const std::string expected =
+      max == INT64_MAX ? fmt::format("an integer >= {}", min) : fmt::format("an integer from {} to {}", min, max);
   const Json& v = json();
   std::int64_t result = 0;
   if (v.is_number_integer()) {
@@ -153,8 +153,7 @@ std::int64_t ObjectReader::integer(std::string_view key, std::int64_t min, std::
   return at(key, fmt::format("an integer >= {}", min)).as_integer(min, max);
 }
 
-std::int64_t ObjectReader::integer_or(std::string_view key, std::int64_t fallback, std::int64_t min,
-                                      std::int64_t max)
+std::int64_t ObjectReader::integer_or(std::string_view key, std::int64_t fallback, std::int64_t min, std::int64_t max)
 {
   auto n = find(key);
   return n ? n->as_integer(min, max) : fallback;

@@ -35,11 +35,10 @@ std::string_view choice_name(E value, const Choices& choices)
 
 // A value inside a composed document, with the means to report problems about it.
 class Node {
-public:
+ public:
   Node(const Json& value, std::string pointer, const Provenance& provenance)
       : value_(&value), pointer_(std::move(pointer)), provenance_(&provenance)
-  {
-  }
+  {}
 
   const Json& json() const { return *value_; }
   const std::string& pointer() const { return pointer_; }
@@ -63,7 +62,7 @@ public:
   Node element(std::size_t index) const;
   std::size_t array_size() const; // fails unless an array
 
-private:
+ private:
   std::string choice_expected(const std::vector<std::string>& names) const;
   const Json* value_;
   std::string pointer_;
@@ -72,7 +71,7 @@ private:
 
 // Reads an object key by key; `finish()` rejects keys that no accessor asked for.
 class ObjectReader {
-public:
+ public:
   explicit ObjectReader(Node node);
 
   const Node& node() const { return node_; }
@@ -110,7 +109,7 @@ public:
   // Fails on the first key (in sorted order) that no accessor asked for.
   void finish() const;
 
-private:
+ private:
   template <class E>
   static std::string names(std::span<const Choice<E>> choices)
   {

@@ -43,9 +43,8 @@ UnitTable rate_units()
 
 UnitTable time_units()
 {
-  return UnitTable{{"s", 1.0},    {"ms", 1e-3},  {"us", 1e-6},   {"\xC2\xB5s", 1e-6}, {"ns", 1e-9},
-                   {"ps", 1e-12}, {"m", 60.0},   {"min", 60.0},  {"h", 3600.0},       {"d", 86400.0},
-                   {"w", 604800.0}};
+  return UnitTable{{"s", 1.0},  {"ms", 1e-3},  {"us", 1e-6},  {"\xC2\xB5s", 1e-6}, {"ns", 1e-9},   {"ps", 1e-12},
+                   {"m", 60.0}, {"min", 60.0}, {"h", 3600.0}, {"d", 86400.0},      {"w", 604800.0}};
 }
 
 UnitTable flop_rate_units()

@@ -21,10 +21,22 @@ std::string describe(Dimension dimension);
 // For people: "80.0 GiB", "450 GB/s", "1.25 ms", "312 TFLOP/s".
 std::string format_quantity(double si_value, Dimension dimension);
 
-inline std::string format_bytes(double bytes) { return format_quantity(bytes, Dimension::BYTES); }
-inline std::string format_bandwidth(double bytes_per_s) { return format_quantity(bytes_per_s, Dimension::BANDWIDTH); }
-inline std::string format_time(double seconds) { return format_quantity(seconds, Dimension::TIME); }
-inline std::string format_flop_rate(double flop_per_s) { return format_quantity(flop_per_s, Dimension::FLOP_RATE); }
+inline std::string format_bytes(double bytes)
+{
+  return format_quantity(bytes, Dimension::BYTES);
+}
+inline std::string format_bandwidth(double bytes_per_s)
+{
+  return format_quantity(bytes_per_s, Dimension::BANDWIDTH);
+}
+inline std::string format_time(double seconds)
+{
+  return format_quantity(seconds, Dimension::TIME);
+}
+inline std::string format_flop_rate(double flop_per_s)
+{
+  return format_quantity(flop_per_s, Dimension::FLOP_RATE);
+}
 
 // "1.23e+15" style counts are hard to read: 175.0B, 12.3M, 4.00K.
 std::string format_count(double count);

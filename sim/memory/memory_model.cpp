@@ -7,9 +7,9 @@
 namespace sim::memory {
 namespace {
 
-constexpr double element_bytes = 2.0;     // 16-bit activations
-constexpr double mask_bytes = 1.0;        // dropout masks are bytes
-constexpr double optimizer_bytes = 12.0;  // Adam: fp32 master weights, momentum, variance
+constexpr double element_bytes = 2.0;      // 16-bit activations
+constexpr double mask_bytes = 1.0;         // dropout masks are bytes
+constexpr double optimizer_bytes = 12.0;   // Adam: fp32 master weights, momentum, variance
 constexpr double loss_element_bytes = 4.0; // the vocabulary-parallel cross entropy works in fp32
 
 // Parameters of one layer on one tensor-parallel rank: split matrices and their biases / t, the rest replicated.
@@ -25,8 +25,8 @@ double layer_params_per_rank(const model::ModelSpec& m, int t)
   if (m.qkv_bias)
     split += q + 2.0 * kv;
   if (m.linear_bias) {
-    split += up * f;         // column-parallel biases are split
-    replicated += 2.0 * h;   // row-parallel biases are not
+    split += up * f;       // column-parallel biases are split
+    replicated += 2.0 * h; // row-parallel biases are not
   }
   return split / t + replicated;
 }
@@ -131,8 +131,8 @@ MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPl
     const double weight_shards = p.zero_stage >= 3 ? d : 1.0;
     const double grad_shards = p.zero_stage >= 2 ? d : 1.0;
     const double optimizer_shards = p.zero_stage >= 1 || p.distributed_optimizer ? d : 1.0;
-    const double state_per_param = element_bytes / weight_shards + grad_bytes / grad_shards +
-                                   optimizer_bytes / optimizer_shards;
+    const double state_per_param =
+        element_bytes / weight_shards + grad_bytes / grad_shards + optimizer_bytes / optimizer_shards;
     s.weights_bytes = element_bytes * s.params / weight_shards;
     s.grads_bytes = grad_bytes * s.params / grad_shards;
     s.optimizer_bytes = optimizer_bytes * s.params / optimizer_shards;
@@ -148,8 +148,8 @@ MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPl
       extras += per_microbatch * s.in_flight.per_chunk.front();
     }
     if (stage == p.pp - 1) { // final norm and output-layer inputs, fp32 softmax of the cross entropy
-      const double per_microbatch = 2.0 * element_bytes * sb * h / sp_divisor +
-                                    loss_element_bytes * sb * static_cast<double>(m.vocab_size) / t;
+      const double per_microbatch =
+          2.0 * element_bytes * sb * h / sp_divisor + loss_element_bytes * sb * static_cast<double>(m.vocab_size) / t;
       extras += per_microbatch * s.in_flight.per_chunk.back();
     }
     s.activations_bytes = s.layer_activations_bytes + extras;

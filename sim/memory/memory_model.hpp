@@ -16,7 +16,7 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
 
 // The largest number of forward passes of each model chunk whose activations stage `stage` holds at once.
 struct InFlight {
-  std::vector<int> per_chunk;  // micro-batches held, per model chunk of this stage
+  std::vector<int> per_chunk;    // micro-batches held, per model chunk of this stage
   double layer_microbatches = 0; // sum over held (chunk, micro-batch) of the chunk's layers
 };
 InFlight in_flight(const plan::ParallelPlan& p, int stage);

@@ -13,21 +13,21 @@ namespace {
 enum class Family { LLAMA, QWEN2, GPT2, GPT_NEOX, BLOOM, FALCON };
 
 constexpr std::array<core::Choice<Family>, 9> family_choices{{{"llama", Family::LLAMA},
-                                                               {"mistral", Family::LLAMA},
-                                                               {"qwen2", Family::QWEN2},
-                                                               {"gpt2", Family::GPT2},
-                                                               {"gpt_neox", Family::GPT_NEOX},
-                                                               {"bloom", Family::BLOOM},
-                                                               {"falcon", Family::FALCON},
-                                                               {"RefinedWeb", Family::FALCON},
-                                                               {"RefinedWebModel", Family::FALCON}}};
+                                                              {"mistral", Family::LLAMA},
+                                                              {"qwen2", Family::QWEN2},
+                                                              {"gpt2", Family::GPT2},
+                                                              {"gpt_neox", Family::GPT_NEOX},
+                                                              {"bloom", Family::BLOOM},
+                                                              {"falcon", Family::FALCON},
+                                                              {"RefinedWeb", Family::FALCON},
+                                                              {"RefinedWebModel", Family::FALCON}}};
 
 // Keys whose presence means an architecture simtrain cannot express yet; never ignored silently.
-constexpr std::array<std::string_view, 6> moe_keys{"num_local_experts", "num_experts",      "n_routed_experts",
-                                                    "moe_intermediate_size", "num_experts_per_tok", "moe_layer_freq"};
+constexpr std::array<std::string_view, 6> moe_keys{"num_local_experts",     "num_experts",         "n_routed_experts",
+                                                   "moe_intermediate_size", "num_experts_per_tok", "moe_layer_freq"};
 
 class Converter {
-public:
+ public:
   explicit Converter(const core::Node& config) : config_(config) {}
 
   // The first of `keys` present in the config (HF families spell the same field differently).
@@ -95,7 +95,7 @@ public:
   HfConversion take() { return std::move(out_); }
   const core::Node& config() const { return config_; }
 
-private:
+ private:
   const core::Node& config_;
   HfConversion out_;
 };
@@ -119,7 +119,8 @@ FfnKind activation(const Converter& c, const char* fallback, bool gated)
 
 bool looks_like_hf_config(const core::Json& json)
 {
-  return json.is_object() && !json.contains("schema") && (json.contains("model_type") || json.contains("architectures"));
+  return json.is_object() && !json.contains("schema") &&
+         (json.contains("model_type") || json.contains("architectures"));
 }
 
 HfConversion convert_hf_config(const core::Node& config, const std::string& name)

@@ -23,8 +23,8 @@ ModelSpec read_model(const core::Node& node)
   m.vocab_size = r.integer("vocab_size");
   m.seq_length = r.integer("seq_length");
   m.norm = r.choice_or<NormKind>("norm", norm_choices, NormKind::LAYERNORM);
-  m.position_embedding = r.choice_or<PositionEmbedding>("position_embedding", position_choices,
-                                                        PositionEmbedding::LEARNED);
+  m.position_embedding =
+      r.choice_or<PositionEmbedding>("position_embedding", position_choices, PositionEmbedding::LEARNED);
   m.tie_embeddings = r.flag_or("tie_embeddings", true);
   m.qkv_bias = r.flag_or("qkv_bias", true);
   m.linear_bias = r.flag_or("linear_bias", m.qkv_bias);
@@ -35,8 +35,9 @@ ModelSpec read_model(const core::Node& node)
   r.finish();
 
   if (m.num_attention_heads % m.num_kv_heads != 0)
-    r.at("num_kv_heads", "").fail("does not divide num_attention_heads=" + std::to_string(m.num_attention_heads),
-                                  "a divisor of num_attention_heads");
+    r.at("num_kv_heads", "")
+        .fail("does not divide num_attention_heads=" + std::to_string(m.num_attention_heads),
+              "a divisor of num_attention_heads");
   if (!head_dim_given && m.hidden_size % m.num_attention_heads != 0)
     r.at("hidden_size", "")
         .fail(fmt::format("is not divisible by num_attention_heads={}", m.num_attention_heads),

@@ -22,7 +22,10 @@ inline constexpr std::array<core::Choice<PositionEmbedding>, 3> position_choices
     {{"learned", PositionEmbedding::LEARNED}, {"rope", PositionEmbedding::ROPE}, {"alibi", PositionEmbedding::ALIBI}}};
 
 // Gated FFNs (SwiGLU, GeGLU) have three weight matrices instead of two.
-inline bool is_gated(FfnKind kind) { return kind == FfnKind::SWIGLU || kind == FfnKind::GEGLU; }
+inline bool is_gated(FfnKind kind)
+{
+  return kind == FfnKind::SWIGLU || kind == FfnKind::GEGLU;
+}
 
 struct ModelSpec {
   std::string name;
@@ -39,10 +42,10 @@ struct ModelSpec {
   FfnKind ffn_kind = FfnKind::GELU;
   NormKind norm = NormKind::LAYERNORM;
   PositionEmbedding position_embedding = PositionEmbedding::LEARNED;
-  bool tie_embeddings = true; // output layer shares the word embedding (Megatron-LM and HuggingFace default)
-  bool qkv_bias = true;    // bias on the Q, K, V projections
-  bool linear_bias = true; // bias on the attention output and FFN projections
-  bool dropout = true;     // dropout layers present in training (their masks take activation memory)
+  bool tie_embeddings = true;  // output layer shares the word embedding (Megatron-LM and HuggingFace default)
+  bool qkv_bias = true;        // bias on the Q, K, V projections
+  bool linear_bias = true;     // bias on the attention output and FFN projections
+  bool dropout = true;         // dropout layers present in training (their masks take activation memory)
   bool embedding_norm = false; // a norm right after the word embedding (BLOOM)
   std::optional<double> published_params;
 

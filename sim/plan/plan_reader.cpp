@@ -2,8 +2,8 @@
 
 #include "core/units.hpp"
 
-#include <fmt/format.h>
 #include <algorithm>
+#include <fmt/format.h>
 #include <map>
 
 namespace sim::plan {
@@ -82,15 +82,15 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
   };
 
   if (p.gpus() != gpus)
-    infeasible(node, "dp",
-               fmt::format("tp*pp*dp = {}*{}*{} = {} does not match the cluster's {} GPUs", p.tp, p.pp, p.dp,
-                           p.gpus(), gpus),
-               "tp*pp*dp equal to the GPU count");
+    infeasible(
+        node, "dp",
+        fmt::format("tp*pp*dp = {}*{}*{} = {} does not match the cluster's {} GPUs", p.tp, p.pp, p.dp, p.gpus(), gpus),
+        "tp*pp*dp equal to the GPU count");
 
   if (m.num_attention_heads % p.tp != 0)
-    infeasible(node, "tp",
-               fmt::format("{} does not divide num_attention_heads={} of model '{}'", p.tp, m.num_attention_heads,
-                           m.name));
+    infeasible(
+        node, "tp",
+        fmt::format("{} does not divide num_attention_heads={} of model '{}'", p.tp, m.num_attention_heads, m.name));
   if (m.num_kv_heads % p.tp != 0)
     infeasible(node, "tp",
                fmt::format("{} does not divide num_kv_heads={} of model '{}'", p.tp, m.num_kv_heads, m.name));
@@ -104,8 +104,7 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
                  fmt::format("pp*virtual_stages = {}*{} = {} chunks exceed num_layers={} of model '{}'", p.pp,
                              p.virtual_stages, p.chunks(), m.num_layers, m.name),
                  "at least one layer per chunk");
-    infeasible(node, "pp",
-               fmt::format("{} stages exceed num_layers={} of model '{}'", p.pp, m.num_layers, m.name),
+    infeasible(node, "pp", fmt::format("{} stages exceed num_layers={} of model '{}'", p.pp, m.num_layers, m.name),
                "at least one layer per stage");
   }
 

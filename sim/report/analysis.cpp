@@ -25,7 +25,10 @@ std::string flop_count(double flops)
   return fmt::format("{:.3f} GFLOP", flops / 1e9);
 }
 
-std::string gib(double bytes) { return fmt::format("{:.2f}", bytes / (1024.0 * 1024.0 * 1024.0)); }
+std::string gib(double bytes)
+{
+  return fmt::format("{:.2f}", bytes / (1024.0 * 1024.0 * 1024.0));
+}
 
 } // namespace
 
@@ -155,8 +158,8 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
     line(s.description);
   line("Analytic estimate from the architecture and the plan (memory model and FLOP count; no simulation).");
   line("");
-  line(fmt::format("model    {}: {} layers, hidden {}, {} heads ({} KV), FFN {} ({}), vocab {}; {} parameters",
-                   m.name, m.num_layers, m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.ffn_hidden_size,
+  line(fmt::format("model    {}: {} layers, hidden {}, {} heads ({} KV), FFN {} ({}), vocab {}; {} parameters", m.name,
+                   m.num_layers, m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.ffn_hidden_size,
                    name_of(m.ffn_kind, model::ffn_kind_choices), m.vocab_size, core::format_count(a.memory.params)));
   line(fmt::format("cluster  {}: {} x {} ({} node{} of {}), {} HBM, {} peak {}", s.cluster.name, s.gpus,
                    s.cluster.gpu.name, s.nodes, s.nodes == 1 ? "" : "s", s.cluster.gpus_per_node,
@@ -182,8 +185,8 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
     for (std::size_t c = 0; c < st.in_flight.per_chunk.size(); ++c)
       held += (c ? "+" : "") + std::to_string(st.in_flight.per_chunk[c]);
     line(fmt::format("{:>5} {:>6} {:>9} {:>8} {:>8} {:>9} {:>11} {:>7} {:>8} {:>8}  {}{}", st.stage, st.layers,
-                     core::format_count(st.params), gib(st.weights_bytes), gib(st.grads_bytes),
-                     gib(st.optimizer_bytes), gib(st.activations_bytes), gib(st.buffers_bytes), gib(st.peak_bytes),
+                     core::format_count(st.params), gib(st.weights_bytes), gib(st.grads_bytes), gib(st.optimizer_bytes),
+                     gib(st.activations_bytes), gib(st.buffers_bytes), gib(st.peak_bytes),
                      gib(a.memory.capacity_bytes - st.peak_bytes), held, st.oom ? "  OUT OF MEMORY" : ""));
   }
   const auto& worst = a.memory.per_stage[static_cast<std::size_t>(a.memory.peak_stage)];
@@ -210,8 +213,8 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
   line(fmt::format("  model FLOPs {} ({:.2f} x params per token), hardware FLOPs {} over {} tokens",
                    flop_count(a.step.model()), a.step.model() / a.tokens_per_step / a.memory.params,
                    flop_count(a.step.hardware()), core::format_count(a.tokens_per_step)));
-  line(fmt::format("  at 100% of peak on all {} GPUs one step would take {} (a lower bound, not a prediction)",
-                   s.gpus, core::format_time(a.step.hardware() / (a.peak_flops * s.gpus))));
+  line(fmt::format("  at 100% of peak on all {} GPUs one step would take {} (a lower bound, not a prediction)", s.gpus,
+                   core::format_time(a.step.hardware() / (a.peak_flops * s.gpus))));
   for (const auto& w : s.warnings)
     line(core::format_warning(w));
   return out;

@@ -16,7 +16,7 @@ struct Analysis {
   double logits_forward = 0;       // one micro-batch
   model::StepFlops step;           // the global batch
   double tokens_per_step = 0;
-  double peak_flops = 0;           // per GPU, at the plan's precision
+  double peak_flops = 0; // per GPU, at the plan's precision
 };
 
 Analysis analyse(const scenario::Scenario& s);

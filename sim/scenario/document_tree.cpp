@@ -117,8 +117,8 @@ void DocumentTree::resolve(const std::string& pointer, ReferenceKind kind)
     std::error_code ec;
     if (!fs::is_regular_file(path, ec)) {
       const auto names = presets(data_dir_, kind);
-      std::string expected_names = fmt::format("a path, or one of the {} presets: {}", kind_name(kind),
-                                                core::join(names, ", "));
+      std::string expected_names =
+          fmt::format("a path, or one of the {} presets: {}", kind_name(kind), core::join(names, ", "));
       if (auto match = core::closest_match(ref, names))
         where.fail(fmt::format("unknown {} preset; did you mean \"{}\"?", kind_name(kind), *match), expected_names);
       where.fail(fmt::format("unknown {} preset", kind_name(kind)), expected_names);

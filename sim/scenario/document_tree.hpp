@@ -14,7 +14,7 @@ namespace sim::scenario {
 enum class ReferenceKind { MODEL, TOPOLOGY, GPU };
 
 class DocumentTree {
-public:
+ public:
   // `data_dir` holds the presets: models/NAME.json, topologies/NAME.json, topologies/gpus/NAME.json.
   DocumentTree(const std::filesystem::path& file, std::filesystem::path data_dir);
 
@@ -34,7 +34,7 @@ public:
   const core::Json& root() const { return root_; }
   const core::Provenance& provenance() const { return provenance_; }
 
-private:
+ private:
   void set_path(const std::string& expression);
   std::filesystem::path base_dir(const std::string& pointer) const;
 

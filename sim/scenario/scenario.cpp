@@ -41,8 +41,8 @@ Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& fi
   if (gpus_node) {
     const int g = static_cast<int>(gpus_node->as_integer(1, 1 << 24));
     if (known_gpus && *known_gpus != g)
-      gpus_node->fail(fmt::format("topology '{}' pins {} nodes of {} GPUs = {} GPUs", s.cluster.name,
-                                  *s.cluster.nodes, s.cluster.gpus_per_node, *known_gpus),
+      gpus_node->fail(fmt::format("topology '{}' pins {} nodes of {} GPUs = {} GPUs", s.cluster.name, *s.cluster.nodes,
+                                  s.cluster.gpus_per_node, *known_gpus),
                       fmt::format("{}, or no `gpus` key", *known_gpus));
     known_gpus = g;
   }
@@ -53,11 +53,12 @@ Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& fi
   s.gpus = known_gpus.value_or(s.plan.gpus());
   const int per_node = s.cluster.gpus_per_node;
   if (s.gpus > per_node && s.gpus % per_node != 0) {
-    const core::Location where = gpus_node ? gpus_node->location()
-                                           : plan_node.provenance().locate(core::pointer_append(plan_node.pointer(), "dp"));
-    throw core::InfeasiblePlan(where, fmt::format("{} GPUs do not fill whole {}-GPU nodes of '{}'", s.gpus, per_node,
-                                                  s.cluster.name),
-                               {}, fmt::format("a multiple of {} GPUs (or at most one node)", per_node));
+    const core::Location where = gpus_node
+                                     ? gpus_node->location()
+                                     : plan_node.provenance().locate(core::pointer_append(plan_node.pointer(), "dp"));
+    throw core::InfeasiblePlan(
+        where, fmt::format("{} GPUs do not fill whole {}-GPU nodes of '{}'", s.gpus, per_node, s.cluster.name), {},
+        fmt::format("a multiple of {} GPUs (or at most one node)", per_node));
   }
   s.nodes = (s.gpus + per_node - 1) / per_node;
   s.warnings = plan::check_plan(s.plan, plan_node, s.model, s.cluster, s.gpus);
@@ -90,7 +91,8 @@ CheckedFile check_file(const std::filesystem::path& file, const LoadOptions& opt
   if (!root.is_object())
     root_node.fail_found("wrong type", core::describe_type(root), "a JSON object with a \"schema\"");
   const auto schema = root.find("schema");
-  const std::string expected_schema = "one of scenario/v1, model/v1, topology/v1, gpu/v1 (or a HuggingFace config.json)";
+  const std::string expected_schema =
+      "one of scenario/v1, model/v1, topology/v1, gpu/v1 (or a HuggingFace config.json)";
   if (schema == root.end())
     throw core::InputError(tree.provenance().locate("/schema"), "missing required key", "nothing", expected_schema);
   const std::string name = schema->is_string() ? schema->get<std::string>() : "";

@@ -8,7 +8,9 @@ namespace {
 
 enum class InterconnectKind { NVSWITCH, NVLINK_MESH, PCIE };
 constexpr std::array<core::Choice<InterconnectKind>, 3> interconnect_choices{
-    {{"nvswitch", InterconnectKind::NVSWITCH}, {"nvlink_mesh", InterconnectKind::NVLINK_MESH}, {"pcie", InterconnectKind::PCIE}}};
+    {{"nvswitch", InterconnectKind::NVSWITCH},
+     {"nvlink_mesh", InterconnectKind::NVLINK_MESH},
+     {"pcie", InterconnectKind::PCIE}}};
 
 // PCIe x16 bandwidth per direction by generation: 8/16/32/64 GT/s x 16 lanes x 128/130 encoding.
 double pcie_x16_bandwidth(int generation)
@@ -47,8 +49,9 @@ IntraNodeFabric read_interconnect(const core::Node& node, const hardware::GpuSpe
       else if (gpu.nvlink_bandwidth > 0)
         f.bandwidth = gpu.nvlink_bandwidth;
       else
-        r.at("bandwidth", "").fail_found("GPU " + gpu.name + " has no NVLink bandwidth", "nothing",
-                                         core::describe(core::Dimension::BANDWIDTH));
+        r.at("bandwidth", "")
+            .fail_found("GPU " + gpu.name + " has no NVLink bandwidth", "nothing",
+                        core::describe(core::Dimension::BANDWIDTH));
       f.latency = r.quantity("latency", core::Dimension::TIME);
       r.finish();
       return f;
@@ -147,8 +150,9 @@ NicSpec read_nics(const core::Node& node, int gpus)
   } else if (n.count > gpus) {
     r.at("count", "").fail(fmt::format("more NICs than the node's {} GPUs", gpus), "at most one NIC per GPU");
   } else {
-    r.at("count", "").fail(fmt::format("does not divide the node's {} GPUs", gpus),
-                           "a divisor of the GPU count, or an explicit `gpus` list per NIC");
+    r.at("count", "")
+        .fail(fmt::format("does not divide the node's {} GPUs", gpus),
+              "a divisor of the GPU count, or an explicit `gpus` list per NIC");
   }
   r.finish();
   return n;

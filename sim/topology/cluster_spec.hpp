@@ -56,7 +56,9 @@ struct NicSpec {
 enum class FabricKind { SINGLE_SWITCH, LEAF_SPINE, FAT_TREE };
 
 inline constexpr std::array<core::Choice<FabricKind>, 3> fabric_kind_choices{
-    {{"single_switch", FabricKind::SINGLE_SWITCH}, {"leaf_spine", FabricKind::LEAF_SPINE}, {"fat_tree", FabricKind::FAT_TREE}}};
+    {{"single_switch", FabricKind::SINGLE_SWITCH},
+     {"leaf_spine", FabricKind::LEAF_SPINE},
+     {"fat_tree", FabricKind::FAT_TREE}}};
 
 struct NetworkSpec {
   FabricKind kind = FabricKind::FAT_TREE;

@@ -12,7 +12,10 @@
 
 namespace test {
 
-inline std::filesystem::path source_dir() { return SIMTRAIN_SOURCE_DIR; }
+inline std::filesystem::path source_dir()
+{
+  return SIMTRAIN_SOURCE_DIR;
+}
 
 inline sim::scenario::LoadOptions options(std::vector<std::string> overrides = {})
 {
@@ -59,7 +62,8 @@ std::string error_of(F&& f)
 }
 
 // A scenario on dgx-a100 with the given plan fields, written to the scratch folder.
-inline nlohmann::json scenario_json(const std::string& model, nlohmann::json plan, const std::string& topology = "dgx-a100")
+inline nlohmann::json scenario_json(const std::string& model, nlohmann::json plan,
+                                    const std::string& topology = "dgx-a100")
 {
   if (plan.is_null())
     plan = nlohmann::json::object();

@@ -23,11 +23,14 @@ Loaded estimate(const nlohmann::json& doc)
   return {std::move(s), std::move(m)};
 }
 
-double state(const sim::memory::StageMemory& s) { return s.weights_bytes + s.grads_bytes + s.optimizer_bytes; }
+double state(const sim::memory::StageMemory& s)
+{
+  return s.weights_bytes + s.grads_bytes + s.optimizer_bytes;
+}
 
 nlohmann::json gpt(const std::string& name, int layers, int hidden, int heads)
 {
-  return {{"schema", "model/v1"}, {"name", name},         {"num_layers", layers}, {"hidden_size", hidden},
+  return {{"schema", "model/v1"},         {"name", name},        {"num_layers", layers}, {"hidden_size", hidden},
           {"num_attention_heads", heads}, {"vocab_size", 51200}, {"seq_length", 2048}};
 }
 
@@ -57,8 +60,8 @@ TEST_CASE("ZeRO 1, 2 and 3 on the 7.5B GPT over 64 GPUs hold 31.4, 16.6 and 1.9 
   const std::array<double, 4> expected{120e9, 31.4e9, 16.6e9, 1.9e9};
   for (int stage = 0; stage <= 3; ++stage) {
     INFO("ZeRO stage " << stage);
-    const auto e = estimate(scenario_json("sc21-gpt-7.5b",
-                                          {{"dp", 64}, {"zero_stage", stage}, {"precision", "fp16"}, {"global_batch", 64}}));
+    const auto e = estimate(scenario_json(
+        "sc21-gpt-7.5b", {{"dp", 64}, {"zero_stage", stage}, {"precision", "fp16"}, {"global_batch", 64}}));
     CHECK(state(e.memory.per_stage.at(0)) == Approx(expected[static_cast<std::size_t>(stage)]).epsilon(0.03));
   }
 }
@@ -86,11 +89,24 @@ TEST_CASE("layer state and first-stage activations match Korthikanti et al.'s me
     double selective_sp_gib;
   };
   const std::vector<Case> cases{
-      {"22B", gpt("GPT-22B", 48, 6144, 64), {{"tp", 8}, {"micro_batch", 4}, {"global_batch", 4}}, 45.5625, 59.25, 9.5625},
-      {"175B", gpt("GPT-175B", 96, 12288, 96), {{"tp", 8}, {"pp", 8}, {"virtual_stages", 3}, {"global_batch", 64}},
-       45.5625, 66.8438, 12.3516},
-      {"530B", gpt("GPT-530B", 105, 20480, 128), {{"tp", 8}, {"pp", 35}, {"virtual_stages", 3}, {"global_batch", 280}},
-       31.6406, 114.023, 23.0762},
+      {"22B",
+       gpt("GPT-22B", 48, 6144, 64),
+       {{"tp", 8}, {"micro_batch", 4}, {"global_batch", 4}},
+       45.5625,
+       59.25,
+       9.5625},
+      {"175B",
+       gpt("GPT-175B", 96, 12288, 96),
+       {{"tp", 8}, {"pp", 8}, {"virtual_stages", 3}, {"global_batch", 64}},
+       45.5625,
+       66.8438,
+       12.3516},
+      {"530B",
+       gpt("GPT-530B", 105, 20480, 128),
+       {{"tp", 8}, {"pp", 35}, {"virtual_stages", 3}, {"global_batch", 280}},
+       31.6406,
+       114.023,
+       23.0762},
       {"1T", gpt("GPT-1T", 128, 25600, 160), {{"tp", 8}, {"pp", 64}, {"global_batch", 512}}, 32.959, 131.25, 26.5625},
   };
   for (const auto& c : cases) {
@@ -158,7 +174,7 @@ TEST_CASE("the OOM verdict compares each stage's peak with HBM")
   CHECK(s.peak_bytes > 80 * GiB);
   CHECK(s.peak_bytes ==
         Approx(s.weights_bytes + s.grads_bytes + s.optimizer_bytes + s.activations_bytes + s.buffers_bytes));
-  e = estimate(scenario_json("llama2-70b", {{"tp", 8}, {"pp", 4}, {"dp", 2}, {"distributed_optimizer", true},
-                                            {"global_batch", 16}}));
+  e = estimate(scenario_json("llama2-70b",
+                             {{"tp", 8}, {"pp", 4}, {"dp", 2}, {"distributed_optimizer", true}, {"global_batch", 16}}));
   CHECK_FALSE(e.memory.oom);
 }

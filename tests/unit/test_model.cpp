@@ -82,7 +82,8 @@ TEST_CASE("step FLOPs equal Narayanan et al.'s closed form for dense GPTs, with 
     const auto V = static_cast<double>(m.vocab_size);
     const double with_recompute = 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h));
     const double without = 72 * B * s * L * h * h * (1 + s / (6 * h) + V / (12 * L * h));
-    CHECK(sim::model::step_flops(m, s, B, sim::model::Recompute::FULL).hardware() == Approx(with_recompute).epsilon(0.01));
+    CHECK(sim::model::step_flops(m, s, B, sim::model::Recompute::FULL).hardware() ==
+          Approx(with_recompute).epsilon(0.01));
     CHECK(sim::model::step_flops(m, s, B, sim::model::Recompute::NONE).hardware() == Approx(without).epsilon(0.01));
   }
 }
@@ -133,9 +134,8 @@ TEST_CASE("grouped-query attention shrinks the K and V projections and gated FFN
 TEST_CASE("a model whose heads do not divide evenly is rejected")
 {
   const auto dir = test::scratch_dir();
-  nlohmann::json doc = {{"schema", "model/v1"},  {"name", "odd"},         {"num_layers", 2},
-                        {"hidden_size", 1000},   {"num_attention_heads", 3}, {"vocab_size", 100},
-                        {"seq_length", 128}};
+  nlohmann::json doc = {{"schema", "model/v1"},     {"name", "odd"},     {"num_layers", 2},  {"hidden_size", 1000},
+                        {"num_attention_heads", 3}, {"vocab_size", 100}, {"seq_length", 128}};
   const auto file = test::write_json(dir / "odd.json", doc);
   CHECK_THAT(test::error_of([&] { load_model(file); }),
              Catch::Contains("/hidden_size: is not divisible by num_attention_heads=3"));

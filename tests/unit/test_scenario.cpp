@@ -82,7 +82,8 @@ TEST_CASE("a misspelt preset name gets a did-you-mean and the list of presets")
 
 TEST_CASE("a scenario can point its model at a HuggingFace config.json")
 {
-  auto doc = scenario_json(test::source_dir().string() + "/tests/data/hf/mistral-7b", {{"tp", 8}, {"seq_length", 4096}});
+  auto doc =
+      scenario_json(test::source_dir().string() + "/tests/data/hf/mistral-7b", {{"tp", 8}, {"seq_length", 4096}});
   const auto s = load(doc);
   CHECK(s.model.num_kv_heads == 8);
   CHECK(s.plan.seq_length == 4096);
@@ -93,7 +94,7 @@ TEST_CASE("a scenario can point its model at a HuggingFace config.json")
 
 TEST_CASE("a model can be given inline")
 {
-  nlohmann::json model = {{"schema", "model/v1"}, {"name", "tiny"},   {"num_layers", 4}, {"hidden_size", 256},
+  nlohmann::json model = {{"schema", "model/v1"},     {"name", "tiny"},     {"num_layers", 4},  {"hidden_size", 256},
                           {"num_attention_heads", 4}, {"vocab_size", 1000}, {"seq_length", 512}};
   auto doc = scenario_json("x", {{"pp", 2}});
   doc["model"] = model;

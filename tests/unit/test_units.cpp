@@ -1,5 +1,5 @@
-#include "core/units.hpp"
 #include "core/spelling.hpp"
+#include "core/units.hpp"
 
 #include <catch2/catch.hpp>
 
