@@ -39,7 +39,7 @@ std::string format_warning(const Warning& warning)
   return line;
 }
 
-InputError::InputError(Location where, std::string problem, std::string found, std::string expected)
+InputError::InputError(Location where, std::string problem, const std::string& found, const std::string& expected)
     : std::runtime_error(render(where, problem, found, expected)), where_(std::move(where)),
       problem_(std::move(problem))
 {}

@@ -17,7 +17,7 @@ struct Location {
 // Bad input. Renders as one line: `FILE:/pointer: problem (found X; expected Y)`.
 class InputError : public std::runtime_error {
  public:
-  InputError(Location where, std::string problem, std::string found = {}, std::string expected = {});
+  InputError(Location where, std::string problem, const std::string& found = {}, const std::string& expected = {});
 
   const Location& where() const { return where_; }
   const std::string& problem() const { return problem_; }

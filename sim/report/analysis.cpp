@@ -182,8 +182,11 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
                    "weights", "grads", "optimizer", "activations", "buffers", "peak", "free", "mb in flight"));
   for (const auto& st : a.memory.per_stage) {
     std::string held;
-    for (std::size_t c = 0; c < st.in_flight.per_chunk.size(); ++c)
-      held += (c ? "+" : "") + std::to_string(st.in_flight.per_chunk[c]);
+    for (std::size_t c = 0; c < st.in_flight.per_chunk.size(); ++c) {
+      if (c > 0)
+        held += '+';
+      held += std::to_string(st.in_flight.per_chunk[c]);
+    }
     line(fmt::format("{:>5} {:>6} {:>9} {:>8} {:>8} {:>9} {:>11} {:>7} {:>8} {:>8}  {}{}", st.stage, st.layers,
                      core::format_count(st.params), gib(st.weights_bytes), gib(st.grads_bytes), gib(st.optimizer_bytes),
                      gib(st.activations_bytes), gib(st.buffers_bytes), gib(st.peak_bytes),
