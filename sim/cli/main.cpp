@@ -3,7 +3,9 @@
 #include "core/input_error.hpp"
 #include "core/log.hpp"
 #include "report/analysis.hpp"
+#include "report/topology_report.hpp"
 #include "scenario/scenario.hpp"
+#include "topology/cluster_graph.hpp"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -73,19 +75,35 @@ int check(const std::vector<std::string>& files, const CommonOptions& o)
   return failed == 0 ? 0 : 1;
 }
 
-void add_common(CLI::App* app, CommonOptions& o, bool with_format)
+int inspect(const std::string& reference, int gpus, const CommonOptions& o)
+{
+  const auto spec = sim::scenario::load_cluster(reference, load_options(o));
+  const int nodes = sim::scenario::nodes_for(spec, gpus, "--gpus " + std::to_string(gpus));
+  const auto graph = sim::topology::build_graph(spec, nodes);
+  sim::topology::check_graph(graph, spec.name);
+  if (o.format == "dot") {
+    std::cout << sim::topology::to_dot(graph, spec.name);
+    return 0;
+  }
+  const auto summary = sim::topology::summarize(graph);
+  if (o.format == "json")
+    std::cout << sim::report::topology_json(spec, summary).dump(2) << "\n";
+  else
+    std::cout << sim::report::topology_text(spec, summary);
+  return 0;
+}
+
+void add_common(CLI::App* app, CommonOptions& o, std::vector<std::string> formats)
 {
   app->add_option("--set", o.overrides,
                   "Override a value by dotted path (repeatable), e.g. --set plan.tp=4 "
-                  "--set topology.node.interconnect.bandwidth=200GBps")
+                  "--set topology.node.nvlink.bandwidth=200GBps")
       ->type_name("PATH=VALUE")
       ->allow_extra_args(false);
   app->add_option("--data-dir", o.data_dir, "Folder holding models/, topologies/ and scenarios/ (presets)")
       ->capture_default_str();
-  if (with_format)
-    app->add_option("--format", o.format, "Output format: text or json")
-        ->check(CLI::IsMember({"text", "json"}))
-        ->capture_default_str();
+  if (!formats.empty())
+    app->add_option("--format", o.format, "Output format")->check(CLI::IsMember(formats))->capture_default_str();
 }
 
 } // namespace
@@ -102,19 +120,28 @@ int main(int argc, char** argv)
   std::string run_file;
   auto* run = app.add_subcommand("run", "Run a scenario (default: scenarios/default.json)");
   run->add_option("scenario", run_file, "Scenario file");
-  add_common(run, run_opts, true);
+  add_common(run, run_opts, {"text", "json"});
 
   CommonOptions memory_opts;
   std::string memory_file;
   auto* memory = app.add_subcommand("memory", "Memory per GPU and FLOPs per step of a scenario, with an OOM verdict");
   memory->add_option("scenario", memory_file, "Scenario file")->required();
-  add_common(memory, memory_opts, true);
+  add_common(memory, memory_opts, {"text", "json"});
 
   CommonOptions check_opts;
   std::vector<std::string> check_files;
   auto* check_cmd = app.add_subcommand("check", "Validate scenario, model, topology and GPU files");
   check_cmd->add_option("files", check_files, "Files to check")->required();
-  add_common(check_cmd, check_opts, false);
+  add_common(check_cmd, check_opts, {});
+
+  CommonOptions inspect_opts;
+  std::string inspect_ref;
+  int inspect_gpus = 0;
+  auto* inspect_cmd = app.add_subcommand("inspect", "Show a topology: devices, links per class, bandwidths, graph");
+  inspect_cmd->add_option("topology", inspect_ref, "Topology file or preset name")->required();
+  inspect_cmd->add_option("--gpus", inspect_gpus, "GPUs in the cluster (default: the pinned nodes, or one node)")
+      ->check(CLI::NonNegativeNumber);
+  add_common(inspect_cmd, inspect_opts, {"text", "json", "dot"});
 
   // `simtrain` alone, or `simtrain SCENARIO.json`, runs the main job.
   std::vector<std::string> args(argv + 1, argv + argc);
@@ -145,6 +172,8 @@ int main(int argc, char** argv)
       return print_analysis(memory_file, memory_opts);
     if (*check_cmd)
       return check(check_files, check_opts);
+    if (*inspect_cmd)
+      return inspect(inspect_ref, inspect_gpus, inspect_opts);
   } catch (const sim::core::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

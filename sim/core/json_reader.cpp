@@ -98,6 +98,11 @@ Node Node::element(std::size_t index) const
   return Node(json().at(index), pointer_append(pointer_, index), *provenance_);
 }
 
+Node Node::element_of(std::string_view key) const
+{
+  return Node(json().at(key), pointer_append(pointer_, key), *provenance_);
+}
+
 std::size_t Node::array_size() const
 {
   if (!json().is_array())

@@ -60,7 +60,8 @@ class Node {
   E as_choice(std::span<const Choice<E>> choices) const;
 
   Node element(std::size_t index) const;
-  std::size_t array_size() const; // fails unless an array
+  Node element_of(std::string_view key) const; // a member of an object that must be present
+  std::size_t array_size() const;              // fails unless an array
 
  private:
   std::string choice_expected(const std::vector<std::string>& names) const;

@@ -166,7 +166,7 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
         continue;
       std::map<int, int> nodes;
       for (int t = 0; t < p.tp; ++t)
-        ++nodes[rank_of(p, RankCoords{t, c.dp, c.pp}) / cluster.gpus_per_node];
+        ++nodes[rank_of(p, RankCoords{t, c.dp, c.pp}) / cluster.node.gpus];
       if (nodes.size() > 1) {
         ++spanning;
         worst = std::max(worst, static_cast<int>(nodes.size()));

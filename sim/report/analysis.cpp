@@ -91,7 +91,7 @@ core::Json analysis_json(const scenario::Scenario& s, const Analysis& a)
                   {"gpu", s.cluster.gpu.name},
                   {"gpus", s.gpus},
                   {"nodes", s.nodes},
-                  {"gpus_per_node", s.cluster.gpus_per_node},
+                  {"gpus_per_node", s.cluster.node.gpus},
                   {"hbm_bytes", s.cluster.gpu.memory_bytes},
                   {"peak_flops_per_gpu", a.peak_flops}};
   j["plan"] = plan_json(s.plan);
@@ -162,7 +162,7 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
                    m.num_layers, m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.ffn_hidden_size,
                    name_of(m.ffn_kind, model::ffn_kind_choices), m.vocab_size, core::format_count(a.memory.params)));
   line(fmt::format("cluster  {}: {} x {} ({} node{} of {}), {} HBM, {} peak {}", s.cluster.name, s.gpus,
-                   s.cluster.gpu.name, s.nodes, s.nodes == 1 ? "" : "s", s.cluster.gpus_per_node,
+                   s.cluster.gpu.name, s.nodes, s.nodes == 1 ? "" : "s", s.cluster.node.gpus,
                    core::format_bytes(s.cluster.gpu.memory_bytes), core::format_flop_rate(a.peak_flops),
                    name_of(p.precision, plan::training_precision_choices)));
   std::string schedule = name_of(p.schedule, plan::schedule_choices);

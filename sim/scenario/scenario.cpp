@@ -36,13 +36,13 @@ Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& fi
 
   std::optional<int> known_gpus;
   if (s.cluster.nodes)
-    known_gpus = *s.cluster.nodes * s.cluster.gpus_per_node;
+    known_gpus = *s.cluster.nodes * s.cluster.node.gpus;
   const auto gpus_node = r.find("gpus");
   if (gpus_node) {
     const int g = static_cast<int>(gpus_node->as_integer(1, 1 << 24));
     if (known_gpus && *known_gpus != g)
       gpus_node->fail(fmt::format("topology '{}' pins {} nodes of {} GPUs = {} GPUs", s.cluster.name, *s.cluster.nodes,
-                                  s.cluster.gpus_per_node, *known_gpus),
+                                  s.cluster.node.gpus, *known_gpus),
                       fmt::format("{}, or no `gpus` key", *known_gpus));
     known_gpus = g;
   }
@@ -51,7 +51,7 @@ Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& fi
   r.finish();
 
   s.gpus = known_gpus.value_or(s.plan.gpus());
-  const int per_node = s.cluster.gpus_per_node;
+  const int per_node = s.cluster.node.gpus;
   if (s.gpus > per_node && s.gpus % per_node != 0) {
     const core::Location where = gpus_node
                                      ? gpus_node->location()
@@ -118,6 +118,33 @@ CheckedFile check_file(const std::filesystem::path& file, const LoadOptions& opt
     tree.node("/schema").fail("unsupported schema", expected_schema);
   }
   return checked;
+}
+
+topology::ClusterSpec load_cluster(const std::string& reference, const LoadOptions& options)
+{
+  std::filesystem::path file = reference;
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec) && reference.find('/') == std::string::npos && !reference.ends_with(".json"))
+    file = preset_path(options.data_dir, ReferenceKind::TOPOLOGY, reference);
+  DocumentTree tree(file, options.data_dir);
+  apply_overrides(tree, options, [](DocumentTree& t) { t.resolve("/node/gpu", ReferenceKind::GPU); });
+  return topology::read_cluster(tree.node());
+}
+
+int nodes_for(const topology::ClusterSpec& cluster, int gpus, const std::string& where)
+{
+  const int per_node = cluster.node.gpus;
+  if (gpus == 0)
+    return cluster.nodes.value_or(1);
+  if (gpus > per_node && gpus % per_node != 0)
+    throw core::InputError({where, "", ""},
+                           fmt::format("{} GPUs do not fill whole {}-GPU nodes of '{}'", gpus, per_node, cluster.name),
+                           {}, fmt::format("a multiple of {}", per_node));
+  const int nodes = (gpus + per_node - 1) / per_node;
+  if (cluster.nodes && *cluster.nodes != nodes)
+    throw core::InputError({where, "", ""}, fmt::format("topology '{}' pins {} nodes", cluster.name, *cluster.nodes),
+                           {}, fmt::format("{} GPUs", *cluster.nodes * per_node));
+  return nodes;
 }
 
 std::string_view describe(FileKind kind)

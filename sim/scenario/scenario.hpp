@@ -45,4 +45,10 @@ CheckedFile check_file(const std::filesystem::path& file, const LoadOptions& opt
 
 std::string_view describe(FileKind kind);
 
+// A topology by path or preset name, with overrides relative to the topology (node.nics.count=4).
+topology::ClusterSpec load_cluster(const std::string& reference, const LoadOptions& options);
+
+// Nodes for `gpus` GPUs on `cluster` (pinned nodes when gpus is 0); throws core::InputError naming `where`.
+int nodes_for(const topology::ClusterSpec& cluster, int gpus, const std::string& where);
+
 } // namespace sim::scenario

@@ -6,13 +6,198 @@
 namespace sim::topology {
 namespace {
 
-enum class InterconnectKind { NVSWITCH, NVLINK_MESH, PCIE };
-constexpr std::array<core::Choice<InterconnectKind>, 3> interconnect_choices{
-    {{"nvswitch", InterconnectKind::NVSWITCH},
-     {"nvlink_mesh", InterconnectKind::NVLINK_MESH},
-     {"pcie", InterconnectKind::PCIE}}};
+enum class NvLinkKind { SWITCH, MESH };
+constexpr std::array<core::Choice<NvLinkKind>, 2> nvlink_kind_choices{
+    {{"switch", NvLinkKind::SWITCH}, {"mesh", NvLinkKind::MESH}}};
 
-// PCIe x16 bandwidth per direction by generation: 8/16/32/64 GT/s x 16 lanes x 128/130 encoding.
+std::vector<int> read_index_list(const core::Node& list, int limit)
+{
+  std::vector<int> out;
+  const std::size_t n = list.array_size();
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i)
+    out.push_back(static_cast<int>(list.element(i).as_integer(0, limit - 1)));
+  return out;
+}
+
+NvLinkFabric read_nvlink(const core::Node& node, const hardware::GpuSpec& gpu, int gpus)
+{
+  core::ObjectReader r(node);
+  const auto kind = r.choice<NvLinkKind>("kind", nvlink_kind_choices);
+  if (kind == NvLinkKind::SWITCH) {
+    NvSwitchFabric f;
+    if (auto bw = r.optional_quantity("bandwidth", core::Dimension::BANDWIDTH))
+      f.bandwidth = *bw;
+    else if (gpu.nvlink_bandwidth > 0)
+      f.bandwidth = gpu.nvlink_bandwidth;
+    else
+      throw core::InputError(node.provenance().locate(core::pointer_append(node.pointer(), "bandwidth")),
+                             "missing, and GPU " + gpu.name + " has no nvlink_bandwidth", "nothing",
+                             core::describe(core::Dimension::BANDWIDTH));
+    f.latency = r.quantity("latency", core::Dimension::TIME);
+    r.finish();
+    return f;
+  }
+  NvLinkMeshFabric f;
+  f.lane_bandwidth = r.quantity("lane_bandwidth", core::Dimension::BANDWIDTH);
+  f.latency = r.quantity("latency", core::Dimension::TIME);
+  const core::Node links = r.at("links", "an array of [gpu, gpu, lanes]");
+  std::set<std::pair<int, int>> seen;
+  for (std::size_t i = 0; i < links.array_size(); ++i) {
+    const core::Node l = links.element(i);
+    if (l.array_size() != 3)
+      l.fail("wrong shape", "[gpu, gpu, lanes]");
+    const NvLinkMeshFabric::Link link{static_cast<int>(l.element(0).as_integer(0, gpus - 1)),
+                                      static_cast<int>(l.element(1).as_integer(0, gpus - 1)),
+                                      static_cast<int>(l.element(2).as_integer(1, 18))};
+    if (link.a == link.b)
+      l.fail("links a GPU to itself", "two different GPUs");
+    if (!seen.insert({std::min(link.a, link.b), std::max(link.a, link.b)}).second)
+      l.fail("pair listed twice", "each GPU pair once (lanes counts parallel links)");
+    f.links.push_back(link);
+  }
+  r.finish();
+  return f;
+}
+
+PcieTree read_pcie(const core::Node& node, const hardware::GpuSpec& gpu, int gpus, int nics)
+{
+  core::ObjectReader r(node);
+  PcieTree t;
+  t.link_bandwidth =
+      r.quantity_or("link_bandwidth", core::Dimension::BANDWIDTH, pcie_x16_bandwidth(gpu.pcie_generation));
+  t.uplink_bandwidth = r.quantity_or("uplink_bandwidth", core::Dimension::BANDWIDTH, t.link_bandwidth);
+  t.latency = r.quantity("latency", core::Dimension::TIME);
+  const core::Node switches = r.at("switches", "an array of {socket, gpus, nics}");
+  std::set<int> gpus_seen;
+  std::set<int> nics_seen;
+  for (std::size_t i = 0; i < switches.array_size(); ++i) {
+    core::ObjectReader s(switches.element(i));
+    PcieTree::Switch sw;
+    sw.socket = static_cast<int>(s.integer_or("socket", 0, 0, 7));
+    if (auto g = s.find("gpus"))
+      sw.gpus = read_index_list(*g, gpus);
+    if (auto n = s.find("nics"))
+      sw.nics = read_index_list(*n, nics);
+    for (std::size_t k = 0; k < sw.gpus.size(); ++k)
+      if (!gpus_seen.insert(sw.gpus[k]).second)
+        s.at("gpus", "").element(k).fail("GPU under two switches", "each GPU under exactly one switch");
+    for (std::size_t k = 0; k < sw.nics.size(); ++k)
+      if (!nics_seen.insert(sw.nics[k]).second)
+        s.at("nics", "").element(k).fail("NIC under two switches", "each NIC under exactly one switch");
+    s.finish();
+    t.sockets = std::max(t.sockets, sw.socket + 1);
+    t.switches.push_back(std::move(sw));
+  }
+  if (static_cast<int>(gpus_seen.size()) != gpus)
+    switches.fail_found("does not place every GPU", fmt::format("{} of {} GPUs", gpus_seen.size(), gpus),
+                        "each of the node's GPUs under one switch");
+  if (static_cast<int>(nics_seen.size()) != nics)
+    switches.fail_found("does not place every NIC", fmt::format("{} of {} NICs", nics_seen.size(), nics),
+                        "each of the node's NICs under one switch");
+  if (t.sockets > 1)
+    t.inter_socket_bandwidth = r.quantity("inter_socket_bandwidth", core::Dimension::BANDWIDTH);
+  else if (auto n = r.find("inter_socket_bandwidth"))
+    n->fail("given for a single CPU socket", "no inter-socket link (all switches on socket 0)");
+  r.finish();
+  return t;
+}
+
+// The NIC each GPU uses when the topology does not say: GPUs split evenly in order; with a PCIe tree, the NICs on
+// the GPU's own switch, else on its socket.
+std::vector<std::vector<int>> default_nic_gpus(const core::Node& count, int gpus, int nics,
+                                               const std::optional<PcieTree>& pcie)
+{
+  std::vector<std::vector<int>> out(static_cast<std::size_t>(nics));
+  if (pcie) {
+    auto nics_near = [&](int gpu) {
+      for (const auto& sw : pcie->switches)
+        if (std::find(sw.gpus.begin(), sw.gpus.end(), gpu) != sw.gpus.end() && !sw.nics.empty())
+          return std::make_pair(sw.nics, sw.gpus);
+      int socket = 0;
+      for (const auto& sw : pcie->switches)
+        if (std::find(sw.gpus.begin(), sw.gpus.end(), gpu) != sw.gpus.end())
+          socket = sw.socket;
+      std::vector<int> near;
+      for (const auto& sw : pcie->switches)
+        if (sw.socket == socket)
+          near.insert(near.end(), sw.nics.begin(), sw.nics.end());
+      return std::make_pair(near, std::vector<int>{});
+    };
+    for (int g = 0; g < gpus; ++g) {
+      auto [near, peers] = nics_near(g);
+      if (near.empty())
+        near.push_back(0);
+      const auto position = std::find(peers.begin(), peers.end(), g) - peers.begin();
+      const int nic = near[static_cast<std::size_t>(position) % near.size()];
+      out[static_cast<std::size_t>(nic)].push_back(g);
+    }
+    return out;
+  }
+  if (gpus % nics != 0) {
+    if (nics > gpus)
+      count.fail(fmt::format("more NICs than the node's {} GPUs", gpus), "at most one NIC per GPU");
+    count.fail(fmt::format("does not divide the node's {} GPUs", gpus),
+               "a divisor of the GPU count, or an explicit `gpus` list per NIC");
+  }
+  const int per_nic = gpus / nics;
+  for (int k = 0; k < nics; ++k)
+    for (int i = 0; i < per_nic; ++i)
+      out[static_cast<std::size_t>(k)].push_back(k * per_nic + i);
+  return out;
+}
+
+NicSpec read_nics(const core::Node& node, int gpus)
+{
+  core::ObjectReader r(node);
+  NicSpec n;
+  n.kind = r.choice_or<NicKind>("kind", nic_kind_choices, NicKind::INFINIBAND);
+  n.count = static_cast<int>(r.integer("count", 1, 64));
+  n.bandwidth = r.quantity("bandwidth", core::Dimension::BANDWIDTH);
+  n.latency = r.quantity("latency", core::Dimension::TIME);
+  if (auto list = r.find("gpus")) {
+    if (list->array_size() != static_cast<std::size_t>(n.count))
+      list->fail_found("wrong length", fmt::format("{} entries", list->array_size()),
+                       fmt::format("one list of GPUs per NIC ({})", n.count));
+    std::set<int> seen;
+    for (std::size_t i = 0; i < list->array_size(); ++i) {
+      auto g = read_index_list(list->element(i), gpus);
+      for (std::size_t k = 0; k < g.size(); ++k)
+        if (!seen.insert(g[k]).second)
+          list->element(i).element(k).fail("GPU served by two NICs", "each GPU under one NIC");
+      n.gpus.push_back(std::move(g));
+    }
+    if (static_cast<int>(seen.size()) != gpus)
+      list->fail_found("leaves GPUs without a NIC", fmt::format("{} of {} GPUs", seen.size(), gpus),
+                       "every GPU served by a NIC");
+  }
+  r.finish();
+  return n;
+}
+
+NetworkSpec read_network(const core::Node& node)
+{
+  core::ObjectReader r(node);
+  NetworkSpec n;
+  n.kind = r.choice_or<NetworkKind>("kind", network_kind_choices, NetworkKind::FAT_TREE);
+  n.rail_optimized = r.flag_or("rail_optimized", true);
+  n.nodes_per_leaf = static_cast<int>(r.integer_or("nodes_per_leaf", 32, 1, 1 << 16));
+  n.oversubscription = r.number_or("oversubscription", 1.0, 1.0, 64.0);
+  n.latency = r.quantity("latency", core::Dimension::TIME);
+  if (n.kind == NetworkKind::FAT_TREE) {
+    n.leaves_per_pod = static_cast<int>(r.integer_or("leaves_per_pod", 0, 1, 1 << 16));
+    n.core_oversubscription = r.number_or("core_oversubscription", 1.0, 1.0, 64.0);
+  } else {
+    for (const char* key : {"leaves_per_pod", "core_oversubscription"})
+      if (auto k = r.find(key))
+        k->fail("only applies to kind fat_tree", "no such key for this network kind");
+  }
+  r.finish();
+  return n;
+}
+
+} // namespace
+
 double pcie_x16_bandwidth(int generation)
 {
   switch (generation) {
@@ -27,153 +212,6 @@ double pcie_x16_bandwidth(int generation)
   }
 }
 
-std::vector<int> read_index_list(const core::Node& list, int limit, const std::string& what)
-{
-  std::vector<int> out;
-  const std::size_t n = list.array_size();
-  for (std::size_t i = 0; i < n; ++i)
-    out.push_back(static_cast<int>(list.element(i).as_integer(0, limit - 1)));
-  (void)what;
-  return out;
-}
-
-IntraNodeFabric read_interconnect(const core::Node& node, const hardware::GpuSpec& gpu, int gpus, int nics)
-{
-  core::ObjectReader r(node);
-  const auto kind = r.choice<InterconnectKind>("kind", interconnect_choices);
-  switch (kind) {
-    case InterconnectKind::NVSWITCH: {
-      NvSwitchFabric f;
-      if (auto bw = r.optional_quantity("bandwidth", core::Dimension::BANDWIDTH))
-        f.bandwidth = *bw;
-      else if (gpu.nvlink_bandwidth > 0)
-        f.bandwidth = gpu.nvlink_bandwidth;
-      else
-        r.at("bandwidth", "")
-            .fail_found("GPU " + gpu.name + " has no NVLink bandwidth", "nothing",
-                        core::describe(core::Dimension::BANDWIDTH));
-      f.latency = r.quantity("latency", core::Dimension::TIME);
-      r.finish();
-      return f;
-    }
-    case InterconnectKind::NVLINK_MESH: {
-      NvLinkMeshFabric f;
-      f.lane_bandwidth = r.quantity("lane_bandwidth", core::Dimension::BANDWIDTH);
-      f.latency = r.quantity("latency", core::Dimension::TIME);
-      const core::Node links = r.at("links", "an array of [gpu, gpu, lanes]");
-      std::set<std::pair<int, int>> seen;
-      for (std::size_t i = 0; i < links.array_size(); ++i) {
-        const core::Node l = links.element(i);
-        if (l.array_size() != 3)
-          l.fail("wrong shape", "[gpu, gpu, lanes]");
-        NvLinkMeshFabric::Link link{static_cast<int>(l.element(0).as_integer(0, gpus - 1)),
-                                    static_cast<int>(l.element(1).as_integer(0, gpus - 1)),
-                                    static_cast<int>(l.element(2).as_integer(1, 18))};
-        if (link.a == link.b)
-          l.fail("links a GPU to itself", "two different GPUs");
-        if (!seen.insert({std::min(link.a, link.b), std::max(link.a, link.b)}).second)
-          l.fail("pair listed twice", "each GPU pair once (lanes counts parallel links)");
-        f.links.push_back(link);
-      }
-      r.finish();
-      return f;
-    }
-    case InterconnectKind::PCIE: {
-      PcieFabric f;
-      f.link_bandwidth =
-          r.quantity_or("link_bandwidth", core::Dimension::BANDWIDTH, pcie_x16_bandwidth(gpu.pcie_generation));
-      f.uplink_bandwidth = r.quantity_or("uplink_bandwidth", core::Dimension::BANDWIDTH, f.link_bandwidth);
-      f.latency = r.quantity("latency", core::Dimension::TIME);
-      const core::Node switches = r.at("switches", "an array of {socket, gpus, nics}");
-      std::set<int> gpus_seen;
-      std::set<int> nics_seen;
-      int sockets = 0;
-      for (std::size_t i = 0; i < switches.array_size(); ++i) {
-        core::ObjectReader s(switches.element(i));
-        PcieFabric::Switch sw;
-        sw.socket = static_cast<int>(s.integer_or("socket", 0, 0, 7));
-        sw.gpus = read_index_list(s.at("gpus", "an array of GPU indices"), gpus, "GPU");
-        if (auto n = s.find("nics"))
-          sw.nics = read_index_list(*n, nics, "NIC");
-        for (std::size_t k = 0; k < sw.gpus.size(); ++k)
-          if (!gpus_seen.insert(sw.gpus[k]).second)
-            s.at("gpus", "").element(k).fail("GPU under two switches", "each GPU under exactly one switch");
-        for (std::size_t k = 0; k < sw.nics.size(); ++k)
-          if (!nics_seen.insert(sw.nics[k]).second)
-            s.at("nics", "").element(k).fail("NIC under two switches", "each NIC under exactly one switch");
-        s.finish();
-        sockets = std::max(sockets, sw.socket + 1);
-        f.switches.push_back(std::move(sw));
-      }
-      if (static_cast<int>(gpus_seen.size()) != gpus)
-        switches.fail_found("does not place every GPU", fmt::format("{} of {} GPUs", gpus_seen.size(), gpus),
-                            "each of the node's GPUs under one switch");
-      if (sockets > 1)
-        f.inter_socket_bandwidth = r.quantity("inter_socket_bandwidth", core::Dimension::BANDWIDTH);
-      else
-        r.allow({"inter_socket_bandwidth"});
-      r.finish();
-      return f;
-    }
-  }
-  r.node().fail("unknown interconnect", "nvswitch, nvlink_mesh or pcie");
-}
-
-NicSpec read_nics(const core::Node& node, int gpus)
-{
-  core::ObjectReader r(node);
-  NicSpec n;
-  n.count = static_cast<int>(r.integer("count", 1, 64));
-  n.bandwidth = r.quantity("bandwidth", core::Dimension::BANDWIDTH);
-  n.latency = r.quantity("latency", core::Dimension::TIME);
-  if (auto list = r.find("gpus")) {
-    if (list->array_size() != static_cast<std::size_t>(n.count))
-      list->fail_found("wrong length", fmt::format("{} entries", list->array_size()),
-                       fmt::format("one list of GPUs per NIC ({})", n.count));
-    std::set<int> seen;
-    for (std::size_t i = 0; i < list->array_size(); ++i) {
-      auto g = read_index_list(list->element(i), gpus, "GPU");
-      seen.insert(g.begin(), g.end());
-      n.gpus.push_back(std::move(g));
-    }
-    if (static_cast<int>(seen.size()) != gpus)
-      list->fail_found("leaves GPUs without a NIC", fmt::format("{} of {} GPUs", seen.size(), gpus),
-                       "every GPU served by a NIC");
-  } else if (gpus % n.count == 0) {
-    const int per_nic = gpus / n.count;
-    for (int k = 0; k < n.count; ++k) {
-      std::vector<int> g;
-      for (int i = 0; i < per_nic; ++i)
-        g.push_back(k * per_nic + i);
-      n.gpus.push_back(std::move(g));
-    }
-  } else if (n.count > gpus) {
-    r.at("count", "").fail(fmt::format("more NICs than the node's {} GPUs", gpus), "at most one NIC per GPU");
-  } else {
-    r.at("count", "")
-        .fail(fmt::format("does not divide the node's {} GPUs", gpus),
-              "a divisor of the GPU count, or an explicit `gpus` list per NIC");
-  }
-  r.finish();
-  return n;
-}
-
-NetworkSpec read_network(const core::Node& node, const NicSpec& nics)
-{
-  core::ObjectReader r(node);
-  NetworkSpec n;
-  n.kind = r.choice_or<FabricKind>("kind", fabric_kind_choices, FabricKind::FAT_TREE);
-  n.rail_optimized = r.flag_or("rail_optimized", true);
-  n.nodes_per_leaf = static_cast<int>(r.integer_or("nodes_per_leaf", 32, 1, 4096));
-  n.oversubscription = r.number_or("oversubscription", 1.0, 1.0, 64.0);
-  n.link_bandwidth = r.quantity_or("link_bandwidth", core::Dimension::BANDWIDTH, nics.bandwidth);
-  n.latency = r.quantity("latency", core::Dimension::TIME);
-  r.finish();
-  return n;
-}
-
-} // namespace
-
 ClusterSpec read_cluster(const core::Node& node)
 {
   core::ObjectReader r(node);
@@ -187,14 +225,31 @@ ClusterSpec read_cluster(const core::Node& node)
 
   core::ObjectReader n(r.at("node", "an object describing one node"));
   c.gpu = hardware::read_gpu(n.at("gpu", "a GPU preset name or a gpu/v1 object"));
-  c.gpus_per_node = static_cast<int>(n.integer("gpus", 1, 256));
-  const core::Node nics_node = n.at("nics", "an object {count, bandwidth, latency}");
-  c.nics = read_nics(nics_node, c.gpus_per_node);
-  c.intra = read_interconnect(n.at("interconnect", "an object with kind nvswitch, nvlink_mesh or pcie"), c.gpu,
-                              c.gpus_per_node, c.nics.count);
+  c.node.gpus = static_cast<int>(n.integer("gpus", 1, 256));
+  c.node.nics = read_nics(n.at("nics", "an object {count, bandwidth, latency}"), c.node.gpus);
+  if (auto nv = n.find("nvlink"))
+    c.node.nvlink = read_nvlink(*nv, c.gpu, c.node.gpus);
+  if (auto pcie = n.find("pcie"))
+    c.node.pcie = read_pcie(*pcie, c.gpu, c.node.gpus, c.node.nics.count);
+  if (!c.node.nvlink && !c.node.pcie)
+    n.node().fail_found("no fabric between the node's GPUs", "neither nvlink nor pcie",
+                        "an nvlink object (switch or mesh), a pcie object, or both");
+  if (c.node.nics.gpus.empty()) {
+    const core::Node count = n.at("nics", "").element_of("count");
+    c.node.nics.gpus = default_nic_gpus(count, c.node.gpus, c.node.nics.count, c.node.pcie);
+  }
+  if (c.node.nvlink && std::holds_alternative<NvLinkMeshFabric>(*c.node.nvlink) && !c.node.pcie) {
+    // Without a PCIe tree, every GPU pair needs its own lanes.
+    const auto& mesh = std::get<NvLinkMeshFabric>(*c.node.nvlink);
+    const auto pairs = static_cast<std::size_t>(c.node.gpus * (c.node.gpus - 1) / 2);
+    if (mesh.links.size() != pairs)
+      n.at("nvlink", "")
+          .fail_found("leaves GPU pairs without a path", fmt::format("{} of {} pairs linked", mesh.links.size(), pairs),
+                      "a pcie tree for the pairs without NVLink, or lanes between every pair");
+  }
   n.finish();
 
-  c.network = read_network(r.at("network", "an object describing the network between nodes"), c.nics);
+  c.network = read_network(r.at("network", "an object describing the network between nodes"));
   if (auto nodes = r.find("nodes"))
     c.nodes = static_cast<int>(nodes->as_integer(1, 1 << 20));
   r.finish();

@@ -1,5 +1,5 @@
-// A cluster as the user describes it (topology/v1): the GPU, the node's internal fabric and NICs, the network
-// between nodes. Expansion into an explicit graph of links lives elsewhere; this is the description.
+// A cluster as the user describes it (topology/v1): the GPU, the node's NVLink fabric, PCIe tree and NICs, and
+// the network between nodes. The explicit graph of devices and links is built from this by cluster_graph.
 #pragma once
 
 #include "hardware/gpu_spec.hpp"
@@ -26,47 +26,62 @@ struct NvLinkMeshFabric {
     int lanes = 1;
   };
   double lane_bandwidth = 0; // bytes/s per lane per direction
-  double latency = 0;
+  double latency = 0;        // GPU to GPU over a direct link
   std::vector<Link> links;
 };
 
-// GPUs under PCIe switches under CPU sockets, sockets joined by an inter-socket link; NICs hang off switches.
-struct PcieFabric {
+using NvLinkFabric = std::variant<NvSwitchFabric, NvLinkMeshFabric>;
+
+// GPUs and NICs under PCIe switches under CPU sockets, the sockets joined by an inter-socket link.
+struct PcieTree {
   struct Switch {
     int socket = 0;
     std::vector<int> gpus;
     std::vector<int> nics;
   };
-  double link_bandwidth = 0;         // GPU or NIC to its switch, per direction
+  double link_bandwidth = 0;         // device to its switch, per direction
   double uplink_bandwidth = 0;       // switch to its CPU root complex, per direction
-  double inter_socket_bandwidth = 0; // per direction
-  double latency = 0;                // per PCIe hop
+  double inter_socket_bandwidth = 0; // per direction; 0 with one socket
+  double latency = 0;                // GPU to GPU under one switch
+  int sockets = 1;
   std::vector<Switch> switches;
 };
 
-using IntraNodeFabric = std::variant<NvSwitchFabric, NvLinkMeshFabric, PcieFabric>;
+enum class NicKind { INFINIBAND, ETHERNET };
+
+inline constexpr std::array<core::Choice<NicKind>, 2> nic_kind_choices{
+    {{"infiniband", NicKind::INFINIBAND}, {"ethernet", NicKind::ETHERNET}}};
 
 struct NicSpec {
+  NicKind kind = NicKind::INFINIBAND;
   int count = 0;
-  double bandwidth = 0; // bytes/s per direction
-  double latency = 0;
+  double bandwidth = 0;               // bytes/s per direction
+  double latency = 0;                 // GPU to GPU across the network, switch hops aside
   std::vector<std::vector<int>> gpus; // GPUs that use each NIC
 };
 
-enum class FabricKind { SINGLE_SWITCH, LEAF_SPINE, FAT_TREE };
+struct NodeSpec {
+  int gpus = 0;
+  std::optional<NvLinkFabric> nvlink;
+  std::optional<PcieTree> pcie;
+  NicSpec nics;
+};
 
-inline constexpr std::array<core::Choice<FabricKind>, 3> fabric_kind_choices{
-    {{"single_switch", FabricKind::SINGLE_SWITCH},
-     {"leaf_spine", FabricKind::LEAF_SPINE},
-     {"fat_tree", FabricKind::FAT_TREE}}};
+enum class NetworkKind { SINGLE_SWITCH, LEAF_SPINE, FAT_TREE };
+
+inline constexpr std::array<core::Choice<NetworkKind>, 3> network_kind_choices{
+    {{"single_switch", NetworkKind::SINGLE_SWITCH},
+     {"leaf_spine", NetworkKind::LEAF_SPINE},
+     {"fat_tree", NetworkKind::FAT_TREE}}};
 
 struct NetworkSpec {
-  FabricKind kind = FabricKind::FAT_TREE;
-  bool rail_optimized = true;  // NIC k of every node on leaf k (rail k)
-  int nodes_per_leaf = 0;      // nodes under one leaf switch (per rail when rail-optimized)
-  double oversubscription = 1; // leaf downlink / uplink bandwidth
-  double link_bandwidth = 0;   // per switch-to-switch link, per direction
-  double latency = 0;          // per switch hop
+  NetworkKind kind = NetworkKind::FAT_TREE;
+  bool rail_optimized = true;       // NIC k of every node of a leaf group on that group's rail-k leaf
+  int nodes_per_leaf = 32;          // nodes in one leaf group (a scalable unit when rail-optimised)
+  double oversubscription = 1;      // leaf-group downlink : uplink bandwidth
+  int leaves_per_pod = 0;           // fat_tree: leaf groups per pod (0: one pod)
+  double core_oversubscription = 1; // fat_tree: pod downlink : uplink bandwidth
+  double latency = 0;               // per switch hop above the leaf
 };
 
 struct ClusterSpec {
@@ -74,14 +89,15 @@ struct ClusterSpec {
   std::string description;
   std::vector<std::string> sources;
   hardware::GpuSpec gpu;
-  int gpus_per_node = 0;
-  IntraNodeFabric intra;
-  NicSpec nics;
+  NodeSpec node;
   NetworkSpec network;
   std::optional<int> nodes; // pinned node count; otherwise it follows from the plan's GPU count
 };
 
 // Reads a topology/v1 object whose `node.gpu` has already been resolved to a gpu/v1 object.
 ClusterSpec read_cluster(const core::Node& node);
+
+// PCIe x16 bandwidth per direction of a generation: 8/16/32/64 GT/s x 16 lanes x 128/130 encoding.
+double pcie_x16_bandwidth(int generation);
 
 } // namespace sim::topology

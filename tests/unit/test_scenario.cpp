@@ -53,12 +53,12 @@ TEST_CASE("command-line overrides set plan, model and topology values by dotted 
 {
   const auto s = load(scenario_json("llama2-7b", {{"tp", 2}}),
                       {"plan.tp=4", "model.num_layers=16", "topology.node.gpu.memory=40GiB", "plan.schedule=gpipe",
-                       "topology.node.interconnect.bandwidth=200GBps"});
+                       "topology.node.nvlink.bandwidth=200GBps"});
   CHECK(s.plan.tp == 4);
   CHECK(s.model.num_layers == 16);
   CHECK(s.cluster.gpu.memory_bytes == Approx(40.0 * (1 << 30)));
   CHECK(s.plan.schedule == sim::plan::Schedule::GPIPE);
-  CHECK(std::get<sim::topology::NvSwitchFabric>(s.cluster.intra).bandwidth == Approx(200e9));
+  CHECK(std::get<sim::topology::NvSwitchFabric>(*s.cluster.node.nvlink).bandwidth == Approx(200e9));
 }
 
 TEST_CASE("an overridden value is validated like the file and the error names the override")

@@ -1,0 +1,25 @@
+// The SimGrid platform built from the cluster graph: one full zone per node (GPU hosts, every intra-node link,
+// the NIC cables), star zones for leaf groups, pods and the top of the network. Links are split-duplex and
+// carry no latency: the engine applies latencies itself, so that SimGrid's max-min sharing is exactly fair
+// whatever the route length (see the design notes in README).
+#pragma once
+
+#include "topology/cluster_graph.hpp"
+
+#include <simgrid/s4u.hpp>
+#include <vector>
+
+namespace sim::engine {
+
+struct Platform {
+  std::vector<simgrid::s4u::Host*> gpu;             // by global GPU index
+  std::vector<simgrid::s4u::SplitDuplexLink*> link; // by graph link id (UP: source -> target)
+};
+
+// Builds the platform in the current SimGrid engine (one per process). Sets the network model first.
+Platform build_platform(const topology::ClusterGraph& g);
+
+// SimGrid settings for exact latency-free max-min sharing; must run before any zone is created.
+void configure_network_model();
+
+} // namespace sim::engine

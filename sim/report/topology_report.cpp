@@ -1,0 +1,76 @@
+#include "report/topology_report.hpp"
+
+#include "core/units.hpp"
+
+#include <fmt/format.h>
+
+namespace sim::report {
+namespace {
+
+std::string device_label(topology::DeviceKind k)
+{
+  switch (k) {
+    case topology::DeviceKind::GPU:
+      return "gpu";
+    case topology::DeviceKind::NVSWITCH:
+      return "nvswitch";
+    case topology::DeviceKind::PCIE_SWITCH:
+      return "pcie_switch";
+    case topology::DeviceKind::CPU:
+      return "cpu";
+    case topology::DeviceKind::NIC:
+      return "nic";
+    case topology::DeviceKind::LEAF:
+      return "leaf_switch";
+    case topology::DeviceKind::SPINE:
+      return "spine_switch";
+    case topology::DeviceKind::CORE:
+      return "core_switch";
+  }
+  return "device";
+}
+
+std::string class_label(topology::LinkClass c)
+{
+  return std::string(core::choice_name(c, topology::link_class_choices));
+}
+
+} // namespace
+
+core::Json topology_json(const topology::ClusterSpec& spec, const topology::ClusterSummary& s)
+{
+  core::Json j;
+  j["name"] = spec.name;
+  j["gpu"] = spec.gpu.name;
+  j["gpus"] = s.gpus;
+  j["nodes"] = s.nodes;
+  j["gpus_per_node"] = spec.node.gpus;
+  for (const auto& [kind, count] : s.devices)
+    j["devices"][device_label(kind)] = count;
+  for (const auto& [cls, c] : s.links)
+    j["links"][class_label(cls)] = {
+        {"count", c.count}, {"per_gpu_bandwidth_Bps", c.per_gpu_bandwidth}, {"total_bandwidth_Bps", c.total_bandwidth}};
+  j["bisection_bandwidth_Bps"] = s.bisection_bandwidth;
+  return j;
+}
+
+std::string topology_text(const topology::ClusterSpec& spec, const topology::ClusterSummary& s)
+{
+  std::string out = fmt::format("{}: {} x {} in {} node{} of {}\n", spec.name, s.gpus, spec.gpu.name, s.nodes,
+                                s.nodes == 1 ? "" : "s", spec.node.gpus);
+  if (!spec.description.empty())
+    out += spec.description + "\n";
+  std::string devices;
+  for (const auto& [kind, count] : s.devices)
+    devices += fmt::format("{}{} {}", devices.empty() ? "" : ", ", count, device_label(kind));
+  out += "devices  " + devices + "\n\n";
+  out += fmt::format("{:<9} {:>7} {:>22} {:>18}\n", "links", "count", "per GPU, per direction", "total");
+  for (const auto& [cls, c] : s.links)
+    out += fmt::format("{:<9} {:>7} {:>22} {:>18}\n", class_label(cls), c.count,
+                       core::format_bandwidth(c.per_gpu_bandwidth), core::format_bandwidth(c.total_bandwidth));
+  out += fmt::format("\nbisection bandwidth {} per direction (first half of the {} against the second)\n",
+                     core::format_bandwidth(s.bisection_bandwidth), s.nodes > 1 ? "nodes" : "GPUs");
+  return out;
+}
+
+} // namespace sim::report

@@ -1,0 +1,106 @@
+// The cluster as an explicit graph on Boost.Graph: GPUs, NVSwitches, PCIe switches, CPUs, NICs and network
+// switches as vertices; full-duplex links with a class, a bandwidth per direction and a latency as edges.
+// It is exactly what the engine simulates (the SimGrid platform mirrors it link for link).
+#pragma once
+
+#include "topology/cluster_spec.hpp"
+
+#include <boost/graph/adjacency_list.hpp>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sim::topology {
+
+enum class LinkClass { NVLINK, PCIE, IB, ETHERNET, CPU };
+
+inline constexpr std::array<core::Choice<LinkClass>, 5> link_class_choices{{{"nvlink", LinkClass::NVLINK},
+                                                                            {"pcie", LinkClass::PCIE},
+                                                                            {"ib", LinkClass::IB},
+                                                                            {"ethernet", LinkClass::ETHERNET},
+                                                                            {"cpu", LinkClass::CPU}}};
+
+enum class DeviceKind { GPU, NVSWITCH, PCIE_SWITCH, CPU, NIC, LEAF, SPINE, CORE };
+
+struct Device {
+  DeviceKind kind = DeviceKind::GPU;
+  int node = -1; // -1 for network switches
+  int index = 0; // within its node (GPU i, NIC k, ...) or its level (leaf group g, pod p)
+};
+
+struct Link {
+  std::size_t id = 0; // 0 .. num_edges - 1, in creation order
+  // The link's two ends as created: "forward" is from -> to. (An undirected Boost edge descriptor's source
+  // depends on how it was reached, so it is not used for direction.)
+  std::size_t from = 0;
+  std::size_t to = 0;
+  LinkClass cls = LinkClass::NVLINK;
+  double bandwidth = 0; // bytes/s per direction
+  double latency = 0;   // seconds
+};
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, Device, Link>;
+using VertexId = Graph::vertex_descriptor;
+using EdgeId = Graph::edge_descriptor;
+
+struct ClusterGraph {
+  Graph graph;
+  int nodes = 0;
+  int gpus_per_node = 0;
+  std::vector<VertexId> gpu;              // by global GPU index (node * gpus_per_node + local)
+  std::vector<std::vector<VertexId>> nic; // per node, per NIC
+  std::vector<int> nic_of_gpu;            // local GPU -> the NIC it uses
+  std::vector<VertexId> leaf;             // per leaf group (one switch for single_switch)
+  std::vector<VertexId> spine;            // per pod (one for leaf_spine), empty with a single leaf group
+  std::optional<VertexId> core;           // fat_tree with several pods
+  int nodes_per_leaf = 1;
+  int leaves_per_pod = 1;
+
+  int gpus() const { return nodes * gpus_per_node; }
+  std::string device_name(VertexId v) const;
+  std::string link_name(EdgeId e) const; // "n0.gpu3--n0.nic3"
+};
+
+ClusterGraph build_graph(const ClusterSpec& spec, int nodes);
+
+// The links a transfer from one GPU to another crosses, in order (fewest hops; GPUs never forward traffic).
+std::vector<EdgeId> route(const ClusterGraph& g, int src_gpu, int dst_gpu);
+// From a GPU to its leaf switch: to its NIC, then the NIC's cable.
+std::vector<EdgeId> route_to_network(const ClusterGraph& g, int gpu);
+// Whether `links`, walked from `from`, crosses each link from its source to its target (true) or back.
+std::vector<bool> link_directions(const ClusterGraph& g, VertexId from, const std::vector<EdgeId>& links);
+double route_latency(const ClusterGraph& g, const std::vector<EdgeId>& links);
+
+// Connected, every GPU reaches every GPU, no link without bandwidth; throws core::InputError naming the topology.
+void check_graph(const ClusterGraph& g, const std::string& topology_name);
+
+// The largest flow from the first half of the nodes' GPUs to the second half (one node: its first half of GPUs
+// to the other half), in bytes/s per direction.
+double bisection_bandwidth(const ClusterGraph& g);
+
+// GraphViz DOT, one cluster per node.
+std::string to_dot(const ClusterGraph& g, const std::string& title);
+
+} // namespace sim::topology
+
+namespace sim::topology {
+
+// What `simtrain inspect` shows about a cluster.
+struct LinkClassSummary {
+  int count = 0;                // links of this class in the whole cluster
+  double per_gpu_bandwidth = 0; // bytes/s per direction: a GPU's own links, or its share of the node's (NICs, CPU)
+  double total_bandwidth = 0;   // sum over the class's links, per direction
+};
+
+struct ClusterSummary {
+  int gpus = 0;
+  int nodes = 0;
+  std::map<DeviceKind, int> devices;
+  std::map<LinkClass, LinkClassSummary> links;
+  double bisection_bandwidth = 0;
+};
+
+ClusterSummary summarize(const ClusterGraph& g);
+
+} // namespace sim::topology

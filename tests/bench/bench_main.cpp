@@ -1,0 +1,78 @@
+// simtrain_bench: measurements of simtrain's own speed and memory (run by tools/bench, not by the test suite).
+#include "engine/platform.hpp"
+#include "scenario/scenario.hpp"
+#include "topology/cluster_graph.hpp"
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <xbt/log.h>
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0)
+{
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double peak_rss_bytes()
+{
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) * 1024.0;
+}
+
+int bench_platform(const std::string& topology, int gpus)
+{
+  const sim::scenario::LoadOptions options{SIMTRAIN_SOURCE_DIR, {}};
+  const auto spec = sim::scenario::load_cluster(topology, options);
+  const int nodes = sim::scenario::nodes_for(spec, gpus, "--gpus");
+  auto t0 = std::chrono::steady_clock::now();
+  const auto graph = sim::topology::build_graph(spec, nodes);
+  const double graph_s = seconds_since(t0);
+  xbt_log_control_set("root.thresh:critical");
+  simgrid::s4u::Engine engine("bench");
+  sim::engine::configure_network_model();
+  t0 = std::chrono::steady_clock::now();
+  const auto platform = sim::engine::build_platform(graph);
+  const double platform_s = seconds_since(t0);
+  // Route resolution, as each transfer's start pays it: GPU 0 to every node's GPU 0.
+  t0 = std::chrono::steady_clock::now();
+  std::vector<simgrid::s4u::Link*> links;
+  double latency = 0;
+  int routes = 0;
+  for (int n = 0; n < nodes; ++n, ++routes) {
+    links.clear();
+    platform.gpu[0]->route_to(platform.gpu[static_cast<std::size_t>(n * spec.node.gpus + spec.node.gpus - 1)], links,
+                              &latency);
+  }
+  const double route_us = seconds_since(t0) / routes * 1e6;
+  fmt::print(
+      "{{\"topology\": \"{}\", \"gpus\": {}, \"nodes\": {}, \"graph_build_s\": {:.4f}, \"platform_build_s\": {:.4f}, "
+      "\"route_us\": {:.3f}, \"peak_rss_bytes\": {:.0f}}}\n",
+      topology, gpus, nodes, graph_s, platform_s, route_us, peak_rss_bytes());
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+  CLI::App app{"simtrain_bench: speed and memory measurements", "simtrain_bench"};
+  app.require_subcommand(1);
+  std::string topology = "dgx-h100";
+  int gpus = 1024;
+  auto* platform = app.add_subcommand("platform", "Build the cluster graph and the SimGrid platform");
+  platform->add_option("--topology", topology)->capture_default_str();
+  platform->add_option("--gpus", gpus)->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (*platform)
+      return bench_platform(topology, gpus);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

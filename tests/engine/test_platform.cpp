@@ -1,0 +1,151 @@
+// Engine tests: each TEST_CASE runs in its own process (one SimGrid engine per process).
+#include "engine/platform.hpp"
+#include "engine/transfers.hpp"
+#include "scenario/scenario.hpp"
+
+#include "../unit/support.hpp"
+
+#include <xbt/log.h>
+
+namespace {
+
+using sim::engine::Transfer;
+
+sim::topology::ClusterGraph cluster(const std::string& preset, int nodes, std::vector<std::string> overrides = {})
+{
+  const auto spec = sim::scenario::load_cluster(preset, test::options(std::move(overrides)));
+  return sim::topology::build_graph(spec, nodes);
+}
+
+double one_transfer(const sim::topology::ClusterGraph& g, int src, int dst, double bytes = 1e9)
+{
+  return sim::engine::simulate_transfers(g, {Transfer{src, dst, bytes}}).transfers.at(0).end_s;
+}
+
+double latency(const sim::topology::ClusterGraph& g, int src, int dst)
+{
+  return sim::topology::route_latency(g, sim::topology::route(g, src, dst));
+}
+
+} // namespace
+
+TEST_CASE("1 GB over NVLink takes latency + size / bandwidth")
+{
+  const auto g = cluster("dgx-a100", 1);
+  CHECK(latency(g, 0, 1) == Approx(0.47e-6));
+  CHECK(one_transfer(g, 0, 1) == Approx(0.47e-6 + 1e9 / 300e9).epsilon(1e-9));
+}
+
+TEST_CASE("1 GB over InfiniBand takes latency + size / bandwidth")
+{
+  const auto g = cluster("dgx-a100", 2);
+  CHECK(latency(g, 3, 11) == Approx(2.7e-6));
+  CHECK(one_transfer(g, 3, 11) == Approx(2.7e-6 + 1e9 / 25e9).epsilon(1e-9));
+}
+
+TEST_CASE("1 GB over PCIe takes latency + size / bandwidth")
+{
+  const auto g = cluster("pcie-4090", 1);
+  CHECK(latency(g, 0, 1) == Approx(1e-6));
+  CHECK(one_transfer(g, 0, 1) == Approx(1e-6 + 1e9 / 31.5e9).epsilon(1e-9));
+}
+
+TEST_CASE("1 GB over Ethernet takes latency + size / bandwidth")
+{
+  const auto g = cluster("pcie-4090", 2);
+  CHECK(latency(g, 0, 8) == Approx(1e-6 + 2.7e-6 + 1e-6)); // PCIe up to the NIC, the network, PCIe down
+  CHECK(one_transfer(g, 0, 8) == Approx(latency(g, 0, 8) + 1e9 / 12.5e9).epsilon(1e-9));
+}
+
+TEST_CASE("1 GB across CPU sockets is limited by the inter-socket link when it is the narrowest")
+{
+  const auto g = cluster("pcie-4090", 1, {"node.pcie.inter_socket_bandwidth=10GBps"});
+  CHECK(latency(g, 0, 4) == Approx(2.5e-6)); // GPU-switch-CPU-CPU-switch-GPU: five half hops
+  CHECK(one_transfer(g, 0, 4) == Approx(2.5e-6 + 1e9 / 10e9).epsilon(1e-9));
+}
+
+TEST_CASE("eight GPUs sending to the next node take 8x longer through one NIC than through eight")
+{
+  std::vector<Transfer> all;
+  for (int i = 0; i < 8; ++i)
+    all.push_back(Transfer{i, 8 + i, 1e9});
+  const double eight = sim::engine::simulate_transfers(cluster("dgx-a100", 2), all).end_s;
+  CHECK(eight == Approx(2.7e-6 + 1e9 / 25e9).epsilon(1e-9));
+}
+
+TEST_CASE("through a single shared NIC the eight transfers serialise on its bandwidth")
+{
+  std::vector<Transfer> all;
+  for (int i = 0; i < 8; ++i)
+    all.push_back(Transfer{i, 8 + i, 1e9});
+  const double one = sim::engine::simulate_transfers(cluster("dgx-a100", 2, {"node.nics.count=1"}), all).end_s;
+  CHECK(one == Approx(2.7e-6 + 8e9 / 25e9).epsilon(1e-9));
+}
+
+TEST_CASE("on pcie-4090 two transfers under one switch do not interfere")
+{
+  const auto g = cluster("pcie-4090", 1);
+  const auto same_switch = sim::engine::simulate_transfers(g, {Transfer{0, 1, 1e9}, Transfer{2, 3, 1e9}});
+  CHECK(same_switch.end_s == Approx(1e-6 + 1e9 / 31.5e9).epsilon(1e-9));
+}
+
+TEST_CASE("on pcie-4090 two transfers across sockets share their switch's uplink")
+{
+  const auto g = cluster("pcie-4090", 1);
+  const auto across = sim::engine::simulate_transfers(g, {Transfer{0, 4, 1e9}, Transfer{1, 5, 1e9}});
+  CHECK(across.end_s == Approx(2.5e-6 + 2e9 / 31.5e9).epsilon(1e-9));
+  // The bookkeeping saw both gigabytes on the inter-socket link.
+  double cpu_bytes = 0;
+  for (auto [e, end] = boost::edges(g.graph); e != end; ++e)
+    if (g.graph[*e].cls == sim::topology::LinkClass::CPU)
+      cpu_bytes += across.bytes_forward[g.graph[*e].id] + across.bytes_backward[g.graph[*e].id];
+  CHECK(cpu_bytes == Approx(2e9));
+}
+
+TEST_CASE("the same NVLink transfer takes 1.5x as long on hgx-a800 as on dgx-a100")
+{
+  const auto a100 = cluster("dgx-a100", 1);
+  const auto a800 = cluster("hgx-a800", 1);
+  // Two runs need two processes; compare the A800 run with the A100's closed form instead.
+  const double t800 = one_transfer(a800, 0, 1);
+  CHECK((t800 - latency(a800, 0, 1)) / (1e9 / 300e9) == Approx(1.5).epsilon(1e-9));
+  CHECK(latency(a100, 0, 1) == Approx(latency(a800, 0, 1)));
+}
+
+TEST_CASE("flows share a link fairly whatever their route length")
+{
+  // One NIC per node; node 1 is in the sender's leaf group, node 2 behind the spine.
+  const auto g = cluster("dgx-a100", 3, {"node.nics.count=1", "network.nodes_per_leaf=2"});
+  REQUIRE(sim::topology::route(g, 1, 16).size() > sim::topology::route(g, 0, 8).size());
+  const auto run = sim::engine::simulate_transfers(g, {Transfer{0, 8, 1e9}, Transfer{1, 16, 1e9}});
+  // The nearer flow starts first and runs alone until the other arrives; then each gets half of the 25 GB/s NIC
+  // until the first is done, and the second ends alone. Fair sharing ends them exactly the latency gap apart.
+  const double l0 = latency(g, 0, 8);
+  const double l1 = latency(g, 1, 16);
+  const double alone = (l1 - l0) * 25e9;
+  CHECK(run.transfers[0].end_s == Approx(l1 + (1e9 - alone) / 12.5e9).epsilon(1e-12));
+  CHECK(run.transfers[1].end_s == Approx(run.transfers[0].end_s + (l1 - l0)).epsilon(1e-12));
+}
+
+TEST_CASE("SimGrid routes follow the cluster graph link for link")
+{
+  xbt_log_control_set("root.thresh:critical");
+  simgrid::s4u::Engine engine("routes");
+  sim::engine::configure_network_model();
+  const auto g =
+      cluster("dgx-v100", 4, {"network.nodes_per_leaf=2", "network.kind=fat_tree", "network.leaves_per_pod=1"});
+  const auto platform = sim::engine::build_platform(g);
+  for (const auto& [a, b] :
+       std::vector<std::pair<int, int>>{{0, 1}, {0, 5}, {3, 6}, {0, 9}, {2, 17}, {7, 30}, {30, 7}}) {
+    INFO(a << " -> " << b);
+    std::vector<simgrid::s4u::Link*> links;
+    double lat = 0;
+    platform.gpu[static_cast<std::size_t>(a)]->route_to(platform.gpu[static_cast<std::size_t>(b)], links, &lat);
+    const auto path = sim::topology::route(g, a, b);
+    const auto forward = sim::topology::link_directions(g, g.gpu[static_cast<std::size_t>(a)], path);
+    REQUIRE(links.size() == path.size());
+    for (std::size_t k = 0; k < path.size(); ++k)
+      CHECK(links[k]->get_name() == g.link_name(path[k]) + (forward[k] ? "_UP" : "_DOWN"));
+    CHECK(lat == 0.0); // latencies are the engine's own, applied before each flow
+  }
+}

@@ -1,0 +1,104 @@
+#include "scenario/scenario.hpp"
+#include "topology/cluster_graph.hpp"
+
+#include "support.hpp"
+
+using sim::topology::LinkClass;
+
+namespace {
+
+sim::topology::ClusterGraph cluster(const std::string& preset, int nodes, std::vector<std::string> overrides = {})
+{
+  return sim::topology::build_graph(sim::scenario::load_cluster(preset, test::options(std::move(overrides))), nodes);
+}
+
+std::vector<std::string> names(const sim::topology::ClusterGraph& g, const std::vector<sim::topology::EdgeId>& path)
+{
+  std::vector<std::string> out;
+  for (auto e : path)
+    out.push_back(g.link_name(e));
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("every topology preset expands into a connected graph with positive bandwidths")
+{
+  for (const char* preset : {"dgx-a100", "hgx-a800", "dgx-h100", "hgx-h800", "hgx-h20", "dgx-v100", "pcie-4090"}) {
+    INFO(preset);
+    const auto g = cluster(preset, 4);
+    CHECK_NOTHROW(sim::topology::check_graph(g, preset));
+    CHECK(g.gpus() == 32);
+  }
+}
+
+TEST_CASE("on NVSwitch two GPUs talk through the switch; across nodes through their NICs and leaf")
+{
+  const auto g = cluster("dgx-a100", 2);
+  CHECK(names(g, sim::topology::route(g, 0, 5)) ==
+        std::vector<std::string>{"n0.gpu0--n0.nvswitch", "n0.gpu5--n0.nvswitch"});
+  CHECK(names(g, sim::topology::route(g, 3, 11)) ==
+        std::vector<std::string>{"n0.gpu3--n0.nic3", "n0.nic3--leaf0", "n1.nic3--leaf0", "n1.gpu3--n1.nic3"});
+}
+
+TEST_CASE("the DGX-1 mesh uses direct NVLink where wired and PCIe through the CPUs where not")
+{
+  const auto g = cluster("dgx-v100", 1);
+  const auto direct = sim::topology::route(g, 0, 3);
+  REQUIRE(direct.size() == 1);
+  CHECK(g.graph[direct[0]].bandwidth == Approx(50e9)); // two lanes
+  CHECK(names(g, sim::topology::route(g, 0, 5)) == std::vector<std::string>{"n0.gpu0--n0.pcie0", "n0.pcie0--n0.cpu0",
+                                                                            "n0.cpu0--n0.cpu1", "n0.pcie2--n0.cpu1",
+                                                                            "n0.gpu5--n0.pcie2"});
+}
+
+TEST_CASE("traffic between leaf groups climbs to the spine, between pods to the core")
+{
+  const auto g = cluster("dgx-h100", 8, {"network.nodes_per_leaf=2", "network.leaves_per_pod=2"});
+  CHECK(sim::topology::route(g, 0, 8).size() == 4);  // same leaf group
+  CHECK(sim::topology::route(g, 0, 16).size() == 6); // same pod: leaf, spine, leaf
+  CHECK(sim::topology::route(g, 0, 32).size() == 8); // other pod: leaf, spine, core, spine, leaf
+  CHECK(sim::topology::route_latency(g, sim::topology::route(g, 0, 32)) == Approx(2.7e-6 + 4 * 0.13e-6));
+}
+
+TEST_CASE("leaf uplinks carry the group's NIC bandwidth divided by the oversubscription")
+{
+  const auto g = cluster("dgx-h100", 4, {"network.nodes_per_leaf=2", "network.oversubscription=4"});
+  const auto path = sim::topology::route(g, 0, 16);
+  REQUIRE(path.size() == 6);
+  CHECK(g.graph[path[2]].bandwidth == Approx(2 * 8 * 50e9 / 4));
+}
+
+TEST_CASE("bisection bandwidth: NICs across nodes, NVLink within one, and oversubscription cuts it")
+{
+  CHECK(sim::topology::bisection_bandwidth(cluster("dgx-h100", 4)) == Approx(2 * 8 * 50e9));
+  // One node: four GPUs' NVLink, plus the four NICs' path through the leaf.
+  CHECK(sim::topology::bisection_bandwidth(cluster("dgx-a100", 1)) == Approx(4 * 300e9 + 4 * 25e9));
+  CHECK(sim::topology::bisection_bandwidth(cluster(
+            "dgx-h100", 4, {"network.nodes_per_leaf=2", "network.oversubscription=2"})) == Approx(2 * 8 * 50e9 / 2));
+}
+
+TEST_CASE("the summary gives per-GPU bandwidth per link class")
+{
+  const auto s = sim::topology::summarize(cluster("dgx-v100", 2));
+  CHECK(s.gpus == 16);
+  CHECK(s.links.at(LinkClass::NVLINK).per_gpu_bandwidth == Approx(6 * 25e9));
+  CHECK(s.links.at(LinkClass::NVLINK).count == 2 * 16);
+  CHECK(s.links.at(LinkClass::IB).per_gpu_bandwidth == Approx(4 * 12.5e9 / 8));
+  CHECK(s.links.at(LinkClass::PCIE).per_gpu_bandwidth == Approx(15.75e9));
+  CHECK(s.devices.at(sim::topology::DeviceKind::NIC) == 8);
+}
+
+TEST_CASE("NICs serve the GPUs on their own PCIe switch unless the topology says otherwise")
+{
+  const auto spec = sim::scenario::load_cluster("pcie-4090", test::options());
+  CHECK(spec.node.nics.gpus == std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
+  const auto dgx = sim::scenario::load_cluster("dgx-a100", test::options({"node.nics.count=2"}));
+  CHECK(dgx.node.nics.gpus == std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
+}
+
+TEST_CASE("a mesh that leaves GPU pairs unconnected needs a PCIe tree")
+{
+  CHECK_THAT(test::error_of([] { sim::scenario::load_cluster("dgx-v100", test::options({"node.pcie=null"})); }),
+             Catch::Contains("/node/nvlink: leaves GPU pairs without a path (found 16 of 28 pairs linked"));
+}
