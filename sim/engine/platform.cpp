@@ -23,7 +23,7 @@ class PlatformBuilder {
   {
     const auto& l = cg_.graph[e];
     if (p_.link[l.id] == nullptr) {
-      p_.link[l.id] = zone->create_split_duplex_link(cg_.link_name(e), l.bandwidth);
+      p_.link[l.id] = zone->create_split_duplex_link(cg_.link_name(e), l.bandwidth * l.efficiency);
       p_.link[l.id]->set_latency(0)->seal();
     }
     return p_.link[l.id];

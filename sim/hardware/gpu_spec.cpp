@@ -28,11 +28,13 @@ GpuSpec read_gpu(const core::Node& node)
 
   g.memory_bytes = r.quantity("memory", core::Dimension::BYTES);
   g.memory_bandwidth = r.quantity("memory_bandwidth", core::Dimension::BANDWIDTH);
+  g.sms = static_cast<int>(r.integer_or("sms", 0, 1, 1024));
   g.nvlink_bandwidth = r.quantity_or("nvlink_bandwidth", core::Dimension::BANDWIDTH, 0.0);
   g.pcie_generation = static_cast<int>(r.integer("pcie_generation", 3, 6));
   g.gemm_efficiency = r.number("gemm_efficiency", 0.05, 1.0);
   g.memory_efficiency = r.number_or("memory_efficiency", 0.0, 0.0, 1.0);
   g.nccl_nvlink_efficiency = r.number_or("nccl_nvlink_efficiency", 0.0, 0.0, 1.0);
+  g.attention_efficiency = r.number_or("attention_efficiency", 0.0, 0.0, 1.0);
   if (auto price = r.find("list_price_usd"))
     g.list_price_usd = price->as_number(0.0, 1e7);
 

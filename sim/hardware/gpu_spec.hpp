@@ -24,10 +24,12 @@ struct GpuSpec {
   std::map<Precision, double> peak_flops; // dense FLOP/s per precision (no sparsity)
   double memory_bytes = 0;
   double memory_bandwidth = 0; // bytes/s
+  int sms = 0;                 // streaming multiprocessors (0: unknown, no wave quantisation)
   double nvlink_bandwidth = 0; // bytes/s per direction per GPU; 0 without NVLink
   int pcie_generation = 0;
   double gemm_efficiency = 0;        // best achievable matmul FLOP/s / peak (MAMF)
   double memory_efficiency = 0;      // achievable / nominal memory bandwidth; 0 when not measured
+  double attention_efficiency = 0;   // fused attention FLOP/s / peak; 0 when not measured
   double nccl_nvlink_efficiency = 0; // NCCL all-reduce bus bandwidth / NVLink nominal; 0 when not measured
   std::optional<double> list_price_usd;
   std::map<std::string, std::string> sources; // field -> where the number comes from

@@ -19,9 +19,9 @@ class Builder {
   {
     return boost::add_vertex(Device{kind, node, index}, cg_.graph);
   }
-  void link(VertexId a, VertexId b, LinkClass cls, double bandwidth, double latency)
+  void link(VertexId a, VertexId b, LinkClass cls, double bandwidth, double latency, double efficiency = 1.0)
   {
-    boost::add_edge(a, b, Link{boost::num_edges(cg_.graph), a, b, cls, bandwidth, latency}, cg_.graph);
+    boost::add_edge(a, b, Link{boost::num_edges(cg_.graph), a, b, cls, bandwidth, latency, efficiency}, cg_.graph);
   }
 
  private:
@@ -42,15 +42,16 @@ void build_node(Builder& b, ClusterGraph& cg, const ClusterSpec& spec, int n)
   cg.nic.push_back(nics);
 
   if (ns.nvlink) {
+    const double eff = spec.gpu.nccl_nvlink_efficiency > 0 ? spec.gpu.nccl_nvlink_efficiency : 1.0;
     if (const auto* sw = std::get_if<NvSwitchFabric>(&*ns.nvlink)) {
       const VertexId hub = b.device(DeviceKind::NVSWITCH, n, 0);
       for (VertexId g : gpus)
-        b.link(g, hub, LinkClass::NVLINK, sw->bandwidth, sw->latency / 2);
+        b.link(g, hub, LinkClass::NVLINK, sw->bandwidth, sw->latency / 2, eff);
     } else {
       const auto& mesh = std::get<NvLinkMeshFabric>(*ns.nvlink);
       for (const auto& l : mesh.links)
         b.link(gpus[static_cast<std::size_t>(l.a)], gpus[static_cast<std::size_t>(l.b)], LinkClass::NVLINK,
-               l.lanes * mesh.lane_bandwidth, mesh.latency);
+               l.lanes * mesh.lane_bandwidth, mesh.latency, eff);
     }
   }
   if (ns.pcie) {
@@ -92,7 +93,8 @@ void build_network(Builder& b, ClusterGraph& cg, const ClusterSpec& spec)
     cg.leaf.push_back(b.device(DeviceKind::LEAF, -1, g));
   for (int n = 0; n < cg.nodes; ++n)
     for (VertexId nic : cg.nic[static_cast<std::size_t>(n)])
-      b.link(nic, cg.leaf[static_cast<std::size_t>(n / cg.nodes_per_leaf)], cls, nics.bandwidth, nics.latency / 2);
+      b.link(nic, cg.leaf[static_cast<std::size_t>(n / cg.nodes_per_leaf)], cls, nics.bandwidth, nics.latency / 2,
+             nics.efficiency);
   if (groups == 1)
     return;
 
@@ -111,7 +113,7 @@ void build_network(Builder& b, ClusterGraph& cg, const ClusterSpec& spec)
   cg.core = b.device(DeviceKind::CORE, -1, 0);
   const double pod_up = cg.leaves_per_pod * leaf_up / net.core_oversubscription;
   for (VertexId s : cg.spine)
-    b.link(s, *cg.core, cls, pod_up, net.latency);
+    b.link(s, *cg.core, cls, pod_up, net.latency, nics.efficiency);
 }
 
 EdgeId edge_between(const ClusterGraph& cg, VertexId a, VertexId b)

@@ -36,8 +36,9 @@ struct Link {
   std::size_t from = 0;
   std::size_t to = 0;
   LinkClass cls = LinkClass::NVLINK;
-  double bandwidth = 0; // bytes/s per direction
-  double latency = 0;   // seconds
+  double bandwidth = 0;  // bytes/s per direction, nominal
+  double latency = 0;    // seconds
+  double efficiency = 1; // the share of `bandwidth` NCCL achieves (measured bus bandwidth / nominal)
 };
 
 using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, Device, Link>;

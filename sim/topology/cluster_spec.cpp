@@ -155,6 +155,7 @@ NicSpec read_nics(const core::Node& node, int gpus)
   n.count = static_cast<int>(r.integer("count", 1, 64));
   n.bandwidth = r.quantity("bandwidth", core::Dimension::BANDWIDTH);
   n.latency = r.quantity("latency", core::Dimension::TIME);
+  n.efficiency = r.number_or("efficiency", 1.0, 0.05, 1.0);
   if (auto list = r.find("gpus")) {
     if (list->array_size() != static_cast<std::size_t>(n.count))
       list->fail_found("wrong length", fmt::format("{} entries", list->array_size()),

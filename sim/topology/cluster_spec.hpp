@@ -57,6 +57,7 @@ struct NicSpec {
   int count = 0;
   double bandwidth = 0;               // bytes/s per direction
   double latency = 0;                 // GPU to GPU across the network, switch hops aside
+  double efficiency = 1;              // achievable / nominal bandwidth through NCCL
   std::vector<std::vector<int>> gpus; // GPUs that use each NIC
 };
 

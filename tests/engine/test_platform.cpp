@@ -27,20 +27,31 @@ double latency(const sim::topology::ClusterGraph& g, int src, int dst)
   return sim::topology::route_latency(g, sim::topology::route(g, src, dst));
 }
 
+// A route's achievable bandwidth: its narrowest link's nominal bandwidth times NCCL's measured efficiency.
+double rate(const sim::topology::ClusterGraph& g, int src, int dst)
+{
+  double r = 1e300;
+  for (auto e : sim::topology::route(g, src, dst))
+    r = std::min(r, g.graph[e].bandwidth * g.graph[e].efficiency);
+  return r;
+}
+
 } // namespace
 
 TEST_CASE("1 GB over NVLink takes latency + size / bandwidth")
 {
   const auto g = cluster("dgx-a100", 1);
   CHECK(latency(g, 0, 1) == Approx(0.47e-6));
-  CHECK(one_transfer(g, 0, 1) == Approx(0.47e-6 + 1e9 / 300e9).epsilon(1e-9));
+  CHECK(rate(g, 0, 1) == Approx(300e9 * 0.767)); // NCCL's 230 GB/s of NVLink3's 300
+  CHECK(one_transfer(g, 0, 1) == Approx(0.47e-6 + 1e9 / rate(g, 0, 1)).epsilon(1e-9));
 }
 
 TEST_CASE("1 GB over InfiniBand takes latency + size / bandwidth")
 {
   const auto g = cluster("dgx-a100", 2);
   CHECK(latency(g, 3, 11) == Approx(2.7e-6));
-  CHECK(one_transfer(g, 3, 11) == Approx(2.7e-6 + 1e9 / 25e9).epsilon(1e-9));
+  CHECK(rate(g, 3, 11) == Approx(25e9 * 0.94));
+  CHECK(one_transfer(g, 3, 11) == Approx(2.7e-6 + 1e9 / rate(g, 3, 11)).epsilon(1e-9));
 }
 
 TEST_CASE("1 GB over PCIe takes latency + size / bandwidth")
@@ -69,8 +80,9 @@ TEST_CASE("eight GPUs sending to the next node take 8x longer through one NIC th
   std::vector<Transfer> all;
   for (int i = 0; i < 8; ++i)
     all.push_back(Transfer{i, 8 + i, 1e9});
-  const double eight = sim::engine::simulate_transfers(cluster("dgx-a100", 2), all).end_s;
-  CHECK(eight == Approx(2.7e-6 + 1e9 / 25e9).epsilon(1e-9));
+  const auto g = cluster("dgx-a100", 2);
+  const double eight = sim::engine::simulate_transfers(g, all).end_s;
+  CHECK(eight == Approx(2.7e-6 + 1e9 / rate(g, 0, 8)).epsilon(1e-9));
 }
 
 TEST_CASE("through a single shared NIC the eight transfers serialise on its bandwidth")
@@ -78,8 +90,9 @@ TEST_CASE("through a single shared NIC the eight transfers serialise on its band
   std::vector<Transfer> all;
   for (int i = 0; i < 8; ++i)
     all.push_back(Transfer{i, 8 + i, 1e9});
-  const double one = sim::engine::simulate_transfers(cluster("dgx-a100", 2, {"node.nics.count=1"}), all).end_s;
-  CHECK(one == Approx(2.7e-6 + 8e9 / 25e9).epsilon(1e-9));
+  const auto g = cluster("dgx-a100", 2, {"node.nics.count=1"});
+  const double one = sim::engine::simulate_transfers(g, all).end_s;
+  CHECK(one == Approx(2.7e-6 + 8e9 / rate(g, 0, 8)).epsilon(1e-9));
 }
 
 TEST_CASE("on pcie-4090 two transfers under one switch do not interfere")
@@ -108,7 +121,7 @@ TEST_CASE("the same NVLink transfer takes 1.5x as long on hgx-a800 as on dgx-a10
   const auto a800 = cluster("hgx-a800", 1);
   // Two runs need two processes; compare the A800 run with the A100's closed form instead.
   const double t800 = one_transfer(a800, 0, 1);
-  CHECK((t800 - latency(a800, 0, 1)) / (1e9 / 300e9) == Approx(1.5).epsilon(1e-9));
+  CHECK((t800 - latency(a800, 0, 1)) / (1e9 / rate(a100, 0, 1)) == Approx(1.5).epsilon(1e-9));
   CHECK(latency(a100, 0, 1) == Approx(latency(a800, 0, 1)));
 }
 
@@ -118,12 +131,13 @@ TEST_CASE("flows share a link fairly whatever their route length")
   const auto g = cluster("dgx-a100", 3, {"node.nics.count=1", "network.nodes_per_leaf=2"});
   REQUIRE(sim::topology::route(g, 1, 16).size() > sim::topology::route(g, 0, 8).size());
   const auto run = sim::engine::simulate_transfers(g, {Transfer{0, 8, 1e9}, Transfer{1, 16, 1e9}});
-  // The nearer flow starts first and runs alone until the other arrives; then each gets half of the 25 GB/s NIC
-  // until the first is done, and the second ends alone. Fair sharing ends them exactly the latency gap apart.
+  // The nearer flow starts first and runs alone until the other arrives; then each gets half of the NIC until the
+  // first is done, and the second ends alone. Fair sharing ends them exactly the latency gap apart.
   const double l0 = latency(g, 0, 8);
   const double l1 = latency(g, 1, 16);
-  const double alone = (l1 - l0) * 25e9;
-  CHECK(run.transfers[0].end_s == Approx(l1 + (1e9 - alone) / 12.5e9).epsilon(1e-12));
+  const double nic = rate(g, 0, 8);
+  const double alone = (l1 - l0) * nic;
+  CHECK(run.transfers[0].end_s == Approx(l1 + (1e9 - alone) / (nic / 2)).epsilon(1e-12));
   CHECK(run.transfers[1].end_s == Approx(run.transfers[0].end_s + (l1 - l0)).epsilon(1e-12));
 }
 

@@ -1,0 +1,162 @@
+#include "workload/collectives.hpp"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <map>
+
+namespace sim::workload {
+namespace {
+
+// NCCL's tuning model for rings (src/graph/tuning.cc, NVIDIA/nccl): per-collective base latency and per-step
+// hardware latency in microseconds, per protocol {LL, LL128, Simple}, and each protocol's share of the bus
+// bandwidth (LL moves 4 bytes of data per 8-byte line and runs at 1/4 of the bus bandwidth in the model;
+// LL128 at 0.92). LL128 is used over NVLink only.
+enum Protocol { LL = 0, LL128 = 1, SIMPLE = 2 };
+constexpr std::array<double, 3> base_latency_us{3.6, 10.0, 8.4};
+constexpr std::array<double, 3> nvlink_step_us{0.47, 1.9, 3.4};
+constexpr std::array<double, 3> pcie_step_us{1.0, 2.5, 5.7};
+constexpr std::array<double, 3> network_step_us{2.7, 4.0, 9.6};
+constexpr std::array<double, 3> bandwidth_share{0.25, 0.92, 1.0};
+
+enum class Hop { NVLINK, PCIE, NETWORK };
+
+Hop hop_of(const topology::ClusterGraph& g, int a, int b)
+{
+  if (a / g.gpus_per_node != b / g.gpus_per_node)
+    return Hop::NETWORK;
+  for (auto e : topology::route(g, a, b))
+    if (g.graph[e].cls != topology::LinkClass::NVLINK)
+      return Hop::PCIE;
+  return Hop::NVLINK;
+}
+
+double step_latency_us(Hop hop, Protocol p)
+{
+  switch (hop) {
+    case Hop::NVLINK:
+      return nvlink_step_us[p];
+    case Hop::PCIE:
+      return pcie_step_us[p];
+    case Hop::NETWORK:
+      return network_step_us[p];
+  }
+  return network_step_us[p];
+}
+
+double bottleneck(const topology::ClusterGraph& g, int a, int b)
+{
+  double bw = std::numeric_limits<double>::infinity();
+  for (auto e : topology::route(g, a, b))
+    bw = std::min(bw, g.graph[e].bandwidth * g.graph[e].efficiency);
+  return bw;
+}
+
+int steps_of(CollectiveKind kind, int n) { return kind == CollectiveKind::ALL_REDUCE ? 2 * (n - 1) : n - 1; }
+
+// One ring phase: n flows r_i -> r_{i+1}, the protocol NCCL's model finds fastest.
+CollectivePhase ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes, const topology::ClusterGraph& g)
+{
+  const int n = static_cast<int>(ranks.size());
+  if (n < 2)
+    return {};
+  std::vector<Hop> hops;
+  double edge_bw = std::numeric_limits<double>::infinity();
+  bool all_nvlink = true;
+  for (int i = 0; i < n; ++i) {
+    const int a = ranks[static_cast<std::size_t>(i)];
+    const int b = ranks[static_cast<std::size_t>((i + 1) % n)];
+    hops.push_back(hop_of(g, a, b));
+    all_nvlink = all_nvlink && hops.back() == Hop::NVLINK;
+    edge_bw = std::min(edge_bw, bottleneck(g, a, b));
+  }
+  // NCCL's latency: the ring's steps cross each kind of hop in proportion; the slowest hop kind sets the pace.
+  const int steps = steps_of(kind, n);
+  const Hop slowest = *std::max_element(hops.begin(), hops.end());
+  const double per_rank = ring_bytes_per_rank(kind, n, bytes);
+  double best_time = std::numeric_limits<double>::infinity();
+  Protocol best = SIMPLE;
+  for (Protocol p : {LL, LL128, SIMPLE}) {
+    if (p == LL128 && !all_nvlink)
+      continue;
+    const double latency = (base_latency_us[p] + steps * step_latency_us(slowest, p)) * 1e-6;
+    const double time = latency + per_rank / (edge_bw * bandwidth_share[p]);
+    if (time < best_time) {
+      best_time = time;
+      best = p;
+    }
+  }
+  const double latency = (base_latency_us[best] + steps * step_latency_us(slowest, best)) * 1e-6;
+  CollectivePhase phase;
+  for (int i = 0; i < n; ++i)
+    phase.push_back(Flow{ranks[static_cast<std::size_t>(i)], ranks[static_cast<std::size_t>((i + 1) % n)],
+                         per_rank / bandwidth_share[best], latency});
+  return phase;
+}
+
+} // namespace
+
+double ring_bytes_per_rank(CollectiveKind kind, int n, double bytes)
+{
+  const double share = static_cast<double>(n - 1) / n;
+  return kind == CollectiveKind::ALL_REDUCE ? 2.0 * share * bytes : share * bytes;
+}
+
+std::vector<CollectivePhase> lower_collective(CollectiveKind kind, const std::vector<int>& ranks, double bytes,
+                                              const topology::ClusterGraph& g, CollectiveAlgorithm algorithm)
+{
+  std::map<int, std::vector<int>> by_node;
+  for (int r : ranks)
+    by_node[r / g.gpus_per_node].push_back(r);
+  const std::size_t per_node = by_node.begin()->second.size();
+  bool uniform = true;
+  for (const auto& [node, members] : by_node)
+    uniform = uniform && members.size() == per_node;
+  const bool spans_nodes = by_node.size() > 1 && per_node > 1;
+  const bool hierarchical =
+      uniform && spans_nodes && (algorithm == CollectiveAlgorithm::AUTO || algorithm == CollectiveAlgorithm::HIERARCHICAL);
+  if (!hierarchical)
+    return {ring(kind, ranks, bytes, g)};
+
+  // Inside each node over the node's share, across nodes per local rank over 1/per_node of the buffer.
+  std::vector<CollectivePhase> phases;
+  auto intra = [&](CollectiveKind k, double buffer) {
+    CollectivePhase phase;
+    for (const auto& [node, members] : by_node)
+      for (const Flow& f : ring(k, members, buffer, g))
+        phase.push_back(f);
+    return phase;
+  };
+  auto inter = [&](CollectiveKind k, double buffer) {
+    CollectivePhase phase;
+    for (std::size_t i = 0; i < per_node; ++i) {
+      std::vector<int> rail;
+      for (const auto& [node, members] : by_node)
+        rail.push_back(members[i]);
+      for (const Flow& f : ring(k, rail, buffer, g))
+        phase.push_back(f);
+    }
+    return phase;
+  };
+  const double shard = bytes / static_cast<double>(per_node);
+  switch (kind) {
+    case CollectiveKind::ALL_REDUCE:
+      phases = {intra(CollectiveKind::REDUCE_SCATTER, bytes), inter(CollectiveKind::ALL_REDUCE, shard),
+                intra(CollectiveKind::ALL_GATHER, bytes)};
+      break;
+    case CollectiveKind::REDUCE_SCATTER:
+      phases = {intra(CollectiveKind::REDUCE_SCATTER, bytes), inter(CollectiveKind::REDUCE_SCATTER, shard)};
+      break;
+    case CollectiveKind::ALL_GATHER:
+      phases = {inter(CollectiveKind::ALL_GATHER, shard), intra(CollectiveKind::ALL_GATHER, bytes)};
+      break;
+  }
+  return phases;
+}
+
+Flow lower_send(int src, int dst, double bytes, const topology::ClusterGraph& g)
+{
+  return Flow{src, dst, bytes, (base_latency_us[SIMPLE] + step_latency_us(hop_of(g, src, dst), SIMPLE)) * 1e-6};
+}
+
+} // namespace sim::workload

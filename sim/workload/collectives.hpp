@@ -1,0 +1,40 @@
+// Collectives lowered into point-to-point flows, as NCCL runs them. A ring is pipelined: every edge is busy at
+// once, so one flow per edge carrying the whole per-rank volume, plus the ring's step latencies, times it exactly
+// in the bandwidth regime with n flows instead of 2n(n-1). Groups that span nodes with several GPUs per node
+// run hierarchically: reduce-scatter inside each node, a ring per local rank across nodes, all-gather inside
+// each node. The protocol (LL, LL128, Simple) is the one NCCL's own cost model would pick.
+#pragma once
+
+#include "topology/cluster_graph.hpp"
+#include "workload/layer_program.hpp"
+
+#include <vector>
+
+namespace sim::workload {
+
+enum class CollectiveAlgorithm { AUTO, RING, HIERARCHICAL };
+
+inline constexpr std::array<core::Choice<CollectiveAlgorithm>, 3> collective_algorithm_choices{
+    {{"auto", CollectiveAlgorithm::AUTO}, {"ring", CollectiveAlgorithm::RING}, {"hierarchical", CollectiveAlgorithm::HIERARCHICAL}}};
+
+struct Flow {
+  int src = 0;
+  int dst = 0;
+  double bytes = 0;     // on the wire (protocol overhead included)
+  double latency_s = 0; // the phase's latency: every flow of a phase starts after it
+};
+
+// Flows of one phase run together; a phase starts when the previous one has ended on every rank.
+using CollectivePhase = std::vector<Flow>;
+
+// Per-rank bytes a ring of n ranks sends for a buffer of `bytes`: 2(n-1)/n (all-reduce) or (n-1)/n.
+double ring_bytes_per_rank(CollectiveKind kind, int n, double bytes);
+
+// `ranks` in ring order (GPU indices); `bytes` is the whole buffer.
+std::vector<CollectivePhase> lower_collective(CollectiveKind kind, const std::vector<int>& ranks, double bytes,
+                                              const topology::ClusterGraph& g, CollectiveAlgorithm algorithm);
+
+// A point-to-point send as NCCL's send/recv runs it (Simple protocol latency).
+Flow lower_send(int src, int dst, double bytes, const topology::ClusterGraph& g);
+
+} // namespace sim::workload

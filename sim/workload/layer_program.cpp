@@ -1,0 +1,338 @@
+#include "workload/layer_program.hpp"
+
+namespace sim::workload {
+namespace {
+
+using hardware::gemm;
+using hardware::Kernel;
+using hardware::memory_bound;
+
+constexpr double e = 2.0; // bytes per 16-bit element
+
+// Shapes of one layer on one tensor-parallel rank for one micro-batch.
+struct Shape {
+  double b, s, T, Tsp; // micro-batch, sequence, tokens, tokens held outside the TP region (T / t with SP)
+  double h, q, kv, f, f1, a, d, t, vocab;
+  bool sp, flash, dropout, rope, gated;
+};
+
+Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p)
+{
+  Shape x{};
+  x.b = p.micro_batch;
+  x.s = static_cast<double>(p.seq_length);
+  x.T = x.b * x.s;
+  x.t = p.tp;
+  x.sp = p.sequence_parallel && p.tp > 1;
+  x.Tsp = x.sp ? x.T / x.t : x.T;
+  x.h = static_cast<double>(m.hidden_size);
+  x.q = static_cast<double>(m.q_width());
+  x.kv = static_cast<double>(m.kv_width());
+  x.f = static_cast<double>(m.ffn_hidden_size);
+  x.gated = model::is_gated(m.ffn_kind);
+  x.f1 = x.gated ? 2.0 * x.f : x.f;
+  x.a = static_cast<double>(m.num_attention_heads);
+  x.d = static_cast<double>(m.head_dim);
+  x.vocab = static_cast<double>(m.vocab_size);
+  x.flash = p.flash_attention;
+  x.dropout = m.dropout;
+  x.rope = m.position_embedding == model::PositionEmbedding::ROPE;
+  return x;
+}
+
+class Costing {
+public:
+  Costing(const hardware::GpuSpec& gpu, hardware::Precision precision) : gpu_(gpu), precision_(precision) {}
+
+  Step compute(std::string label, const std::vector<Kernel>& kernels, bool recompute = false) const
+  {
+    Step s;
+    s.kind = Step::Kind::COMPUTE;
+    s.label = std::move(label);
+    s.recompute = recompute;
+    for (const auto& k : kernels) {
+      s.duration_s += hardware::kernel_time(k, gpu_, precision_);
+      s.flops += k.flops;
+    }
+    return s;
+  }
+
+private:
+  const hardware::GpuSpec& gpu_;
+  hardware::Precision precision_;
+};
+
+Step collective(std::string label, CollectiveKind kind, double bytes)
+{
+  Step s;
+  s.kind = Step::Kind::COLLECTIVE;
+  s.label = std::move(label);
+  s.collective = kind;
+  s.bytes = bytes;
+  return s;
+}
+
+Step overlap(Step compute, CollectiveKind kind, double bytes)
+{
+  compute.kind = Step::Kind::OVERLAP;
+  compute.collective = kind;
+  compute.bytes = bytes;
+  return compute;
+}
+
+// Attention core, forward: fused (FlashAttention: the causal mask skips half the score tiles) or unfused
+// (two batched GEMMs over the full s x s scores, softmax and dropout in between).
+std::vector<Kernel> core_forward(const Shape& x)
+{
+  const double heads = x.a / x.t;
+  if (x.flash) {
+    Kernel k;
+    k.name = "flash attention";
+    k.kind = hardware::KernelKind::ATTENTION;
+    k.flops = 4.0 * x.b * x.s * x.s * (x.q / x.t) * 0.5;
+    k.bytes = e * x.T * (2.0 * x.q + 2.0 * x.kv) / x.t;
+    return {k};
+  }
+  const double scores = x.b * heads * x.s * x.s;
+  std::vector<Kernel> ks{gemm("attention scores", x.s, x.s, x.d, x.b * heads),
+                         memory_bound("softmax", 2.0 * e * scores)};
+  if (x.dropout)
+    ks.push_back(memory_bound("attention dropout", (e + 1.0 + e) * scores));
+  ks.push_back(gemm("attention context", x.s, x.d, x.s, x.b * heads));
+  return ks;
+}
+
+std::vector<Kernel> core_backward(const Shape& x)
+{
+  const double heads = x.a / x.t;
+  if (x.flash) {
+    Kernel k = core_forward(x).front();
+    k.name = "flash attention backward";
+    k.flops *= 2.5; // recomputes the scores: five matmuls to the forward's two
+    k.bytes *= 2.0;
+    return {k};
+  }
+  const double scores = x.b * heads * x.s * x.s;
+  std::vector<Kernel> ks{gemm("context dgrad", x.s, x.s, x.d, x.b * heads), gemm("context wgrad", x.s, x.d, x.s, x.b * heads)};
+  if (x.dropout)
+    ks.push_back(memory_bound("attention dropout backward", (e + 1.0 + e) * scores));
+  ks.push_back(memory_bound("softmax backward", 3.0 * e * scores));
+  ks.push_back(gemm("scores dgrad q", x.s, x.d, x.s, x.b * heads));
+  ks.push_back(gemm("scores dgrad k", x.s, x.d, x.s, x.b * heads));
+  return ks;
+}
+
+std::vector<Kernel> residual(const Shape& x, const char* name)
+{
+  return {memory_bound(name, 3.0 * e * x.Tsp * x.h + (x.dropout ? x.Tsp * x.h : 0.0))};
+}
+
+Kernel norm(const Shape& x, const char* name) { return memory_bound(name, 2.0 * e * x.Tsp * x.h); }
+Kernel norm_backward(const Shape& x, const char* name) { return memory_bound(name, 3.0 * e * x.Tsp * x.h); }
+
+std::vector<Kernel> qkv_to_projection(const Shape& x)
+{
+  std::vector<Kernel> ks{gemm("qkv", x.T, (x.q + 2.0 * x.kv) / x.t, x.h)};
+  if (x.rope)
+    ks.push_back(memory_bound("rotary embedding", 2.0 * e * x.T * (x.q + x.kv) / x.t));
+  for (auto& k : core_forward(x))
+    ks.push_back(k);
+  ks.push_back(gemm("attention projection", x.T, x.h, x.q / x.t));
+  return ks;
+}
+
+std::vector<Kernel> ffn_forward(const Shape& x)
+{
+  return {gemm("fc1", x.T, x.f1 / x.t, x.h),
+          memory_bound(x.gated ? "gated activation" : "activation", (x.gated ? 3.0 : 2.0) * e * x.T * x.f / x.t),
+          gemm("fc2", x.T, x.h, x.f / x.t)};
+}
+
+Program layer_forward(const Shape& x, const Costing& c, bool recompute)
+{
+  const double act = x.T * x.h * e; // one hidden-state tensor, whole
+  Program p;
+  if (x.sp) {
+    p.push_back(c.compute("norm", {norm(x, "input norm")}, recompute));
+    p.push_back(collective("attention all-gather", CollectiveKind::ALL_GATHER, act));
+    p.push_back(c.compute("attention", qkv_to_projection(x), recompute));
+    p.push_back(collective("attention reduce-scatter", CollectiveKind::REDUCE_SCATTER, act));
+    auto ks = residual(x, "attention residual");
+    ks.push_back(norm(x, "ffn norm"));
+    p.push_back(c.compute("norm", ks, recompute));
+    p.push_back(collective("ffn all-gather", CollectiveKind::ALL_GATHER, act));
+    p.push_back(c.compute("ffn", ffn_forward(x), recompute));
+    p.push_back(collective("ffn reduce-scatter", CollectiveKind::REDUCE_SCATTER, act));
+  } else {
+    auto attn = std::vector<Kernel>{norm(x, "input norm")};
+    for (auto& k : qkv_to_projection(x))
+      attn.push_back(k);
+    p.push_back(c.compute("attention", attn, recompute));
+    if (x.t > 1)
+      p.push_back(collective("attention all-reduce", CollectiveKind::ALL_REDUCE, act));
+    auto ffn = residual(x, "attention residual");
+    ffn.push_back(norm(x, "ffn norm"));
+    for (auto& k : ffn_forward(x))
+      ffn.push_back(k);
+    p.push_back(c.compute("ffn", ffn, recompute));
+    if (x.t > 1)
+      p.push_back(collective("ffn all-reduce", CollectiveKind::ALL_REDUCE, act));
+  }
+  p.push_back(c.compute("residual", residual(x, "ffn residual"), recompute));
+  return p;
+}
+
+Program layer_backward(const Shape& x, const Costing& c, model::Recompute recompute)
+{
+  const double act = x.T * x.h * e;
+  Program p;
+  if (recompute == model::Recompute::FULL)
+    p = layer_forward(x, c, true);
+
+  const std::vector<Kernel> fc2_back{gemm("fc2 dgrad", x.T, x.f / x.t, x.h), gemm("fc2 wgrad", x.f / x.t, x.h, x.T),
+                                     memory_bound("activation backward", (x.gated ? 5.0 : 3.0) * e * x.T * x.f / x.t)};
+  const Kernel fc1_dgrad = gemm("fc1 dgrad", x.T, x.h, x.f1 / x.t);
+  const Kernel fc1_wgrad = gemm("fc1 wgrad", x.h, x.f1 / x.t, x.T);
+  std::vector<Kernel> attn_back{gemm("projection dgrad", x.T, x.q / x.t, x.h), gemm("projection wgrad", x.q / x.t, x.h, x.T)};
+  for (auto& k : core_backward(x))
+    attn_back.push_back(k);
+  if (x.rope)
+    attn_back.push_back(memory_bound("rotary backward", 2.0 * e * x.T * (x.q + x.kv) / x.t));
+  const Kernel qkv_dgrad = gemm("qkv dgrad", x.T, x.h, (x.q + 2.0 * x.kv) / x.t);
+  const Kernel qkv_wgrad = gemm("qkv wgrad", x.h, (x.q + 2.0 * x.kv) / x.t, x.T);
+  const std::vector<Kernel> residual_back{memory_bound("residual backward", 2.0 * e * x.Tsp * x.h)};
+  const bool selective = recompute == model::Recompute::SELECTIVE;
+
+  auto attention_core_recompute = [&](Program& into) {
+    if (selective)
+      into.push_back(c.compute("attention core recompute", core_forward(x), true));
+  };
+
+  if (x.sp) {
+    p.push_back(c.compute("residual", residual_back));
+    p.push_back(collective("ffn output-grad all-gather", CollectiveKind::ALL_GATHER, act));
+    p.push_back(c.compute("ffn dgrad", fc2_back));
+    p.push_back(overlap(c.compute("fc1 dgrad", {fc1_dgrad}), CollectiveKind::ALL_GATHER, act));
+    p.push_back(overlap(c.compute("fc1 wgrad", {fc1_wgrad}), CollectiveKind::REDUCE_SCATTER, act));
+    auto ks = std::vector<Kernel>{norm_backward(x, "ffn norm backward")};
+    ks.push_back(residual_back.front());
+    p.push_back(c.compute("norm backward", ks));
+    p.push_back(collective("attention output-grad all-gather", CollectiveKind::ALL_GATHER, act));
+    attention_core_recompute(p);
+    p.push_back(c.compute("attention dgrad", attn_back));
+    p.push_back(overlap(c.compute("qkv dgrad", {qkv_dgrad}), CollectiveKind::ALL_GATHER, act));
+    p.push_back(overlap(c.compute("qkv wgrad", {qkv_wgrad}), CollectiveKind::REDUCE_SCATTER, act));
+  } else {
+    auto ffn = residual_back;
+    for (auto& k : fc2_back)
+      ffn.push_back(k);
+    ffn.push_back(fc1_dgrad);
+    p.push_back(c.compute("ffn dgrad", ffn));
+    if (x.t > 1)
+      p.push_back(overlap(c.compute("fc1 wgrad", {fc1_wgrad}), CollectiveKind::ALL_REDUCE, act));
+    else
+      p.push_back(c.compute("fc1 wgrad", {fc1_wgrad}));
+    p.push_back(c.compute("norm backward", {norm_backward(x, "ffn norm backward"), residual_back.front()}));
+    attention_core_recompute(p);
+    auto attn = attn_back;
+    attn.push_back(qkv_dgrad);
+    p.push_back(c.compute("attention dgrad", attn));
+    if (x.t > 1)
+      p.push_back(overlap(c.compute("qkv wgrad", {qkv_wgrad}), CollectiveKind::ALL_REDUCE, act));
+    else
+      p.push_back(c.compute("qkv wgrad", {qkv_wgrad}));
+  }
+  p.push_back(c.compute("norm backward", {norm_backward(x, "input norm backward")}));
+  return p;
+}
+
+Program embedding_forward(const Shape& x, const Costing& c)
+{
+  const double act = x.T * x.h * e;
+  Program p{c.compute("embedding", {memory_bound("embedding lookup", 2.0 * e * x.T * x.h)})};
+  if (x.t > 1)
+    p.push_back(collective("embedding " + std::string(x.sp ? "reduce-scatter" : "all-reduce"),
+                           x.sp ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, act));
+  if (x.dropout)
+    p.push_back(c.compute("embedding dropout", {memory_bound("embedding dropout", (2.0 * e + 1.0) * x.Tsp * x.h)}));
+  return p;
+}
+
+Program embedding_backward(const Shape& x, const Costing& c)
+{
+  Program p;
+  if (x.sp)
+    p.push_back(collective("embedding grad all-gather", CollectiveKind::ALL_GATHER, x.T * x.h * e));
+  p.push_back(c.compute("embedding backward", {memory_bound("embedding grad scatter-add", 2.0 * e * x.T * x.h)}));
+  return p;
+}
+
+Program head_forward(const Shape& x, const Costing& c)
+{
+  const double logits = x.T * x.vocab / x.t;
+  Program p{c.compute("final norm", {norm(x, "final norm")})};
+  if (x.sp)
+    p.push_back(collective("output all-gather", CollectiveKind::ALL_GATHER, x.T * x.h * e));
+  p.push_back(c.compute("logits", {gemm("logits", x.T, x.vocab / x.t, x.h),
+                                   memory_bound("cross entropy", e * logits + 4.0 * logits)}));
+  if (x.t > 1) // the vocabulary-parallel cross entropy's max, sum and target logit
+    p.push_back(collective("cross-entropy all-reduce", CollectiveKind::ALL_REDUCE, 3.0 * 4.0 * x.T));
+  return p;
+}
+
+Program head_backward(const Shape& x, const Costing& c)
+{
+  const double logits = x.T * x.vocab / x.t;
+  Program p{c.compute("logits dgrad", {memory_bound("cross entropy backward", 4.0 * logits + e * logits),
+                                       gemm("logits dgrad", x.T, x.h, x.vocab / x.t)})};
+  const Step wgrad = c.compute("logits wgrad", {gemm("logits wgrad", x.h, x.vocab / x.t, x.T)});
+  if (x.t > 1)
+    p.push_back(overlap(wgrad, x.sp ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, x.T * x.h * e));
+  else
+    p.push_back(wgrad);
+  p.push_back(c.compute("final norm backward", {norm_backward(x, "final norm backward")}));
+  return p;
+}
+
+} // namespace
+
+void append(Program& head, const Program& tail)
+{
+  for (const Step& s : tail) {
+    if (!head.empty() && head.back().kind == Step::Kind::COMPUTE && s.kind == Step::Kind::COMPUTE &&
+        head.back().recompute == s.recompute) {
+      Step& last = head.back();
+      last.duration_s += s.duration_s;
+      last.flops += s.flops;
+      if (last.label != s.label && last.label.find(s.label) == std::string::npos)
+        last.label += ", " + s.label;
+      continue;
+    }
+    head.push_back(s);
+  }
+}
+
+LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu)
+{
+  const Shape x = shape_of(m, p);
+  const Costing c(gpu, p.precision);
+  // Consecutive compute steps (no collective between them, as with tp = 1) run as one task.
+  auto merged = [](const Program& steps) {
+    Program out;
+    append(out, steps);
+    return out;
+  };
+  LayerPrograms out;
+  out.layer_forward = merged(layer_forward(x, c, false));
+  out.layer_backward = merged(layer_backward(x, c, p.recompute));
+  out.embedding_forward = merged(embedding_forward(x, c));
+  out.embedding_backward = merged(embedding_backward(x, c));
+  out.head_forward = merged(head_forward(x, c));
+  out.head_backward = merged(head_backward(x, c));
+  // Adam: read the gradient, read and write the fp32 master weight, momentum and variance, write the 16-bit weight.
+  const double grad_bytes = p.fp32_grad_accumulation ? 4.0 : 2.0;
+  out.optimizer_s_per_param = hardware::kernel_time(memory_bound("adam", grad_bytes + 3.0 * 8.0 + e), gpu, p.precision);
+  return out;
+}
+
+} // namespace sim::workload

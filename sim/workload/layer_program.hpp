@@ -1,0 +1,52 @@
+// The work of one pass through a transformer layer (and through the embedding and the output layer) on one
+// tensor-parallel rank: compute steps made of kernels costed by the compute model, and the tensor-parallel
+// collectives between them, blocking or overlapped as Megatron-LM runs them.
+#pragma once
+
+#include "hardware/compute_model.hpp"
+#include "model/model_spec.hpp"
+#include "plan/parallel_plan.hpp"
+
+#include <string>
+#include <vector>
+
+namespace sim::workload {
+
+enum class CollectiveKind { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER };
+
+inline constexpr std::array<core::Choice<CollectiveKind>, 3> collective_kind_choices{
+    {{"all_reduce", CollectiveKind::ALL_REDUCE},
+     {"reduce_scatter", CollectiveKind::REDUCE_SCATTER},
+     {"all_gather", CollectiveKind::ALL_GATHER}}};
+
+struct Step {
+  enum class Kind { COMPUTE, COLLECTIVE, OVERLAP };
+  Kind kind = Kind::COMPUTE;
+  std::string label;
+  // COMPUTE, and the compute half of OVERLAP (which runs beside the collective).
+  double duration_s = 0;
+  double flops = 0; // as executed
+  bool recompute = false;
+  // COLLECTIVE and OVERLAP: over the tensor-parallel group, of a `bytes` buffer (the whole, not a shard).
+  CollectiveKind collective = CollectiveKind::ALL_REDUCE;
+  double bytes = 0;
+};
+
+using Program = std::vector<Step>;
+
+struct LayerPrograms {
+  Program layer_forward;
+  Program layer_backward; // includes the recomputation the plan asks for
+  Program embedding_forward;
+  Program embedding_backward;
+  Program head_forward; // final norm, logits, cross entropy
+  Program head_backward;
+  double optimizer_s_per_param = 0; // Adam update, per parameter updated
+};
+
+LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu);
+
+// Appends `tail` to `head`, merging a trailing and a leading compute step into one.
+void append(Program& head, const Program& tail);
+
+} // namespace sim::workload
