@@ -3,6 +3,8 @@
 #include "core/input_error.hpp"
 #include "core/log.hpp"
 #include "report/analysis.hpp"
+#include "report/task_report.hpp"
+#include "workload/builder.hpp"
 #include "report/topology_report.hpp"
 #include "scenario/scenario.hpp"
 #include "topology/cluster_graph.hpp"
@@ -13,6 +15,7 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <iostream>
+#include <optional>
 
 namespace {
 
@@ -93,6 +96,22 @@ int inspect(const std::string& reference, int gpus, const CommonOptions& o)
   return 0;
 }
 
+int tasks(const fs::path& file, std::optional<int> rank, const CommonOptions& o)
+{
+  const auto s = sim::scenario::load_scenario(file, load_options(o));
+  print_warnings(s.warnings);
+  const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
+  const auto g = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph);
+  if (rank && (*rank < 0 || *rank >= g.gpus))
+    throw sim::core::InputError({"--rank", "", ""}, "no such rank", std::to_string(*rank),
+                                fmt::format("0 to {}", g.gpus - 1));
+  if (o.format == "json")
+    sim::report::write_tasks_json(std::cout, g, rank);
+  else
+    std::cout << sim::report::task_summary_text(g, rank);
+  return 0;
+}
+
 void add_common(CLI::App* app, CommonOptions& o, std::vector<std::string> formats)
 {
   app->add_option("--set", o.overrides,
@@ -143,6 +162,14 @@ int main(int argc, char** argv)
       ->check(CLI::NonNegativeNumber);
   add_common(inspect_cmd, inspect_opts, {"text", "json", "dot"});
 
+  CommonOptions tasks_opts;
+  std::string tasks_file;
+  std::optional<int> tasks_rank;
+  auto* tasks_cmd = app.add_subcommand("tasks", "The task graph of one training step: counts per rank, or every task as JSON");
+  tasks_cmd->add_option("scenario", tasks_file, "Scenario file")->required();
+  tasks_cmd->add_option("--rank", tasks_rank, "Only the tasks of this rank");
+  add_common(tasks_cmd, tasks_opts, {"text", "json"});
+
   // `simtrain` alone, or `simtrain SCENARIO.json`, runs the main job.
   std::vector<std::string> args(argv + 1, argv + argc);
   const auto is_subcommand = [&app](const std::string& word) {
@@ -174,6 +201,8 @@ int main(int argc, char** argv)
       return check(check_files, check_opts);
     if (*inspect_cmd)
       return inspect(inspect_ref, inspect_gpus, inspect_opts);
+    if (*tasks_cmd)
+      return tasks(tasks_file, tasks_rank, tasks_opts);
   } catch (const sim::core::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

@@ -12,7 +12,8 @@ constexpr double mask_bytes = 1.0;         // dropout masks are bytes
 constexpr double optimizer_bytes = 12.0;   // Adam: fp32 master weights, momentum, variance
 constexpr double loss_element_bytes = 4.0; // the vocabulary-parallel cross entropy works in fp32
 
-// Parameters of one layer on one tensor-parallel rank: split matrices and their biases / t, the rest replicated.
+} // namespace
+
 double layer_params_per_rank(const model::ModelSpec& m, int t)
 {
   const auto h = static_cast<double>(m.hidden_size);
@@ -30,8 +31,6 @@ double layer_params_per_rank(const model::ModelSpec& m, int t)
   }
   return split / t + replicated;
 }
-
-} // namespace
 
 double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPlan& p)
 {

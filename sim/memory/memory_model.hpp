@@ -11,6 +11,10 @@
 
 namespace sim::memory {
 
+// Parameters of one transformer layer on one tensor-parallel rank (split matrices / tp, norms and row-parallel
+// biases replicated).
+double layer_params_per_rank(const model::ModelSpec& m, int tp);
+
 // Activations one transformer layer keeps for its backward pass: one micro-batch, one GPU.
 double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPlan& p);
 

@@ -28,6 +28,13 @@ inline constexpr std::array<core::Choice<RankOrder>, 6> rank_order_choices{
      {"pp-tp-dp", {ParallelDim::PP, ParallelDim::TP, ParallelDim::DP}},
      {"pp-dp-tp", {ParallelDim::PP, ParallelDim::DP, ParallelDim::TP}}}};
 
+// How collectives over groups that span nodes run: a flat ring, or hierarchically (inside nodes, then a ring per
+// local rank across nodes); `auto` picks hierarchical when a group has several GPUs on each of several nodes.
+enum class CollectiveAlgorithm { AUTO, RING, HIERARCHICAL };
+
+inline constexpr std::array<core::Choice<CollectiveAlgorithm>, 3> collective_algorithm_choices{
+    {{"auto", CollectiveAlgorithm::AUTO}, {"ring", CollectiveAlgorithm::RING}, {"hierarchical", CollectiveAlgorithm::HIERARCHICAL}}};
+
 // Only 16-bit mixed precision is planned for (weights and activations in 16 bits, fp32 master weights).
 inline constexpr std::array<core::Choice<hardware::Precision>, 2> training_precision_choices{
     {{"bf16", hardware::Precision::BF16}, {"fp16", hardware::Precision::FP16}}};
@@ -52,6 +59,7 @@ struct ParallelPlan {
   bool flash_attention = true;        // fused attention: no s x s score matrix is stored
   RankOrder rank_order{ParallelDim::TP, ParallelDim::DP, ParallelDim::PP};
   std::vector<int> layers_per_chunk; // layers of virtual stage c = chunk * pp + stage, size pp * virtual_stages
+  CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::AUTO;
 
   int gpus() const { return tp * pp * dp; }
   std::int64_t microbatches() const { return global_batch / (static_cast<std::int64_t>(micro_batch) * dp); }

@@ -69,6 +69,7 @@ core::Json plan_json(const plan::ParallelPlan& p)
   j["flash_attention"] = p.flash_attention;
   j["rank_order"] = name_of(p.rank_order, plan::rank_order_choices);
   j["layers_per_chunk"] = p.layers_per_chunk;
+  j["collective_algorithm"] = name_of(p.collective_algorithm, plan::collective_algorithm_choices);
   return j;
 }
 

@@ -12,10 +12,7 @@
 
 namespace sim::workload {
 
-enum class CollectiveAlgorithm { AUTO, RING, HIERARCHICAL };
-
-inline constexpr std::array<core::Choice<CollectiveAlgorithm>, 3> collective_algorithm_choices{
-    {{"auto", CollectiveAlgorithm::AUTO}, {"ring", CollectiveAlgorithm::RING}, {"hierarchical", CollectiveAlgorithm::HIERARCHICAL}}};
+using plan::CollectiveAlgorithm;
 
 struct Flow {
   int src = 0;

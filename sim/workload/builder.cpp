@@ -1,0 +1,519 @@
+#include "workload/builder.hpp"
+
+#include "memory/memory_model.hpp"
+#include "model/param_count.hpp"
+#include "plan/plan_reader.hpp"
+#include "workload/collectives.hpp"
+#include "workload/layer_program.hpp"
+#include "workload/schedule.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <numeric>
+
+namespace sim::workload {
+namespace {
+
+constexpr double element_bytes = 2.0;
+
+// Where a task sits in the step, for reports.
+struct Where {
+  Category category = Category::FORWARD;
+  int stage = -1;
+  int chunk = -1;
+  int microbatch = -1;
+  int layer = -1;
+};
+
+// Gradients are reduced per item: a transformer layer, or the embedding or output layer of a stage.
+constexpr int embedding_item = -1;
+constexpr int head_item = -2;
+
+class Builder {
+public:
+  Builder(const model::ModelSpec& m, const plan::ParallelPlan& p, const topology::ClusterSpec& cluster,
+          const topology::ClusterGraph& graph)
+      : m_(m), p_(p), cluster_(cluster), graph_(graph), programs_(build_programs(m, p, cluster.gpu)),
+        counts_(model::count_params(m))
+  {
+    const int gpus = p.gpus();
+    tail_.resize(static_cast<std::size_t>(gpus));
+    reduce_tail_.assign(static_cast<std::size_t>(gpus), no_task);
+    gather_tail_.assign(static_cast<std::size_t>(gpus), no_task);
+    grad_ready_.resize(static_cast<std::size_t>(gpus));
+    g_.gpus = gpus;
+    act_bytes_ = static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_length) *
+                 static_cast<double>(m.hidden_size) * element_bytes;
+    grad_bytes_ = p.fp32_grad_accumulation ? 4.0 : 2.0;
+    layer_params_ = memory::layer_params_per_rank(m, p.tp);
+    for (int vs = 0, first = 0; vs < p.chunks(); ++vs) {
+      first_layer_.push_back(first);
+      first += p.layers_per_chunk[static_cast<std::size_t>(vs)];
+    }
+  }
+
+  TaskGraph build()
+  {
+    for (int s = 0; s < p_.pp; ++s) {
+      for (const PassRef& pass : stage_order(p_, s)) {
+        if (pass.pass == Pass::FORWARD)
+          forward(s, pass.chunk, pass.microbatch);
+        else
+          backward(s, pass.chunk, pass.microbatch);
+      }
+    }
+    if (p_.zero_stage < 2)
+      for (int s = 0; s < p_.pp; ++s)
+        reduce_gradients(s, -1);
+    reduce_tied_embedding();
+    for (int s = 0; s < p_.pp; ++s)
+      optimizer(s);
+    finish();
+    g_.finalize();
+    return std::move(g_);
+  }
+
+private:
+  int rank(int t, int d, int s) const { return plan::rank_of(p_, plan::RankCoords{t, d, s}); }
+  int last_virtual_stage() const { return p_.chunks() - 1; }
+  bool sharded_optimizer() const { return p_.zero_stage >= 1 || p_.distributed_optimizer; }
+
+  std::vector<int> tp_group(int d, int s) const
+  {
+    std::vector<int> r;
+    for (int t = 0; t < p_.tp; ++t)
+      r.push_back(rank(t, d, s));
+    return r;
+  }
+  std::vector<int> dp_group(int t, int s) const
+  {
+    std::vector<int> r;
+    for (int d = 0; d < p_.dp; ++d)
+      r.push_back(rank(t, d, s));
+    return r;
+  }
+
+  // --- task creation -------------------------------------------------------------------------------------------
+
+  TaskId add(Task t, const std::vector<TaskId>& deps)
+  {
+    const TaskId id = g_.add(t);
+    for (TaskId d : deps)
+      if (d != no_task)
+        g_.depend(id, d);
+    return id;
+  }
+
+  TaskId sync(Category category, const std::vector<TaskId>& deps, std::uint32_t collective = no_task)
+  {
+    Task t;
+    t.kind = TaskKind::SYNC;
+    t.category = category;
+    t.collective = collective;
+    return add(t, deps);
+  }
+
+  TaskId compute(int gpu, const Step& step, const Where& w)
+  {
+    Task t;
+    t.kind = TaskKind::COMPUTE;
+    t.category = step.recompute ? Category::RECOMPUTE : w.category;
+    t.rank = gpu;
+    t.stage = static_cast<std::int16_t>(w.stage);
+    t.chunk = static_cast<std::int16_t>(w.chunk);
+    t.microbatch = w.microbatch;
+    t.layer = w.layer;
+    t.label = g_.label(step.label);
+    t.duration_s = step.duration_s;
+    t.flops = step.flops;
+    return add(t, tail_[static_cast<std::size_t>(gpu)]);
+  }
+
+  TaskId transfer(const Flow& f, Category category, std::uint32_t collective, std::uint32_t label, const Where& w,
+                  const std::vector<TaskId>& deps)
+  {
+    Task t;
+    t.kind = TaskKind::TRANSFER;
+    t.category = category;
+    t.rank = f.src;
+    t.peer = f.dst;
+    t.bytes = f.bytes;
+    t.latency_s = f.latency_s;
+    t.collective = collective;
+    t.label = label;
+    t.stage = static_cast<std::int16_t>(w.stage);
+    t.chunk = static_cast<std::int16_t>(w.chunk);
+    t.microbatch = w.microbatch;
+    t.layer = w.layer;
+    return add(t, deps);
+  }
+
+  // A collective over `ranks` once every task in `deps` is done; returns the sync that marks its end.
+  TaskId collective(CollectiveKind kind, const std::vector<int>& ranks, double bytes, Category category,
+                    const std::string& label, const Where& w, const std::vector<TaskId>& deps)
+  {
+    const std::uint32_t text = g_.label(label);
+    const std::uint32_t id = g_.add_collective(CollectiveInfo{text, category, static_cast<std::uint8_t>(kind),
+                                                              static_cast<std::uint32_t>(ranks.size()), bytes});
+    TaskId previous = sync(category, deps, id);
+    for (const CollectivePhase& phase : lower_collective(kind, ranks, bytes, graph_, p_.collective_algorithm)) {
+      if (phase.empty())
+        continue;
+      std::vector<TaskId> flows;
+      for (const Flow& f : phase)
+        flows.push_back(transfer(f, category, id, text, w, {previous}));
+      previous = sync(category, flows, id);
+    }
+    return previous;
+  }
+
+  std::vector<TaskId> tails_of(const std::vector<int>& gpus) const
+  {
+    std::vector<TaskId> deps;
+    for (int r : gpus)
+      for (TaskId t : tail_[static_cast<std::size_t>(r)])
+        deps.push_back(t);
+    return deps;
+  }
+
+  // --- passes --------------------------------------------------------------------------------------------------
+
+  // Runs a program on every GPU of stage `s`: compute on each, tensor-parallel collectives per TP group.
+  void run(const Program& program, int s, const Where& w)
+  {
+    for (const Step& step : program) {
+      for (int d = 0; d < p_.dp; ++d) {
+        const auto group = tp_group(d, s);
+        if (step.kind == Step::Kind::COMPUTE) {
+          for (int r : group)
+            tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
+          continue;
+        }
+        const TaskId end = collective(step.collective, group, step.bytes, Category::TP, step.label, w, tails_of(group));
+        for (int r : group) {
+          if (step.kind == Step::Kind::OVERLAP)
+            tail_[static_cast<std::size_t>(r)] = {compute(r, step, w), end};
+          else
+            tail_[static_cast<std::size_t>(r)] = {end};
+        }
+      }
+    }
+  }
+
+  std::uint64_t input_key(Pass pass, int d, int vs, int mb) const
+  {
+    return (static_cast<std::uint64_t>(d) << 40) | (static_cast<std::uint64_t>(vs) << 22) |
+           (static_cast<std::uint64_t>(mb) << 1) | (pass == Pass::BACKWARD ? 1U : 0U);
+  }
+
+  TaskId input(Pass pass, int d, int vs, int mb)
+  {
+    const auto [it, inserted] = inputs_.try_emplace(input_key(pass, d, vs, mb), no_task);
+    if (inserted)
+      it->second = sync(Category::PP, {});
+    return it->second;
+  }
+
+  // The stage waits for the activations (or gradients) of this micro-batch; without sequence parallelism each TP
+  // rank received a 1/tp slice, gathered inside the TP group.
+  void wait_input(int s, Pass pass, int vs, const Where& w)
+  {
+    for (int d = 0; d < p_.dp; ++d) {
+      const TaskId ready = input(pass, d, vs, w.microbatch);
+      const auto group = tp_group(d, s);
+      for (int r : group)
+        tail_[static_cast<std::size_t>(r)].push_back(ready);
+      if (p_.tp > 1 && !p_.sequence_parallel) {
+        const TaskId end = collective(CollectiveKind::ALL_GATHER, group, act_bytes_, Category::PP,
+                                      pass == Pass::FORWARD ? "pp activation all-gather" : "pp gradient all-gather", w,
+                                      tails_of(group));
+        for (int r : group)
+          tail_[static_cast<std::size_t>(r)] = {end};
+      }
+    }
+  }
+
+  // Each TP rank sends its slice to its counterpart on the next (or previous) virtual stage. The sender does not
+  // wait. With rail-optimised networks a cross-rail send is relayed over NVLink to the GPU on the receiver's rail
+  // (NCCL's PXN), both legs running together.
+  void send(int s, Pass pass, int vs, const Where& w)
+  {
+    const int to_vs = pass == Pass::FORWARD ? vs + 1 : vs - 1;
+    const int to_stage = to_vs % p_.pp;
+    const std::uint32_t label = g_.label(pass == Pass::FORWARD ? "pp send activations" : "pp send gradients");
+    for (int d = 0; d < p_.dp; ++d) {
+      const TaskId ready = input(pass, d, to_vs, w.microbatch);
+      for (int t = 0; t < p_.tp; ++t) {
+        const int src = rank(t, d, s);
+        const int dst = rank(t, d, to_stage);
+        const double bytes = act_bytes_ / p_.tp;
+        const auto deps = tail_[static_cast<std::size_t>(src)];
+        for (const Flow& f : point_to_point(src, dst, bytes))
+          g_.depend(ready, transfer(f, Category::PP, no_task, label, w, deps));
+      }
+    }
+  }
+
+  std::vector<Flow> point_to_point(int src, int dst, double bytes) const
+  {
+    const int per_node = graph_.gpus_per_node;
+    const int src_node = src / per_node;
+    const int dst_node = dst / per_node;
+    if (cluster_.network.rail_optimized && src_node != dst_node) {
+      const int dst_nic = graph_.nic_of_gpu[static_cast<std::size_t>(dst % per_node)];
+      if (graph_.nic_of_gpu[static_cast<std::size_t>(src % per_node)] != dst_nic) {
+        const int relay = src_node * per_node + cluster_.node.nics.gpus[static_cast<std::size_t>(dst_nic)].front();
+        return {lower_send(src, relay, bytes, graph_), lower_send(relay, dst, bytes, graph_)};
+      }
+    }
+    return {lower_send(src, dst, bytes, graph_)};
+  }
+
+  std::vector<int> pass_items(int vs, bool forward) const
+  {
+    std::vector<int> items;
+    if (vs == 0)
+      items.push_back(embedding_item);
+    const int first = first_layer_[static_cast<std::size_t>(vs)];
+    for (int l = 0; l < p_.layers_per_chunk[static_cast<std::size_t>(vs)]; ++l)
+      items.push_back(first + l);
+    if (vs == last_virtual_stage())
+      items.push_back(head_item);
+    if (!forward)
+      std::reverse(items.begin(), items.end());
+    return items;
+  }
+
+  const Program& program_of(int item, bool forward) const
+  {
+    if (item == embedding_item)
+      return forward ? programs_.embedding_forward : programs_.embedding_backward;
+    if (item == head_item)
+      return forward ? programs_.head_forward : programs_.head_backward;
+    return forward ? programs_.layer_forward : programs_.layer_backward;
+  }
+
+  // Parameters of an item on one GPU (its tensor-parallel shard).
+  double item_params(int item, int s) const
+  {
+    const double t = p_.tp;
+    if (item == embedding_item)
+      return counts_.word_embedding / t + counts_.position_embedding + counts_.embedding_norm;
+    if (item == head_item) {
+      double params = counts_.final_norm + counts_.lm_head / t;
+      if (m_.tie_embeddings && p_.pp > 1 && s == p_.pp - 1)
+        params += counts_.word_embedding / t;
+      return params;
+    }
+    return layer_params_;
+  }
+
+  void pass(int s, int c, int mb, bool forward)
+  {
+    const int vs = virtual_stage(p_, s, c);
+    const Where base{forward ? Category::FORWARD : Category::BACKWARD, s, c, mb, -1};
+    const bool has_input = forward ? vs > 0 : vs < last_virtual_stage();
+    if (has_input)
+      wait_input(s, forward ? Pass::FORWARD : Pass::BACKWARD, vs, base);
+
+    const auto items = pass_items(vs, forward);
+    std::vector<std::vector<TaskId>> gathered(items.size()); // per item, per TP rank
+    if (p_.zero_stage >= 3 && !items.empty())
+      gathered[0] = gather_parameters(s, items[0], base);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      Where w = base;
+      w.layer = items[i] >= 0 ? items[i] : -1;
+      if (p_.zero_stage >= 3) {
+        if (i + 1 < items.size()) // prefetch the next item's parameters while this one computes
+          gathered[i + 1] = gather_parameters(s, items[i + 1], w);
+        for (int r : stage_gpus(s))
+          tail_[static_cast<std::size_t>(r)].push_back(
+              gathered[i][static_cast<std::size_t>(plan::coords_of(p_, r).tp)]);
+      }
+      run(program_of(items[i], forward), s, w);
+      if (!forward && (p_.zero_stage >= 2 || mb == p_.microbatches() - 1))
+        for (int r : stage_gpus(s))
+          grad_ready_[static_cast<std::size_t>(r)][items[i]] = join(r);
+    }
+    if (forward ? vs < last_virtual_stage() : vs > 0)
+      send(s, forward ? Pass::FORWARD : Pass::BACKWARD, vs, base);
+    if (!forward && p_.zero_stage >= 2)
+      reduce_gradients(s, mb);
+  }
+
+  void forward(int s, int c, int mb) { pass(s, c, mb, true); }
+  void backward(int s, int c, int mb) { pass(s, c, mb, false); }
+
+  std::vector<int> stage_gpus(int s) const
+  {
+    std::vector<int> r;
+    for (int d = 0; d < p_.dp; ++d)
+      for (int t = 0; t < p_.tp; ++t)
+        r.push_back(rank(t, d, s));
+    return r;
+  }
+
+  // One task standing for everything a GPU's next compute would wait for.
+  TaskId join(int gpu)
+  {
+    auto& tail = tail_[static_cast<std::size_t>(gpu)];
+    if (tail.size() == 1)
+      return tail.front();
+    const TaskId s = sync(Category::BACKWARD, tail);
+    tail = {s};
+    return s;
+  }
+
+  // --- data parallelism -----------------------------------------------------------------------------------------
+
+  // ZeRO-3: all-gather an item's parameters over the data-parallel group before it runs; per TP rank, the sync
+  // that ends its gather.
+  std::vector<TaskId> gather_parameters(int s, int item, const Where& w)
+  {
+    std::vector<TaskId> ends(static_cast<std::size_t>(p_.tp), no_task);
+    if (p_.dp == 1)
+      return ends;
+    for (int t = 0; t < p_.tp; ++t) {
+      const auto group = dp_group(t, s);
+      std::vector<TaskId> deps = tails_of(group);
+      for (int r : group)
+        deps.push_back(gather_tail_[static_cast<std::size_t>(r)]);
+      const TaskId end = collective(CollectiveKind::ALL_GATHER, group, element_bytes * item_params(item, s),
+                                    Category::DP, "zero-3 parameter all-gather", w, deps);
+      for (int r : group)
+        gather_tail_[static_cast<std::size_t>(r)] = end;
+      ends[static_cast<std::size_t>(t)] = end;
+    }
+    return ends;
+  }
+
+  // Gradients in buckets of dp_bucket_size, in the order the backward pass produces them; each bucket is reduced
+  // (all-reduce, or reduce-scatter when the optimizer is sharded) as soon as its items are done, one after the
+  // other on the data-parallel stream. `mb` < 0: once, after the last micro-batch; else after micro-batch mb.
+  void reduce_gradients(int s, int mb)
+  {
+    if (p_.dp == 1)
+      return;
+    std::vector<int> order;
+    for (int c = p_.virtual_stages - 1; c >= 0; --c)
+      for (int item : pass_items(virtual_stage(p_, s, c), false))
+        order.push_back(item);
+    const double bucket_params = p_.dp_bucket_bytes / grad_bytes_;
+    const CollectiveKind kind = sharded_optimizer() ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE;
+    const Where w{Category::DP, s, -1, mb, -1};
+    std::size_t i = 0;
+    for (int bucket = 0; i < order.size(); ++bucket) {
+      std::vector<int> items;
+      double params = 0;
+      while (i < order.size() && (items.empty() || params < bucket_params)) {
+        params += item_params(order[i], s);
+        items.push_back(order[i++]);
+      }
+      const std::string label = fmt::format("dp gradient bucket {}", bucket);
+      for (int t = 0; t < p_.tp; ++t) {
+        const auto group = dp_group(t, s);
+        std::vector<TaskId> deps;
+        for (int r : group) {
+          deps.push_back(reduce_tail_[static_cast<std::size_t>(r)]);
+          for (int item : items)
+            deps.push_back(grad_ready_[static_cast<std::size_t>(r)].at(item));
+          if (!p_.overlap_grad_reduce)
+            for (TaskId t2 : tail_[static_cast<std::size_t>(r)])
+              deps.push_back(t2);
+        }
+        const TaskId end = collective(kind, group, params * grad_bytes_, Category::DP, label, w, deps);
+        for (int r : group)
+          reduce_tail_[static_cast<std::size_t>(r)] = end;
+      }
+    }
+  }
+
+  // Tied embeddings across the pipeline: the first and last stages all-reduce the embedding's gradient.
+  void reduce_tied_embedding()
+  {
+    if (!m_.tie_embeddings || p_.pp == 1)
+      return;
+    const Where w{Category::DP, -1, -1, -1, -1};
+    for (int d = 0; d < p_.dp; ++d)
+      for (int t = 0; t < p_.tp; ++t) {
+        const std::vector<int> group{rank(t, d, 0), rank(t, d, p_.pp - 1)};
+        std::vector<TaskId> deps;
+        for (int r : group) {
+          deps.push_back(reduce_tail_[static_cast<std::size_t>(r)]);
+          deps.push_back(grad_ready_[static_cast<std::size_t>(r)].at(r == group[0] ? embedding_item : head_item));
+        }
+        const TaskId end = collective(CollectiveKind::ALL_REDUCE, group, counts_.word_embedding / p_.tp * grad_bytes_,
+                                      Category::DP, "embedding gradient all-reduce", w, deps);
+        for (int r : group)
+          reduce_tail_[static_cast<std::size_t>(r)] = end;
+      }
+  }
+
+  // Adam on each GPU's parameters (its shard of them with a sharded optimizer), after every gradient is reduced;
+  // then the updated shards are all-gathered (distributed optimizer, ZeRO-1/2).
+  void optimizer(int s)
+  {
+    double params = 0;
+    for (int c = 0; c < p_.virtual_stages; ++c)
+      for (int item : pass_items(virtual_stage(p_, s, c), true))
+        params += item_params(item, s);
+    const double updated = sharded_optimizer() ? params / p_.dp : params;
+    Step step;
+    step.label = "optimizer";
+    step.duration_s = updated * programs_.optimizer_s_per_param;
+    const Where w{Category::OPTIMIZER, s, -1, -1, -1};
+    for (int r : stage_gpus(s)) {
+      tail_[static_cast<std::size_t>(r)].push_back(reduce_tail_[static_cast<std::size_t>(r)]);
+      tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
+    }
+    if (sharded_optimizer() && p_.zero_stage < 3 && p_.dp > 1) {
+      for (int t = 0; t < p_.tp; ++t) {
+        const auto group = dp_group(t, s);
+        const TaskId end = collective(CollectiveKind::ALL_GATHER, group, element_bytes * params, Category::DP,
+                                      "parameter all-gather", w, tails_of(group));
+        for (int r : group)
+          tail_[static_cast<std::size_t>(r)] = {end};
+      }
+    }
+  }
+
+  void finish()
+  {
+    std::vector<TaskId> all;
+    for (std::size_t r = 0; r < tail_.size(); ++r) {
+      for (TaskId t : tail_[r])
+        all.push_back(t);
+      all.push_back(reduce_tail_[r]);
+      all.push_back(gather_tail_[r]);
+    }
+    g_.step_end = sync(Category::OPTIMIZER, all);
+  }
+
+  const model::ModelSpec& m_;
+  const plan::ParallelPlan& p_;
+  const topology::ClusterSpec& cluster_;
+  const topology::ClusterGraph& graph_;
+  const LayerPrograms programs_;
+  const model::ParamCount counts_;
+  double act_bytes_ = 0;
+  double grad_bytes_ = 0;
+  double layer_params_ = 0;
+  std::vector<int> first_layer_; // per virtual stage
+
+  TaskGraph g_;
+  std::vector<std::vector<TaskId>> tail_; // per GPU: what its next compute waits for
+  std::vector<TaskId> reduce_tail_;       // per GPU: the last gradient reduction on its data-parallel stream
+  std::vector<TaskId> gather_tail_;       // per GPU: the last ZeRO-3 parameter gather
+  std::unordered_map<std::uint64_t, TaskId> inputs_;
+  std::vector<std::unordered_map<int, TaskId>> grad_ready_; // per GPU: item -> its gradient is complete
+};
+
+} // namespace
+
+TaskGraph build_task_graph(const model::ModelSpec& model, const plan::ParallelPlan& plan,
+                           const topology::ClusterSpec& cluster, const topology::ClusterGraph& graph)
+{
+  return Builder(model, plan, cluster, graph).build();
+}
+
+} // namespace sim::workload

@@ -1,0 +1,57 @@
+#include "workload/task_graph.hpp"
+
+#include <algorithm>
+
+namespace sim::workload {
+
+TaskId TaskGraph::add(const Task& task)
+{
+  tasks_.push_back(task);
+  return static_cast<TaskId>(tasks_.size() - 1);
+}
+
+std::uint32_t TaskGraph::label(const std::string& text)
+{
+  const auto [it, inserted] = label_index_.try_emplace(text, static_cast<std::uint32_t>(labels_.size()));
+  if (inserted)
+    labels_.push_back(text);
+  return it->second;
+}
+
+std::uint32_t TaskGraph::add_collective(CollectiveInfo info)
+{
+  collectives_.push_back(info);
+  return static_cast<std::uint32_t>(collectives_.size() - 1);
+}
+
+void TaskGraph::finalize()
+{
+  const std::size_t n = tasks_.size();
+  auto build = [&](bool by_target, std::vector<std::uint32_t>& offsets, std::vector<TaskId>& ids) {
+    offsets.assign(n + 1, 0);
+    for (const auto& [from, to] : edges_)
+      ++offsets[(by_target ? to : from) + 1];
+    for (std::size_t i = 0; i < n; ++i)
+      offsets[i + 1] += offsets[i];
+    ids.resize(edges_.size());
+    std::vector<std::uint32_t> fill(offsets.begin(), offsets.end() - 1);
+    for (const auto& [from, to] : edges_)
+      ids[fill[by_target ? to : from]++] = by_target ? from : to;
+  };
+  build(true, dep_offsets_, dep_ids_);
+  build(false, succ_offsets_, succ_ids_);
+  edges_.clear();
+  edges_.shrink_to_fit();
+}
+
+std::span<const TaskId> TaskGraph::dependencies(TaskId id) const
+{
+  return {dep_ids_.data() + dep_offsets_[id], dep_offsets_[id + 1] - dep_offsets_[id]};
+}
+
+std::span<const TaskId> TaskGraph::successors(TaskId id) const
+{
+  return {succ_ids_.data() + succ_offsets_[id], succ_offsets_[id + 1] - succ_offsets_[id]};
+}
+
+} // namespace sim::workload

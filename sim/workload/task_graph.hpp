@@ -1,0 +1,96 @@
+// The work of one training step as data: compute tasks on GPUs, point-to-point transfers, and zero-cost sync
+// points that join them, with their dependencies. Collectives are already lowered into transfers; the engine
+// sees nothing else.
+#pragma once
+
+#include "core/json_reader.hpp"
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace sim::workload {
+
+using TaskId = std::uint32_t;
+inline constexpr TaskId no_task = std::numeric_limits<TaskId>::max();
+
+enum class TaskKind : std::uint8_t { COMPUTE, TRANSFER, SYNC };
+
+// What a task is for: the forward, backward and recomputed passes and the optimizer on the compute stream;
+// tensor-, pipeline- and data-parallel communication.
+enum class Category : std::uint8_t { FORWARD, BACKWARD, RECOMPUTE, OPTIMIZER, TP, PP, DP };
+
+inline constexpr std::array<core::Choice<TaskKind>, 3> task_kind_choices{
+    {{"compute", TaskKind::COMPUTE}, {"transfer", TaskKind::TRANSFER}, {"sync", TaskKind::SYNC}}};
+inline constexpr std::array<core::Choice<Category>, 7> category_choices{{{"forward", Category::FORWARD},
+                                                                         {"backward", Category::BACKWARD},
+                                                                         {"recompute", Category::RECOMPUTE},
+                                                                         {"optimizer", Category::OPTIMIZER},
+                                                                         {"tp", Category::TP},
+                                                                         {"pp", Category::PP},
+                                                                         {"dp", Category::DP}}};
+
+struct Task {
+  TaskKind kind = TaskKind::SYNC;
+  Category category = Category::FORWARD;
+  std::int16_t stage = -1;
+  std::int16_t chunk = -1;
+  std::int32_t rank = -1; // compute: the GPU; transfer: the sender
+  std::int32_t peer = -1; // transfer: the receiver
+  std::int32_t microbatch = -1;
+  std::int32_t layer = -1;
+  std::uint32_t label = 0;            // into TaskGraph::labels
+  std::uint32_t collective = no_task; // the collective a transfer or sync belongs to
+  double duration_s = 0;              // compute
+  double flops = 0;                   // compute, as executed
+  double bytes = 0;                   // transfer, on the wire
+  double latency_s = 0;               // transfer: waited before the flow starts
+};
+
+enum class CollectiveKind; // workload/layer_program.hpp
+
+struct CollectiveInfo {
+  std::uint32_t label = 0;
+  Category category = Category::TP;
+  std::uint8_t kind = 0; // a CollectiveKind
+  std::uint32_t ranks = 0;
+  double bytes = 0; // the whole buffer (payload; flows may carry protocol overhead on top)
+};
+
+class TaskGraph {
+public:
+  TaskId add(const Task& task);
+  void depend(TaskId task, TaskId on) { edges_.push_back({on, task}); }
+  std::uint32_t label(const std::string& text);
+  std::uint32_t add_collective(CollectiveInfo info);
+
+  // Sorts the dependencies into per-task lists; call once, after the last add / depend.
+  void finalize();
+
+  std::size_t size() const { return tasks_.size(); }
+  const Task& operator[](TaskId id) const { return tasks_[id]; }
+  const std::vector<Task>& tasks() const { return tasks_; }
+  std::span<const TaskId> dependencies(TaskId id) const;
+  std::span<const TaskId> successors(TaskId id) const;
+  const std::string& label_text(std::uint32_t id) const { return labels_[id]; }
+  const std::vector<CollectiveInfo>& collectives() const { return collectives_; }
+  std::size_t dependency_count() const { return edges_.size() + dep_ids_.size(); }
+
+  int gpus = 0;
+  TaskId step_end = no_task; // depends on everything
+
+private:
+  std::vector<Task> tasks_;
+  std::vector<std::pair<TaskId, TaskId>> edges_; // (from, to) until finalize
+  std::vector<std::uint32_t> dep_offsets_, succ_offsets_;
+  std::vector<TaskId> dep_ids_, succ_ids_;
+  std::vector<std::string> labels_;
+  std::unordered_map<std::string, std::uint32_t> label_index_;
+  std::vector<CollectiveInfo> collectives_;
+};
+
+} // namespace sim::workload

@@ -1,0 +1,318 @@
+#include "plan/plan_reader.hpp"
+#include "workload/builder.hpp"
+#include "workload/collectives.hpp"
+#include "workload/layer_program.hpp"
+#include "workload/schedule.hpp"
+
+#include "support.hpp"
+
+#include <deque>
+#include <map>
+#include <set>
+
+using sim::workload::Category;
+using sim::workload::Pass;
+using sim::workload::PassRef;
+using sim::workload::TaskKind;
+
+namespace {
+
+// "F0 B0 ..." or, with several chunks, "Fc00 Bc10 ..." (chunk, then micro-batch).
+std::string order_text(const std::vector<PassRef>& order)
+{
+  const bool chunks = std::any_of(order.begin(), order.end(), [](const PassRef& p) { return p.chunk > 0; });
+  std::string out;
+  for (const auto& p : order) {
+    if (!out.empty())
+      out += ' ';
+    out += (p.pass == Pass::FORWARD ? 'F' : 'B');
+    if (chunks)
+      out += "c" + std::to_string(p.chunk);
+    out += std::to_string(p.microbatch);
+  }
+  return out;
+}
+
+sim::plan::ParallelPlan plan_of(int pp, int m, sim::plan::Schedule schedule, int v = 1)
+{
+  sim::plan::ParallelPlan p;
+  p.pp = pp;
+  p.global_batch = m;
+  p.schedule = schedule;
+  p.virtual_stages = v;
+  return p;
+}
+
+nlohmann::json tiny_model(int layers = 4)
+{
+  return {{"schema", "model/v1"}, {"name", "tiny"},      {"num_layers", layers}, {"hidden_size", 1024},
+          {"num_attention_heads", 16}, {"vocab_size", 32000}, {"seq_length", 1024}};
+}
+
+struct Built {
+  sim::scenario::Scenario scenario;
+  sim::topology::ClusterGraph graph;
+  sim::workload::TaskGraph tasks;
+};
+
+Built build(nlohmann::json plan, nlohmann::json model = tiny_model(), const std::string& topology = "dgx-a100")
+{
+  auto doc = test::scenario_json("x", std::move(plan), topology);
+  doc["model"] = std::move(model);
+  const auto file = test::write_json(test::scratch_dir() / "s.json", doc);
+  auto s = sim::scenario::load_scenario(file, test::options());
+  auto g = sim::topology::build_graph(s.cluster, s.nodes);
+  auto t = sim::workload::build_task_graph(s.model, s.plan, s.cluster, g);
+  return {std::move(s), std::move(g), std::move(t)};
+}
+
+// Bytes each rank sends, per category, on the wire (protocol overheads included).
+std::map<Category, std::map<int, double>> sent(const sim::workload::TaskGraph& g)
+{
+  std::map<Category, std::map<int, double>> out;
+  for (const auto& t : g.tasks())
+    if (t.kind == TaskKind::TRANSFER)
+      out[t.category][t.rank] += t.bytes;
+  return out;
+}
+
+// Payload bytes a rank sends in the collectives of a category: each collective's ring share of its buffer.
+double collective_payload(const sim::workload::TaskGraph& g, Category category, int rank)
+{
+  std::set<std::uint32_t> seen;
+  double bytes = 0;
+  for (const auto& t : g.tasks()) {
+    if (t.kind != TaskKind::TRANSFER || t.category != category || t.rank != rank || t.collective == sim::workload::no_task)
+      continue;
+    if (!seen.insert(t.collective).second)
+      continue;
+    const auto& c = g.collectives()[t.collective];
+    bytes += sim::workload::ring_bytes_per_rank(static_cast<sim::workload::CollectiveKind>(c.kind),
+                                                static_cast<int>(c.ranks), c.bytes);
+  }
+  return bytes;
+}
+
+double compute_time(const sim::workload::TaskGraph& g, Category c, int rank)
+{
+  double s = 0;
+  for (const auto& t : g.tasks())
+    if (t.kind == TaskKind::COMPUTE && t.category == c && t.rank == rank)
+      s += t.duration_s;
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("1F1B: p - stage - 1 warm-up forwards, then one forward one backward, then the cool-down")
+{
+  const auto p = plan_of(4, 8, sim::plan::Schedule::ONE_F_ONE_B);
+  CHECK(order_text(sim::workload::stage_order(p, 0)) == "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7");
+  CHECK(order_text(sim::workload::stage_order(p, 2)) == "F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 F6 B5 F7 B6 B7");
+  CHECK(order_text(sim::workload::stage_order(p, 3)) == "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7");
+}
+
+TEST_CASE("GPipe runs every forward before any backward")
+{
+  const auto p = plan_of(2, 3, sim::plan::Schedule::GPIPE);
+  CHECK(order_text(sim::workload::stage_order(p, 0)) == "F0 F1 F2 B0 B1 B2");
+}
+
+TEST_CASE("interleaved 1F1B follows Megatron-LM's order of chunks and micro-batches")
+{
+  const auto p = plan_of(2, 4, sim::plan::Schedule::INTERLEAVED, 2);
+  CHECK(order_text(sim::workload::stage_order(p, 0)) ==
+        "Fc00 Fc01 Fc10 Fc11 Fc02 Bc10 Fc03 Bc11 Fc12 Bc00 Fc13 Bc01 Bc12 Bc13 Bc02 Bc03");
+  CHECK(order_text(sim::workload::stage_order(p, 1)) ==
+        "Fc00 Fc01 Fc10 Bc10 Fc11 Bc11 Fc02 Bc00 Fc03 Bc01 Fc12 Bc12 Fc13 Bc13 Bc02 Bc03");
+}
+
+TEST_CASE("the task graph is acyclic and every task is reachable from the step's start")
+{
+  const auto b = build({{"tp", 2}, {"pp", 2}, {"dp", 2}, {"global_batch", 8}});
+  const auto& g = b.tasks;
+  std::vector<std::size_t> pending(g.size());
+  std::deque<sim::workload::TaskId> ready;
+  for (sim::workload::TaskId i = 0; i < g.size(); ++i)
+    if ((pending[i] = g.dependencies(i).size()) == 0)
+      ready.push_back(i);
+  std::size_t done = 0;
+  while (!ready.empty()) {
+    const auto t = ready.front();
+    ready.pop_front();
+    ++done;
+    for (auto s : g.successors(t))
+      if (--pending[s] == 0)
+        ready.push_back(s);
+  }
+  CHECK(done == g.size());
+  CHECK(g.dependencies(g.step_end).size() > 0);
+}
+
+TEST_CASE("every pipeline send goes to the same TP rank of the neighbouring stage and feeds a receive")
+{
+  const auto b = build({{"tp", 2}, {"pp", 4}, {"global_batch", 4}});
+  std::size_t sends = 0;
+  for (sim::workload::TaskId i = 0; i < b.tasks.size(); ++i) {
+    const auto& t = b.tasks[i];
+    if (t.kind != TaskKind::TRANSFER || t.category != Category::PP || t.collective != sim::workload::no_task)
+      continue; // sends only (not the receivers' all-gathers)
+    ++sends;
+    const auto from = sim::plan::coords_of(b.scenario.plan, t.rank);
+    const auto to = sim::plan::coords_of(b.scenario.plan, t.peer);
+    CHECK(from.tp == to.tp);
+    CHECK(std::abs(from.pp - to.pp) == 1);
+    REQUIRE(b.tasks.successors(i).size() == 1); // the receiving stage's input
+    CHECK(b.tasks[b.tasks.successors(i)[0]].kind == TaskKind::SYNC);
+  }
+  // 4 micro-batches x 3 stage boundaries x 2 directions x 2 TP ranks.
+  CHECK(sends == 4 * 3 * 2 * 2);
+}
+
+TEST_CASE("every GPU of a stage runs the same compute")
+{
+  const auto b = build({{"tp", 2}, {"pp", 2}, {"dp", 2}, {"global_batch", 8}});
+  std::map<int, std::size_t> per_rank;
+  for (const auto& t : b.tasks.tasks())
+    if (t.kind == TaskKind::COMPUTE)
+      ++per_rank[t.rank];
+  REQUIRE(per_rank.size() == 8);
+  for (int r = 0; r < 8; ++r)
+    CHECK(per_rank[r] == per_rank[sim::plan::rank_of(b.scenario.plan, {0, 0, sim::plan::coords_of(b.scenario.plan, r).pp})]);
+}
+
+TEST_CASE("a ring collective sends 2(n-1)/n of the buffer per rank for all-reduce and (n-1)/n otherwise")
+{
+  const auto spec = sim::scenario::load_cluster("dgx-a100", test::options());
+  const auto g = sim::topology::build_graph(spec, 1);
+  const std::vector<int> ranks{0, 1, 2, 3, 4, 5, 6, 7};
+  for (auto kind : {sim::workload::CollectiveKind::ALL_REDUCE, sim::workload::CollectiveKind::ALL_GATHER}) {
+    const auto phases = sim::workload::lower_collective(kind, ranks, 1e9, g, sim::plan::CollectiveAlgorithm::AUTO);
+    REQUIRE(phases.size() == 1);
+    REQUIRE(phases[0].size() == 8); // one flow per ring edge
+    const double share = kind == sim::workload::CollectiveKind::ALL_REDUCE ? 2.0 * 7 / 8 : 7.0 / 8;
+    for (const auto& f : phases[0]) {
+      CHECK(f.bytes == Approx(share * 1e9)); // large: the Simple protocol, no overhead
+      CHECK(f.dst == (f.src + 1) % 8);
+    }
+  }
+}
+
+TEST_CASE("small collectives pick a low-latency protocol, whose wire overhead shows in the flow")
+{
+  const auto g = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 1);
+  const auto phases = sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, {0, 1, 2, 3}, 4096, g,
+                                                      sim::plan::CollectiveAlgorithm::AUTO);
+  const double payload = 2.0 * 3 / 4 * 4096;
+  CHECK(phases[0][0].bytes > payload);
+  CHECK(phases[0][0].latency_s < (8.4 + 6 * 3.4) * 1e-6); // cheaper than Simple's
+}
+
+TEST_CASE("a data-parallel group with several GPUs on each node reduces hierarchically")
+{
+  const auto g = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 2);
+  const std::vector<int> ranks{0, 1, 2, 3, 8, 9, 10, 11};
+  const auto phases = sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, ranks, 8e9, g,
+                                                      sim::plan::CollectiveAlgorithm::AUTO);
+  REQUIRE(phases.size() == 3);
+  CHECK(phases[0].size() == 8);                        // reduce-scatter inside both nodes
+  CHECK(phases[1].size() == 8);                        // four rails of two nodes
+  CHECK(phases[1][0].bytes == Approx(2.0 / 2 * 2e9)); // all-reduce of a quarter of the buffer
+  CHECK(phases[2].size() == 8);
+  const auto flat = sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, ranks, 8e9, g,
+                                                    sim::plan::CollectiveAlgorithm::RING);
+  CHECK(flat.size() == 1);
+}
+
+TEST_CASE("tensor-parallel traffic per layer is two all-reduces forward and two backward of b*s*h")
+{
+  const auto b = build({{"tp", 4}, {"global_batch", 1}});
+  const double act = 1024.0 * 1024 * 2; // s * h * 2 bytes
+  const double per_allreduce = 2.0 * 3 / 4 * act;
+  // 4 layers x 4 all-reduces, plus the embedding's all-reduce, plus the cross-entropy's small one (3 x 4 B / token)
+  // and the output layer's backward all-reduce.
+  const double expected = 4 * 4 * per_allreduce + per_allreduce + 2.0 * 3 / 4 * 3 * 4 * 1024 + per_allreduce;
+  CHECK(collective_payload(b.tasks, Category::TP, 0) == Approx(expected));
+}
+
+TEST_CASE("sequence parallelism turns each all-reduce into a reduce-scatter and all-gather of the same volume")
+{
+  const auto b = build({{"tp", 4}, {"global_batch", 1}, {"sequence_parallel", true}});
+  const double act = 1024.0 * 1024 * 2;
+  const double half = 3.0 / 4 * act;
+  // Forward: 2 (AG + RS) per layer; backward: 2 x (AG grad + AG input + RS) per layer (the input is gathered again
+  // for the weight gradient, as Megatron-LM does).
+  const double layers = 4 * (4 * half + 6 * half);
+  const double embedding = half + half; // reduce-scatter forward, all-gather backward
+  const double head = half + 2.0 * 3 / 4 * 3 * 4 * 1024 + half;
+  CHECK(collective_payload(b.tasks, Category::TP, 0) == Approx(layers + embedding + head));
+}
+
+TEST_CASE("data-parallel traffic per step is one all-reduce of the rank's gradients")
+{
+  const auto b = build({{"dp", 8}, {"global_batch", 16}});
+  double grads = 0;
+  for (const auto& c : b.tasks.collectives())
+    if (c.category == Category::DP)
+      grads += c.bytes;
+  // fp32 gradients (bf16 training) of every parameter: 4 layers of 12h^2 + 13h, the tied word embedding, the
+  // learned positions (s = h here) and the final norm.
+  const double h = 1024;
+  const double expected_grads = 4.0 * (4 * (12 * h * h + 13 * h) + 32000 * h + 1024 * h + 2 * h);
+  CHECK(grads == Approx(expected_grads).epsilon(1e-6));
+  CHECK(sent(b.tasks)[Category::DP][3] == Approx(2.0 * 7 / 8 * grads));
+}
+
+TEST_CASE("full recomputation adds the forward pass again, selective only the attention core")
+{
+  const auto none = build({{"tp", 2}, {"global_batch", 2}});
+  const auto full = build({{"tp", 2}, {"global_batch", 2}, {"recompute", "full"}});
+  const auto selective = build({{"tp", 2}, {"global_batch", 2}, {"recompute", "selective"}, {"flash_attention", false}});
+  const double layer_forward = compute_time(none.tasks, Category::FORWARD, 0);
+  CHECK(compute_time(none.tasks, Category::RECOMPUTE, 0) == 0.0);
+  // Full recomputation redoes every layer's forward (not the embedding or the output layer).
+  double layers_only = 0;
+  for (const auto& t : none.tasks.tasks())
+    if (t.kind == TaskKind::COMPUTE && t.rank == 0 && t.category == Category::FORWARD && t.layer >= 0)
+      layers_only += t.duration_s;
+  CHECK(compute_time(full.tasks, Category::RECOMPUTE, 0) == Approx(layers_only));
+  CHECK(compute_time(full.tasks, Category::FORWARD, 0) == Approx(layer_forward));
+  CHECK(sent(full.tasks)[Category::TP][0] > sent(none.tasks)[Category::TP][0]); // its all-reduces run again
+  // Selective: per layer and micro-batch, exactly the attention core's forward kernels.
+  const auto programs = sim::workload::build_programs(selective.scenario.model, selective.scenario.plan,
+                                                      selective.scenario.cluster.gpu);
+  double core = 0;
+  for (const auto& step : programs.layer_backward)
+    if (step.recompute)
+      core += step.duration_s;
+  CHECK(core > 0);
+  CHECK(compute_time(selective.tasks, Category::RECOMPUTE, 0) == Approx(4 * 2 * core));
+  CHECK(sent(selective.tasks)[Category::TP][0] == Approx(sent(none.tasks)[Category::TP][0]));
+}
+
+TEST_CASE("ZeRO-3 gathers parameters before each layer's forward and backward and reduce-scatters gradients")
+{
+  const auto b = build({{"dp", 8}, {"global_batch", 16}, {"zero_stage", 3}});
+  std::size_t gathers = 0;
+  std::size_t scatters = 0;
+  for (const auto& c : b.tasks.collectives()) {
+    const auto& label = b.tasks.label_text(c.label);
+    gathers += label == "zero-3 parameter all-gather";
+    scatters += label.find("dp gradient bucket") == 0;
+  }
+  const int items = 4 + 2; // layers, embedding, output layer
+  const int microbatches = 2;
+  CHECK(gathers == static_cast<std::size_t>(2 * items * microbatches));
+  CHECK(scatters >= static_cast<std::size_t>(microbatches)); // every micro-batch's gradients, in buckets
+}
+
+TEST_CASE("the optimizer runs on a 1/dp shard with the distributed optimizer, then parameters are gathered")
+{
+  const auto plain = build({{"dp", 8}, {"global_batch", 8}});
+  const auto sharded = build({{"dp", 8}, {"global_batch", 8}, {"distributed_optimizer", true}});
+  CHECK(compute_time(sharded.tasks, Category::OPTIMIZER, 0) == Approx(compute_time(plain.tasks, Category::OPTIMIZER, 0) / 8));
+  bool gathered = false;
+  for (const auto& c : sharded.tasks.collectives())
+    gathered = gathered || sharded.tasks.label_text(c.label) == "parameter all-gather";
+  CHECK(gathered);
+}
