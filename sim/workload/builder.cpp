@@ -33,7 +33,7 @@ class Builder {
 public:
   Builder(const model::ModelSpec& m, const plan::ParallelPlan& p, const topology::ClusterSpec& cluster,
           const topology::ClusterGraph& graph)
-      : m_(m), p_(p), cluster_(cluster), graph_(graph), programs_(build_programs(m, p, cluster.gpu)),
+      : m_(m), p_(p), cluster_(cluster), graph_(graph), lowering_(graph), programs_(build_programs(m, p, cluster.gpu)),
         counts_(model::count_params(m))
   {
     const int gpus = p.gpus();
@@ -156,7 +156,7 @@ private:
     const std::uint32_t id = g_.add_collective(CollectiveInfo{text, category, static_cast<std::uint8_t>(kind),
                                                               static_cast<std::uint32_t>(ranks.size()), bytes});
     TaskId previous = sync(category, deps, id);
-    for (const CollectivePhase& phase : lower_collective(kind, ranks, bytes, graph_, p_.collective_algorithm)) {
+    for (const CollectivePhase& phase : lowering_.collective(kind, ranks, bytes, p_.collective_algorithm)) {
       if (phase.empty())
         continue;
       std::vector<TaskId> flows;
@@ -254,7 +254,7 @@ private:
     }
   }
 
-  std::vector<Flow> point_to_point(int src, int dst, double bytes) const
+  std::vector<Flow> point_to_point(int src, int dst, double bytes)
   {
     const int per_node = graph_.gpus_per_node;
     const int src_node = src / per_node;
@@ -263,10 +263,10 @@ private:
       const int dst_nic = graph_.nic_of_gpu[static_cast<std::size_t>(dst % per_node)];
       if (graph_.nic_of_gpu[static_cast<std::size_t>(src % per_node)] != dst_nic) {
         const int relay = src_node * per_node + cluster_.node.nics.gpus[static_cast<std::size_t>(dst_nic)].front();
-        return {lower_send(src, relay, bytes, graph_), lower_send(relay, dst, bytes, graph_)};
+        return {lowering_.send(src, relay, bytes), lowering_.send(relay, dst, bytes)};
       }
     }
-    return {lower_send(src, dst, bytes, graph_)};
+    return {lowering_.send(src, dst, bytes)};
   }
 
   std::vector<int> pass_items(int vs, bool forward) const
@@ -493,6 +493,7 @@ private:
   const plan::ParallelPlan& p_;
   const topology::ClusterSpec& cluster_;
   const topology::ClusterGraph& graph_;
+  Lowering lowering_;
   const LayerPrograms programs_;
   const model::ParamCount counts_;
   double act_bytes_ = 0;

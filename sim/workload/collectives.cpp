@@ -19,17 +19,7 @@ constexpr std::array<double, 3> pcie_step_us{1.0, 2.5, 5.7};
 constexpr std::array<double, 3> network_step_us{2.7, 4.0, 9.6};
 constexpr std::array<double, 3> bandwidth_share{0.25, 0.92, 1.0};
 
-enum class Hop { NVLINK, PCIE, NETWORK };
-
-Hop hop_of(const topology::ClusterGraph& g, int a, int b)
-{
-  if (a / g.gpus_per_node != b / g.gpus_per_node)
-    return Hop::NETWORK;
-  for (auto e : topology::route(g, a, b))
-    if (g.graph[e].cls != topology::LinkClass::NVLINK)
-      return Hop::PCIE;
-  return Hop::NVLINK;
-}
+using Hop = Lowering::Hop;
 
 double step_latency_us(Hop hop, Protocol p)
 {
@@ -44,18 +34,33 @@ double step_latency_us(Hop hop, Protocol p)
   return network_step_us[p];
 }
 
-double bottleneck(const topology::ClusterGraph& g, int a, int b)
-{
-  double bw = std::numeric_limits<double>::infinity();
-  for (auto e : topology::route(g, a, b))
-    bw = std::min(bw, g.graph[e].bandwidth * g.graph[e].efficiency);
-  return bw;
-}
-
 int steps_of(CollectiveKind kind, int n) { return kind == CollectiveKind::ALL_REDUCE ? 2 * (n - 1) : n - 1; }
 
+} // namespace
+
+const Lowering::PathInfo& Lowering::path(int a, int b)
+{
+  const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b);
+  const auto [it, inserted] = paths_.try_emplace(key);
+  if (inserted) {
+    PathInfo& info = it->second;
+    const auto links = topology::route(g_, a, b);
+    info.bandwidth = std::numeric_limits<double>::infinity();
+    info.hop = Hop::NVLINK;
+    for (auto e : links) {
+      const auto& l = g_.graph[e];
+      info.bandwidth = std::min(info.bandwidth, l.bandwidth * l.efficiency);
+      if (l.cls != topology::LinkClass::NVLINK)
+        info.hop = std::max(info.hop, l.cls == topology::LinkClass::PCIE || l.cls == topology::LinkClass::CPU
+                                          ? Hop::PCIE
+                                          : Hop::NETWORK);
+    }
+  }
+  return it->second;
+}
+
 // One ring phase: n flows r_i -> r_{i+1}, the protocol NCCL's model finds fastest.
-CollectivePhase ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes, const topology::ClusterGraph& g)
+CollectivePhase Lowering::ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes)
 {
   const int n = static_cast<int>(ranks.size());
   if (n < 2)
@@ -66,9 +71,10 @@ CollectivePhase ring(CollectiveKind kind, const std::vector<int>& ranks, double 
   for (int i = 0; i < n; ++i) {
     const int a = ranks[static_cast<std::size_t>(i)];
     const int b = ranks[static_cast<std::size_t>((i + 1) % n)];
-    hops.push_back(hop_of(g, a, b));
-    all_nvlink = all_nvlink && hops.back() == Hop::NVLINK;
-    edge_bw = std::min(edge_bw, bottleneck(g, a, b));
+    const PathInfo& info = path(a, b);
+    hops.push_back(info.hop);
+    all_nvlink = all_nvlink && info.hop == Hop::NVLINK;
+    edge_bw = std::min(edge_bw, info.bandwidth);
   }
   // NCCL's latency: the ring's steps cross each kind of hop in proportion; the slowest hop kind sets the pace.
   const int steps = steps_of(kind, n);
@@ -94,8 +100,6 @@ CollectivePhase ring(CollectiveKind kind, const std::vector<int>& ranks, double 
   return phase;
 }
 
-} // namespace
-
 double ring_bytes_per_rank(CollectiveKind kind, int n, double bytes)
 {
   const double share = static_cast<double>(n - 1) / n;
@@ -105,9 +109,15 @@ double ring_bytes_per_rank(CollectiveKind kind, int n, double bytes)
 std::vector<CollectivePhase> lower_collective(CollectiveKind kind, const std::vector<int>& ranks, double bytes,
                                               const topology::ClusterGraph& g, CollectiveAlgorithm algorithm)
 {
+  return Lowering(g).collective(kind, ranks, bytes, algorithm);
+}
+
+std::vector<CollectivePhase> Lowering::collective(CollectiveKind kind, const std::vector<int>& ranks, double bytes,
+                                                  CollectiveAlgorithm algorithm)
+{
   std::map<int, std::vector<int>> by_node;
   for (int r : ranks)
-    by_node[r / g.gpus_per_node].push_back(r);
+    by_node[r / g_.gpus_per_node].push_back(r);
   const std::size_t per_node = by_node.begin()->second.size();
   bool uniform = true;
   for (const auto& [node, members] : by_node)
@@ -116,14 +126,14 @@ std::vector<CollectivePhase> lower_collective(CollectiveKind kind, const std::ve
   const bool hierarchical =
       uniform && spans_nodes && (algorithm == CollectiveAlgorithm::AUTO || algorithm == CollectiveAlgorithm::HIERARCHICAL);
   if (!hierarchical)
-    return {ring(kind, ranks, bytes, g)};
+    return {ring(kind, ranks, bytes)};
 
   // Inside each node over the node's share, across nodes per local rank over 1/per_node of the buffer.
   std::vector<CollectivePhase> phases;
   auto intra = [&](CollectiveKind k, double buffer) {
     CollectivePhase phase;
     for (const auto& [node, members] : by_node)
-      for (const Flow& f : ring(k, members, buffer, g))
+      for (const Flow& f : ring(k, members, buffer))
         phase.push_back(f);
     return phase;
   };
@@ -133,7 +143,7 @@ std::vector<CollectivePhase> lower_collective(CollectiveKind kind, const std::ve
       std::vector<int> rail;
       for (const auto& [node, members] : by_node)
         rail.push_back(members[i]);
-      for (const Flow& f : ring(k, rail, buffer, g))
+      for (const Flow& f : ring(k, rail, buffer))
         phase.push_back(f);
     }
     return phase;
@@ -154,9 +164,9 @@ std::vector<CollectivePhase> lower_collective(CollectiveKind kind, const std::ve
   return phases;
 }
 
-Flow lower_send(int src, int dst, double bytes, const topology::ClusterGraph& g)
+Flow Lowering::send(int src, int dst, double bytes)
 {
-  return Flow{src, dst, bytes, (base_latency_us[SIMPLE] + step_latency_us(hop_of(g, src, dst), SIMPLE)) * 1e-6};
+  return Flow{src, dst, bytes, (base_latency_us[SIMPLE] + step_latency_us(path(src, dst).hop, SIMPLE)) * 1e-6};
 }
 
 } // namespace sim::workload

@@ -8,6 +8,8 @@
 #include "topology/cluster_graph.hpp"
 #include "workload/layer_program.hpp"
 
+#include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 namespace sim::workload {
@@ -27,11 +29,33 @@ using CollectivePhase = std::vector<Flow>;
 // Per-rank bytes a ring of n ranks sends for a buffer of `bytes`: 2(n-1)/n (all-reduce) or (n-1)/n.
 double ring_bytes_per_rank(CollectiveKind kind, int n, double bytes);
 
-// `ranks` in ring order (GPU indices); `bytes` is the whole buffer.
+// Lowers collectives and sends on one cluster, remembering what it learnt about each GPU pair's path.
+class Lowering {
+public:
+  explicit Lowering(const topology::ClusterGraph& g) : g_(g) {}
+
+  // `ranks` in ring order (GPU indices); `bytes` is the whole buffer.
+  std::vector<CollectivePhase> collective(CollectiveKind kind, const std::vector<int>& ranks, double bytes,
+                                          CollectiveAlgorithm algorithm);
+  // A point-to-point send as NCCL's send/recv runs it (Simple protocol latency).
+  Flow send(int src, int dst, double bytes);
+
+  enum class Hop { NVLINK, PCIE, NETWORK };
+  struct PathInfo {
+    Hop hop = Hop::NETWORK;
+    double bandwidth = 0; // achievable, of the narrowest link
+  };
+  const PathInfo& path(int a, int b);
+
+private:
+  CollectivePhase ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes);
+
+  const topology::ClusterGraph& g_;
+  std::unordered_map<std::uint64_t, PathInfo> paths_;
+};
+
+// Convenience for one-off use (tests, tools).
 std::vector<CollectivePhase> lower_collective(CollectiveKind kind, const std::vector<int>& ranks, double bytes,
                                               const topology::ClusterGraph& g, CollectiveAlgorithm algorithm);
-
-// A point-to-point send as NCCL's send/recv runs it (Simple protocol latency).
-Flow lower_send(int src, int dst, double bytes, const topology::ClusterGraph& g);
 
 } // namespace sim::workload
