@@ -2,20 +2,27 @@
 // codes (0 ok, 1 bad input, 2 simulation failed, 3 internal error).
 #include "core/input_error.hpp"
 #include "core/log.hpp"
+#include "engine/replay.hpp"
 #include "report/analysis.hpp"
+#include "report/metrics.hpp"
+#include "report/pipeline_view.hpp"
+#include "report/run_report.hpp"
 #include "report/task_report.hpp"
-#include "workload/builder.hpp"
 #include "report/topology_report.hpp"
 #include "scenario/scenario.hpp"
 #include "topology/cluster_graph.hpp"
+#include "workload/builder.hpp"
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
 #include <iostream>
 #include <optional>
+#include <sys/resource.h>
 
 namespace {
 
@@ -55,6 +62,55 @@ int print_analysis(const fs::path& file, const CommonOptions& o)
     std::cout << sim::report::analysis_json(s, a).dump(2) << "\n";
   } else {
     std::cout << sim::report::analysis_text(s, a);
+  }
+  return 0;
+}
+
+double peak_rss_bytes()
+{
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) * 1024.0;
+}
+
+struct RunOptions {
+  std::string out_dir;
+  std::string view;
+};
+
+int simulate(const fs::path& file, const CommonOptions& o, const RunOptions& r)
+{
+  const auto started = std::chrono::steady_clock::now();
+  const auto s = sim::scenario::load_scenario(file, load_options(o));
+  const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
+  sim::topology::check_graph(graph, s.cluster.name);
+  const auto tasks = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph);
+  const auto timeline = sim::engine::replay(tasks, graph);
+  const auto metrics = sim::report::compute_metrics(s, tasks, graph, timeline);
+  sim::report::RunCost cost;
+  cost.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  cost.peak_rss_bytes = peak_rss_bytes();
+  cost.tasks = tasks.size();
+  const auto json = sim::report::run_json(s, metrics, cost);
+  const auto boxes = sim::report::pass_boxes(s, tasks, timeline);
+  if (o.format == "json") {
+    print_warnings(s.warnings);
+    std::cout << json.dump(2) << "\n";
+  } else {
+    std::cout << sim::report::run_text(s, metrics, cost);
+    if (r.view == "pipeline")
+      std::cout << "\n" << sim::report::pipeline_text(s, metrics, boxes);
+  }
+  if (!r.out_dir.empty()) {
+    const fs::path dir = r.out_dir;
+    fs::create_directories(dir);
+    std::ofstream(dir / "report.json") << json.dump(2) << "\n";
+    std::ofstream trace(dir / "trace.json");
+    sim::report::write_trace(trace, s, tasks, graph, timeline);
+    std::ofstream(dir / "timeline.svg") << sim::report::pipeline_svg(s, metrics, boxes);
+    if (o.format != "json")
+      std::cout << "wrote " << (dir / "report.json").string()
+                << ", trace.json (open in ui.perfetto.dev), timeline.svg\n";
   }
   return 0;
 }
@@ -137,8 +193,12 @@ int main(int argc, char** argv)
 
   CommonOptions run_opts;
   std::string run_file;
-  auto* run = app.add_subcommand("run", "Run a scenario (default: scenarios/default.json)");
+  RunOptions run_extra;
+  auto* run = app.add_subcommand("run", "Simulate one training step of a scenario (default: scenarios/default.json)");
   run->add_option("scenario", run_file, "Scenario file");
+  run->add_option("--out", run_extra.out_dir, "Write report.json, trace.json and timeline.svg into this folder");
+  run->add_option("--view", run_extra.view, "Also print a text picture of the pipeline")
+      ->check(CLI::IsMember({"pipeline"}));
   add_common(run, run_opts, {"text", "json"});
 
   CommonOptions memory_opts;
@@ -165,7 +225,8 @@ int main(int argc, char** argv)
   CommonOptions tasks_opts;
   std::string tasks_file;
   std::optional<int> tasks_rank;
-  auto* tasks_cmd = app.add_subcommand("tasks", "The task graph of one training step: counts per rank, or every task as JSON");
+  auto* tasks_cmd =
+      app.add_subcommand("tasks", "The task graph of one training step: counts per rank, or every task as JSON");
   tasks_cmd->add_option("scenario", tasks_file, "Scenario file")->required();
   tasks_cmd->add_option("--rank", tasks_rank, "Only the tasks of this rank");
   add_common(tasks_cmd, tasks_opts, {"text", "json"});
@@ -178,8 +239,15 @@ int main(int argc, char** argv)
         return true;
     return false;
   };
-  if (args.empty() || (args.front()[0] != '-' && !is_subcommand(args.front())))
-    args.insert(args.begin(), "run");
+  const bool has_subcommand = std::any_of(args.begin(), args.end(), is_subcommand);
+  const bool wants_help =
+      std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "-h" || a == "--help"; });
+  if (!has_subcommand && !wants_help) {
+    auto at = args.begin();
+    while (at != args.end() && *at == "--log-level")
+      at = std::next(at, std::min<std::ptrdiff_t>(2, std::distance(at, args.end())));
+    args.insert(at, "run");
+  }
   std::reverse(args.begin(), args.end());
 
   try {
@@ -193,7 +261,7 @@ int main(int argc, char** argv)
     if (*run) {
       const fs::path file =
           run_file.empty() ? fs::path(run_opts.data_dir) / "scenarios" / "default.json" : fs::path(run_file);
-      return print_analysis(file, run_opts);
+      return simulate(file, run_opts, run_extra);
     }
     if (*memory)
       return print_analysis(memory_file, memory_opts);
@@ -206,6 +274,9 @@ int main(int argc, char** argv)
   } catch (const sim::core::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;
+  } catch (const sim::engine::SimulationError& e) {
+    std::cerr << "simulation failed: " << e.what() << "\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "internal error: " << e.what() << "\n";
     return 3;

@@ -33,7 +33,9 @@ inline constexpr std::array<core::Choice<RankOrder>, 6> rank_order_choices{
 enum class CollectiveAlgorithm { AUTO, RING, HIERARCHICAL };
 
 inline constexpr std::array<core::Choice<CollectiveAlgorithm>, 3> collective_algorithm_choices{
-    {{"auto", CollectiveAlgorithm::AUTO}, {"ring", CollectiveAlgorithm::RING}, {"hierarchical", CollectiveAlgorithm::HIERARCHICAL}}};
+    {{"auto", CollectiveAlgorithm::AUTO},
+     {"ring", CollectiveAlgorithm::RING},
+     {"hierarchical", CollectiveAlgorithm::HIERARCHICAL}}};
 
 // Only 16-bit mixed precision is planned for (weights and activations in 16 bits, fp32 master weights).
 inline constexpr std::array<core::Choice<hardware::Precision>, 2> training_precision_choices{

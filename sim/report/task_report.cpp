@@ -12,10 +12,19 @@ using workload::Category;
 using workload::Task;
 using workload::TaskKind;
 
-std::string kind_name(TaskKind k) { return std::string(core::choice_name(k, workload::task_kind_choices)); }
-std::string category_name(Category c) { return std::string(core::choice_name(c, workload::category_choices)); }
+std::string kind_name(TaskKind k)
+{
+  return std::string(core::choice_name(k, workload::task_kind_choices));
+}
+std::string category_name(Category c)
+{
+  return std::string(core::choice_name(c, workload::category_choices));
+}
 
-bool involves(const Task& t, int rank) { return t.rank == rank || t.peer == rank; }
+bool involves(const Task& t, int rank)
+{
+  return t.rank == rank || t.peer == rank;
+}
 
 } // namespace
 
@@ -60,8 +69,8 @@ std::string task_summary_text(const workload::TaskGraph& g, std::optional<int> r
     out += fmt::format("{:<10} {:<10} {:>12} {:>14} {:>14}\n", kind_name(key.first), category_name(key.second),
                        totals.tasks, key.first == TaskKind::COMPUTE ? core::format_time(totals.seconds) : "",
                        key.first == TaskKind::TRANSFER ? core::format_bytes(totals.bytes) : "");
-  out += fmt::format("\n{:>6} {:>6} {:>9} {:>13} {:>8} {:>12} {:>12} {:>12}\n", "rank", "stage", "compute", "compute time",
-                     "sends", "tp bytes", "pp bytes", "dp bytes");
+  out += fmt::format("\n{:>6} {:>6} {:>9} {:>13} {:>8} {:>12} {:>12} {:>12}\n", "rank", "stage", "compute",
+                     "compute time", "sends", "tp bytes", "pp bytes", "dp bytes");
   std::size_t shown = 0;
   for (const auto& [r, t] : by_rank) {
     if (!rank && shown++ == 32) {

@@ -30,7 +30,7 @@ constexpr int embedding_item = -1;
 constexpr int head_item = -2;
 
 class Builder {
-public:
+ public:
   Builder(const model::ModelSpec& m, const plan::ParallelPlan& p, const topology::ClusterSpec& cluster,
           const topology::ClusterGraph& graph)
       : m_(m), p_(p), cluster_(cluster), graph_(graph), lowering_(graph), programs_(build_programs(m, p, cluster.gpu)),
@@ -73,7 +73,7 @@ public:
     return std::move(g_);
   }
 
-private:
+ private:
   int rank(int t, int d, int s) const { return plan::rank_of(p_, plan::RankCoords{t, d, s}); }
   int last_virtual_stage() const { return p_.chunks() - 1; }
   bool sharded_optimizer() const { return p_.zero_stage >= 1 || p_.distributed_optimizer; }

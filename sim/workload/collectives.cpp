@@ -34,7 +34,10 @@ double step_latency_us(Hop hop, Protocol p)
   return network_step_us[p];
 }
 
-int steps_of(CollectiveKind kind, int n) { return kind == CollectiveKind::ALL_REDUCE ? 2 * (n - 1) : n - 1; }
+int steps_of(CollectiveKind kind, int n)
+{
+  return kind == CollectiveKind::ALL_REDUCE ? 2 * (n - 1) : n - 1;
+}
 
 } // namespace
 
@@ -51,9 +54,9 @@ const Lowering::PathInfo& Lowering::path(int a, int b)
       const auto& l = g_.graph[e];
       info.bandwidth = std::min(info.bandwidth, l.bandwidth * l.efficiency);
       if (l.cls != topology::LinkClass::NVLINK)
-        info.hop = std::max(info.hop, l.cls == topology::LinkClass::PCIE || l.cls == topology::LinkClass::CPU
-                                          ? Hop::PCIE
-                                          : Hop::NETWORK);
+        info.hop =
+            std::max(info.hop, l.cls == topology::LinkClass::PCIE || l.cls == topology::LinkClass::CPU ? Hop::PCIE
+                                                                                                       : Hop::NETWORK);
     }
   }
   return it->second;
@@ -123,8 +126,8 @@ std::vector<CollectivePhase> Lowering::collective(CollectiveKind kind, const std
   for (const auto& [node, members] : by_node)
     uniform = uniform && members.size() == per_node;
   const bool spans_nodes = by_node.size() > 1 && per_node > 1;
-  const bool hierarchical =
-      uniform && spans_nodes && (algorithm == CollectiveAlgorithm::AUTO || algorithm == CollectiveAlgorithm::HIERARCHICAL);
+  const bool hierarchical = uniform && spans_nodes &&
+                            (algorithm == CollectiveAlgorithm::AUTO || algorithm == CollectiveAlgorithm::HIERARCHICAL);
   if (!hierarchical)
     return {ring(kind, ranks, bytes)};
 

@@ -31,7 +31,7 @@ double ring_bytes_per_rank(CollectiveKind kind, int n, double bytes);
 
 // Lowers collectives and sends on one cluster, remembering what it learnt about each GPU pair's path.
 class Lowering {
-public:
+ public:
   explicit Lowering(const topology::ClusterGraph& g) : g_(g) {}
 
   // `ranks` in ring order (GPU indices); `bytes` is the whole buffer.
@@ -47,7 +47,7 @@ public:
   };
   const PathInfo& path(int a, int b);
 
-private:
+ private:
   CollectivePhase ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes);
 
   const topology::ClusterGraph& g_;

@@ -41,7 +41,7 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p)
 }
 
 class Costing {
-public:
+ public:
   Costing(const hardware::GpuSpec& gpu, hardware::Precision precision) : gpu_(gpu), precision_(precision) {}
 
   Step compute(std::string label, const std::vector<Kernel>& kernels, bool recompute = false) const
@@ -57,7 +57,7 @@ public:
     return s;
   }
 
-private:
+ private:
   const hardware::GpuSpec& gpu_;
   hardware::Precision precision_;
 };
@@ -113,7 +113,8 @@ std::vector<Kernel> core_backward(const Shape& x)
     return {k};
   }
   const double scores = x.b * heads * x.s * x.s;
-  std::vector<Kernel> ks{gemm("context dgrad", x.s, x.s, x.d, x.b * heads), gemm("context wgrad", x.s, x.d, x.s, x.b * heads)};
+  std::vector<Kernel> ks{gemm("context dgrad", x.s, x.s, x.d, x.b * heads),
+                         gemm("context wgrad", x.s, x.d, x.s, x.b * heads)};
   if (x.dropout)
     ks.push_back(memory_bound("attention dropout backward", (e + 1.0 + e) * scores));
   ks.push_back(memory_bound("softmax backward", 3.0 * e * scores));
@@ -127,8 +128,14 @@ std::vector<Kernel> residual(const Shape& x, const char* name)
   return {memory_bound(name, 3.0 * e * x.Tsp * x.h + (x.dropout ? x.Tsp * x.h : 0.0))};
 }
 
-Kernel norm(const Shape& x, const char* name) { return memory_bound(name, 2.0 * e * x.Tsp * x.h); }
-Kernel norm_backward(const Shape& x, const char* name) { return memory_bound(name, 3.0 * e * x.Tsp * x.h); }
+Kernel norm(const Shape& x, const char* name)
+{
+  return memory_bound(name, 2.0 * e * x.Tsp * x.h);
+}
+Kernel norm_backward(const Shape& x, const char* name)
+{
+  return memory_bound(name, 3.0 * e * x.Tsp * x.h);
+}
 
 std::vector<Kernel> qkv_to_projection(const Shape& x)
 {
@@ -193,7 +200,8 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
                                      memory_bound("activation backward", (x.gated ? 5.0 : 3.0) * e * x.T * x.f / x.t)};
   const Kernel fc1_dgrad = gemm("fc1 dgrad", x.T, x.h, x.f1 / x.t);
   const Kernel fc1_wgrad = gemm("fc1 wgrad", x.h, x.f1 / x.t, x.T);
-  std::vector<Kernel> attn_back{gemm("projection dgrad", x.T, x.q / x.t, x.h), gemm("projection wgrad", x.q / x.t, x.h, x.T)};
+  std::vector<Kernel> attn_back{gemm("projection dgrad", x.T, x.q / x.t, x.h),
+                                gemm("projection wgrad", x.q / x.t, x.h, x.T)};
   for (auto& k : core_backward(x))
     attn_back.push_back(k);
   if (x.rope)
@@ -273,8 +281,8 @@ Program head_forward(const Shape& x, const Costing& c)
   Program p{c.compute("final norm", {norm(x, "final norm")})};
   if (x.sp)
     p.push_back(collective("output all-gather", CollectiveKind::ALL_GATHER, x.T * x.h * e));
-  p.push_back(c.compute("logits", {gemm("logits", x.T, x.vocab / x.t, x.h),
-                                   memory_bound("cross entropy", e * logits + 4.0 * logits)}));
+  p.push_back(c.compute(
+      "logits", {gemm("logits", x.T, x.vocab / x.t, x.h), memory_bound("cross entropy", e * logits + 4.0 * logits)}));
   if (x.t > 1) // the vocabulary-parallel cross entropy's max, sum and target logit
     p.push_back(collective("cross-entropy all-reduce", CollectiveKind::ALL_REDUCE, 3.0 * 4.0 * x.T));
   return p;

@@ -12,7 +12,7 @@ enum class Pass { FORWARD, BACKWARD };
 
 struct PassRef {
   Pass pass = Pass::FORWARD;
-  int chunk = 0;      // model chunk on this stage (0 unless interleaved)
+  int chunk = 0; // model chunk on this stage (0 unless interleaved)
   int microbatch = 0;
   bool operator==(const PassRef&) const = default;
 };
@@ -21,6 +21,9 @@ struct PassRef {
 std::vector<PassRef> stage_order(const plan::ParallelPlan& p, int stage);
 
 // The virtual stage (position along the whole pipeline) of a chunk on a stage: chunk * pp + stage.
-inline int virtual_stage(const plan::ParallelPlan& p, int stage, int chunk) { return chunk * p.pp + stage; }
+inline int virtual_stage(const plan::ParallelPlan& p, int stage, int chunk)
+{
+  return chunk * p.pp + stage;
+}
 
 } // namespace sim::workload

@@ -62,7 +62,7 @@ struct CollectiveInfo {
 };
 
 class TaskGraph {
-public:
+ public:
   TaskId add(const Task& task);
   void depend(TaskId task, TaskId on) { edges_.push_back({on, task}); }
   std::uint32_t label(const std::string& text);
@@ -83,7 +83,7 @@ public:
   int gpus = 0;
   TaskId step_end = no_task; // depends on everything
 
-private:
+ private:
   std::vector<Task> tasks_;
   std::vector<std::pair<TaskId, TaskId>> edges_; // (from, to) until finalize
   std::vector<std::uint32_t> dep_offsets_, succ_offsets_;

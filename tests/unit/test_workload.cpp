@@ -45,7 +45,7 @@ sim::plan::ParallelPlan plan_of(int pp, int m, sim::plan::Schedule schedule, int
 
 nlohmann::json tiny_model(int layers = 4)
 {
-  return {{"schema", "model/v1"}, {"name", "tiny"},      {"num_layers", layers}, {"hidden_size", 1024},
+  return {{"schema", "model/v1"},      {"name", "tiny"},      {"num_layers", layers}, {"hidden_size", 1024},
           {"num_attention_heads", 16}, {"vocab_size", 32000}, {"seq_length", 1024}};
 }
 
@@ -82,7 +82,8 @@ double collective_payload(const sim::workload::TaskGraph& g, Category category, 
   std::set<std::uint32_t> seen;
   double bytes = 0;
   for (const auto& t : g.tasks()) {
-    if (t.kind != TaskKind::TRANSFER || t.category != category || t.rank != rank || t.collective == sim::workload::no_task)
+    if (t.kind != TaskKind::TRANSFER || t.category != category || t.rank != rank ||
+        t.collective == sim::workload::no_task)
       continue;
     if (!seen.insert(t.collective).second)
       continue;
@@ -178,7 +179,8 @@ TEST_CASE("every GPU of a stage runs the same compute")
       ++per_rank[t.rank];
   REQUIRE(per_rank.size() == 8);
   for (int r = 0; r < 8; ++r)
-    CHECK(per_rank[r] == per_rank[sim::plan::rank_of(b.scenario.plan, {0, 0, sim::plan::coords_of(b.scenario.plan, r).pp})]);
+    CHECK(per_rank[r] ==
+          per_rank[sim::plan::rank_of(b.scenario.plan, {0, 0, sim::plan::coords_of(b.scenario.plan, r).pp})]);
 }
 
 TEST_CASE("a ring collective sends 2(n-1)/n of the buffer per rank for all-reduce and (n-1)/n otherwise")
@@ -215,8 +217,8 @@ TEST_CASE("a data-parallel group with several GPUs on each node reduces hierarch
   const auto phases = sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, ranks, 8e9, g,
                                                       sim::plan::CollectiveAlgorithm::AUTO);
   REQUIRE(phases.size() == 3);
-  CHECK(phases[0].size() == 8);                        // reduce-scatter inside both nodes
-  CHECK(phases[1].size() == 8);                        // four rails of two nodes
+  CHECK(phases[0].size() == 8);                       // reduce-scatter inside both nodes
+  CHECK(phases[1].size() == 8);                       // four rails of two nodes
   CHECK(phases[1][0].bytes == Approx(2.0 / 2 * 2e9)); // all-reduce of a quarter of the buffer
   CHECK(phases[2].size() == 8);
   const auto flat = sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, ranks, 8e9, g,
@@ -267,7 +269,8 @@ TEST_CASE("full recomputation adds the forward pass again, selective only the at
 {
   const auto none = build({{"tp", 2}, {"global_batch", 2}});
   const auto full = build({{"tp", 2}, {"global_batch", 2}, {"recompute", "full"}});
-  const auto selective = build({{"tp", 2}, {"global_batch", 2}, {"recompute", "selective"}, {"flash_attention", false}});
+  const auto selective =
+      build({{"tp", 2}, {"global_batch", 2}, {"recompute", "selective"}, {"flash_attention", false}});
   const double layer_forward = compute_time(none.tasks, Category::FORWARD, 0);
   CHECK(compute_time(none.tasks, Category::RECOMPUTE, 0) == 0.0);
   // Full recomputation redoes every layer's forward (not the embedding or the output layer).
@@ -279,8 +282,8 @@ TEST_CASE("full recomputation adds the forward pass again, selective only the at
   CHECK(compute_time(full.tasks, Category::FORWARD, 0) == Approx(layer_forward));
   CHECK(sent(full.tasks)[Category::TP][0] > sent(none.tasks)[Category::TP][0]); // its all-reduces run again
   // Selective: per layer and micro-batch, exactly the attention core's forward kernels.
-  const auto programs = sim::workload::build_programs(selective.scenario.model, selective.scenario.plan,
-                                                      selective.scenario.cluster.gpu);
+  const auto programs =
+      sim::workload::build_programs(selective.scenario.model, selective.scenario.plan, selective.scenario.cluster.gpu);
   double core = 0;
   for (const auto& step : programs.layer_backward)
     if (step.recompute)
@@ -310,7 +313,8 @@ TEST_CASE("the optimizer runs on a 1/dp shard with the distributed optimizer, th
 {
   const auto plain = build({{"dp", 8}, {"global_batch", 8}});
   const auto sharded = build({{"dp", 8}, {"global_batch", 8}, {"distributed_optimizer", true}});
-  CHECK(compute_time(sharded.tasks, Category::OPTIMIZER, 0) == Approx(compute_time(plain.tasks, Category::OPTIMIZER, 0) / 8));
+  CHECK(compute_time(sharded.tasks, Category::OPTIMIZER, 0) ==
+        Approx(compute_time(plain.tasks, Category::OPTIMIZER, 0) / 8));
   bool gathered = false;
   for (const auto& c : sharded.tasks.collectives())
     gathered = gathered || sharded.tasks.label_text(c.label) == "parameter all-gather";

@@ -1,0 +1,190 @@
+#include "engine/replay.hpp"
+
+#include "engine/platform.hpp"
+
+#include <deque>
+#include <fmt/format.h>
+#include <simgrid/kernel/Timer.hpp>
+#include <unordered_map>
+#include <xbt/log.h>
+
+namespace sim::engine {
+namespace sg4 = simgrid::s4u;
+using workload::TaskId;
+using workload::TaskKind;
+
+namespace {
+
+constexpr double host_speed = 1e9; // the platform's GPU hosts run durations as flops at this rate
+
+class Replayer {
+ public:
+  Replayer(const workload::TaskGraph& g, const topology::ClusterGraph& cluster)
+      : g_(g), cluster_(cluster), platform_(build_platform(cluster))
+  {
+    const std::size_t n = g.size();
+    pending_.resize(n);
+    timeline_.tasks.resize(n);
+    running_.resize(n);
+    ids_.resize(n);
+    timeline_.link_bytes_forward.assign(boost::num_edges(cluster.graph), 0.0);
+    timeline_.link_bytes_backward.assign(boost::num_edges(cluster.graph), 0.0);
+    for (TaskId t = 0; t < n; ++t) {
+      ids_[t] = t;
+      pending_[t] = static_cast<std::uint32_t>(g.dependencies(t).size());
+      if (pending_[t] == 0)
+        ready_.push_back(t);
+    }
+  }
+
+  Timeline run()
+  {
+    sg4::Activity::on_completion_cb([this](const sg4::Activity& a) {
+      const TaskId* id = a.get_data<TaskId>();
+      if (id == nullptr)
+        return;
+      released_.clear(); // activities that completed before this one: safe to drop now
+      finish(*id);
+      drain();
+    });
+    drain();
+    sg4::Engine::get_instance()->run();
+    check_complete();
+    timeline_.step_time_s = timeline_.tasks[g_.step_end].end_s;
+    return std::move(timeline_);
+  }
+
+ private:
+  void drain()
+  {
+    const double now = sg4::Engine::get_clock();
+    while (!ready_.empty()) {
+      const TaskId t = ready_.front();
+      ready_.pop_front();
+      const workload::Task& task = g_[t];
+      timeline_.tasks[t].start_s = now;
+      switch (task.kind) {
+        case TaskKind::SYNC:
+          finish(t);
+          break;
+        case TaskKind::COMPUTE:
+          if (task.duration_s > 0)
+            launch_compute(t, task);
+          else
+            finish(t);
+          break;
+        case TaskKind::TRANSFER:
+          simgrid::kernel::timer::Timer::set(now + task.latency_s, [this, t]() {
+            launch_transfer(t);
+            drain();
+          });
+          break;
+      }
+    }
+  }
+
+  void launch_compute(TaskId t, const workload::Task& task)
+  {
+    sg4::ExecPtr exec = sg4::Exec::init();
+    exec->set_flops_amount(task.duration_s * host_speed);
+    exec->set_host(platform_.gpu[static_cast<std::size_t>(task.rank)]);
+    exec->set_data(&ids_[t]);
+    exec->start();
+    running_[t] = exec;
+  }
+
+  void launch_transfer(TaskId t)
+  {
+    const workload::Task& task = g_[t];
+    if (task.bytes <= 0 || task.rank == task.peer) {
+      finish(t);
+      return;
+    }
+    sg4::CommPtr comm = sg4::Comm::sendto_init(platform_.gpu[static_cast<std::size_t>(task.rank)],
+                                               platform_.gpu[static_cast<std::size_t>(task.peer)]);
+    comm->set_payload_size(static_cast<std::uint64_t>(task.bytes));
+    comm->set_data(&ids_[t]);
+    comm->vetoable_start();
+    running_[t] = comm;
+  }
+
+  void finish(TaskId t)
+  {
+    const workload::Task& task = g_[t];
+    timeline_.tasks[t].end_s = sg4::Engine::get_clock();
+    if (running_[t]) {
+      released_.push_back(std::move(running_[t]));
+      running_[t] = nullptr;
+    }
+    if (task.kind == TaskKind::TRANSFER)
+      account(task);
+    ++finished_;
+    for (TaskId s : g_.successors(t))
+      if (--pending_[s] == 0)
+        ready_.push_back(s);
+  }
+
+  // Own bookkeeping of the bytes on each link (exact, unlike SimGrid's link-load plugin).
+  void account(const workload::Task& task)
+  {
+    if (task.rank == task.peer)
+      return;
+    const std::uint64_t key = (static_cast<std::uint64_t>(task.rank) << 32) | static_cast<std::uint32_t>(task.peer);
+    auto it = routes_.find(key);
+    if (it == routes_.end()) {
+      const auto path = topology::route(cluster_, task.rank, task.peer);
+      const auto forward = topology::link_directions(cluster_, cluster_.gpu[static_cast<std::size_t>(task.rank)], path);
+      std::vector<std::pair<std::size_t, bool>> links;
+      for (std::size_t k = 0; k < path.size(); ++k)
+        links.emplace_back(cluster_.graph[path[k]].id, forward[k]);
+      it = routes_.emplace(key, std::move(links)).first;
+    }
+    for (const auto& [id, forward] : it->second)
+      (forward ? timeline_.link_bytes_forward : timeline_.link_bytes_backward)[id] += task.bytes;
+  }
+
+  void check_complete() const
+  {
+    if (finished_ == g_.size())
+      return;
+    std::string stuck;
+    int shown = 0;
+    for (TaskId t = 0; t < g_.size() && shown < 5; ++t) {
+      if (timeline_.tasks[t].end_s >= 0 || pending_[t] != 0)
+        continue;
+      const auto& task = g_[t];
+      stuck += fmt::format("{}task {} ({} on rank {}, stage {}, micro-batch {}, {})", shown ? "; " : "", t,
+                           core::choice_name(task.kind, workload::task_kind_choices), task.rank, task.stage,
+                           task.microbatch, task.kind == TaskKind::SYNC ? "sync" : g_.label_text(task.label));
+      ++shown;
+    }
+    throw SimulationError(
+        fmt::format("the simulation stalled: {} of {} tasks never finished{}{}", g_.size() - finished_, g_.size(),
+                    stuck.empty() ? " (a dependency cycle)" : "; first started but unfinished: ", stuck));
+  }
+
+  const workload::TaskGraph& g_;
+  const topology::ClusterGraph& cluster_;
+  Platform platform_;
+  std::vector<std::uint32_t> pending_;
+  std::vector<sg4::ActivityPtr> running_;
+  std::vector<sg4::ActivityPtr> released_;
+  std::vector<TaskId> ids_;
+  std::deque<TaskId> ready_;
+  std::size_t finished_ = 0;
+  std::unordered_map<std::uint64_t, std::vector<std::pair<std::size_t, bool>>> routes_;
+  Timeline timeline_;
+};
+
+} // namespace
+
+Timeline replay(const workload::TaskGraph& tasks, const topology::ClusterGraph& cluster)
+{
+  xbt_log_control_set("root.thresh:critical");
+  sg4::Engine engine("simtrain");
+  configure_network_model();
+  Replayer replayer(tasks, cluster);
+  return replayer.run();
+}
+
+} // namespace sim::engine

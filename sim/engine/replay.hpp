@@ -1,0 +1,35 @@
+// Replays a task graph on the SimGrid platform: compute tasks run on their GPU host, transfers wait their latency
+// and then share links max-min fairly with everything else in flight, syncs join. Records when every task ran and
+// the bytes each link carried.
+#pragma once
+
+#include "topology/cluster_graph.hpp"
+#include "workload/task_graph.hpp"
+
+#include <stdexcept>
+#include <vector>
+
+namespace sim::engine {
+
+struct TaskTiming {
+  double start_s = -1; // compute: kernel start; transfer: issue (its flow starts latency_s later); sync: when reached
+  double end_s = -1;
+};
+
+struct Timeline {
+  std::vector<TaskTiming> tasks;          // by task id
+  std::vector<double> link_bytes_forward; // per graph link id, from the link's `from` end to its `to` end
+  std::vector<double> link_bytes_backward;
+  double step_time_s = 0;
+};
+
+// The simulation could not finish (a dependency cycle, or a task that never completed).
+class SimulationError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// One simulation per process (SimGrid allows one engine per process).
+Timeline replay(const workload::TaskGraph& tasks, const topology::ClusterGraph& cluster);
+
+} // namespace sim::engine

@@ -1,0 +1,294 @@
+#include "report/metrics.hpp"
+
+#include "model/flops.hpp"
+#include "plan/plan_reader.hpp"
+
+#include <algorithm>
+#include <functional>
+
+namespace sim::report {
+namespace {
+
+using workload::Category;
+using workload::TaskId;
+using workload::TaskKind;
+
+// Per GPU, its compute tasks in the order they ran.
+std::vector<std::vector<TaskId>> compute_by_gpu(const workload::TaskGraph& g, const engine::Timeline& tl)
+{
+  std::vector<std::vector<TaskId>> out(static_cast<std::size_t>(g.gpus));
+  for (TaskId t = 0; t < g.size(); ++t)
+    if (g[t].kind == TaskKind::COMPUTE)
+      out[static_cast<std::size_t>(g[t].rank)].push_back(t);
+  for (auto& v : out)
+    std::sort(v.begin(), v.end(), [&tl](TaskId a, TaskId b) { return tl.tasks[a].start_s < tl.tasks[b].start_s; });
+  return out;
+}
+
+class Attribution {
+ public:
+  Attribution(const workload::TaskGraph& g, const engine::Timeline& tl) : g_(g), tl_(tl) {}
+
+  // Splits the idle gap [from, to) before `task` by what the task was waiting for.
+  void gap(TaskId task, double from, double to, Breakdown& b) const
+  {
+    if (to <= from)
+      return;
+    blame(latest_dependency(task), from, to, b, 0);
+  }
+
+ private:
+  TaskId latest_dependency(TaskId t) const
+  {
+    TaskId best = workload::no_task;
+    for (TaskId d : g_.dependencies(t))
+      if (best == workload::no_task || tl_.tasks[d].end_s > tl_.tasks[best].end_s)
+        best = d;
+    return best;
+  }
+
+  void blame(TaskId d, double from, double to, Breakdown& b, int depth) const
+  {
+    if (d == workload::no_task || depth > 8) {
+      b.bubble += to - from;
+      return;
+    }
+    const auto& task = g_[d];
+    if (task.kind == TaskKind::SYNC && task.collective != workload::no_task) {
+      // Waiting for a collective: exposed for as long as it ran, the rest is waiting for it to start.
+      const double started = tl_.tasks[collective_start(d)].end_s;
+      const double exposed_from = std::max(from, started);
+      add(task.category, to - exposed_from, b);
+      if (exposed_from > from)
+        blame(latest_dependency(collective_start(d)), from, exposed_from, b, depth + 1);
+      return;
+    }
+    if (task.kind == TaskKind::TRANSFER) {
+      const double issued = tl_.tasks[d].start_s;
+      const double exposed_from = std::max(from, issued);
+      add(task.category, to - exposed_from, b);
+      if (exposed_from > from)
+        b.bubble += exposed_from - from; // the sender had not finished yet
+      return;
+    }
+    if (task.kind == TaskKind::SYNC) {
+      blame(latest_dependency(d), from, to, b, depth + 1);
+      return;
+    }
+    b.bubble += to - from; // waiting for compute elsewhere
+  }
+
+  // The first sync of a collective (its flows depend on it).
+  TaskId collective_start(TaskId end) const
+  {
+    TaskId t = end;
+    for (int i = 0; i < 16; ++i) {
+      const TaskId d = latest_dependency(t);
+      if (d == workload::no_task || g_[d].collective != g_[end].collective)
+        return t;
+      t = d;
+    }
+    return t;
+  }
+
+  static void add(Category c, double seconds, Breakdown& b)
+  {
+    switch (c) {
+      case Category::TP:
+        b.tp_exposed += seconds;
+        break;
+      case Category::PP:
+        b.pp_exposed += seconds;
+        break;
+      case Category::DP:
+        b.dp_exposed += seconds;
+        break;
+      default:
+        b.bubble += seconds;
+    }
+  }
+
+  const workload::TaskGraph& g_;
+  const engine::Timeline& tl_;
+};
+
+std::string class_name(topology::LinkClass c)
+{
+  return std::string(core::choice_name(c, topology::link_class_choices));
+}
+
+} // namespace
+
+Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& g,
+                        const topology::ClusterGraph& cluster, const engine::Timeline& tl)
+{
+  const auto& p = s.plan;
+  Metrics m;
+  m.step_time_s = tl.step_time_s;
+  const double tokens = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_length);
+  m.tokens_per_s = tokens / m.step_time_s;
+  const auto flops =
+      model::step_flops(s.model, static_cast<double>(p.seq_length), static_cast<double>(p.global_batch), p.recompute);
+  m.model_flops = flops.model();
+  m.hardware_flops = flops.hardware();
+  const double peak = s.cluster.gpu.peak(p.precision).value_or(0.0);
+  m.tflops_per_gpu = m.model_flops / m.step_time_s / s.gpus / 1e12;
+  m.mfu = m.model_flops / m.step_time_s / s.gpus / peak;
+  m.hfu = m.hardware_flops / m.step_time_s / s.gpus / peak;
+  m.memory = memory::estimate_memory(s.model, p, s.cluster.gpu);
+
+  const double microbatches = static_cast<double>(p.microbatches());
+  m.bubble_theory = (p.pp - 1) / (microbatches + p.pp - 1);
+  if (p.schedule == plan::Schedule::INTERLEAVED)
+    m.bubble_theory = (p.pp - 1) / (microbatches * p.virtual_stages + p.pp - 1);
+
+  // The pipeline phase ends with the last backward pass anywhere.
+  for (TaskId t = 0; t < g.size(); ++t)
+    if (g[t].kind == TaskKind::COMPUTE && g[t].category != Category::OPTIMIZER)
+      m.pipeline_time_s = std::max(m.pipeline_time_s, tl.tasks[t].end_s);
+
+  // Per GPU: compute time by category, and the gaps between compute tasks attributed to what they waited for.
+  const auto by_gpu = compute_by_gpu(g, tl);
+  const Attribution attribution(g, tl);
+  std::vector<Breakdown> per_gpu(static_cast<std::size_t>(g.gpus));
+  std::vector<double> last_kernel_end(static_cast<std::size_t>(g.gpus), 0.0);
+  for (int r = 0; r < g.gpus; ++r) {
+    Breakdown& b = per_gpu[static_cast<std::size_t>(r)];
+    double& cursor = last_kernel_end[static_cast<std::size_t>(r)];
+    for (TaskId t : by_gpu[static_cast<std::size_t>(r)]) {
+      attribution.gap(t, cursor, tl.tasks[t].start_s, b);
+      const double d = tl.tasks[t].end_s - tl.tasks[t].start_s;
+      (g[t].category == Category::OPTIMIZER ? b.optimizer : b.compute) += d;
+      cursor = std::max(cursor, tl.tasks[t].end_s);
+    }
+  }
+  // After its last kernel a GPU may still take part in collectives (a parameter all-gather), then idles until the
+  // step ends: the last transfer it sends or receives tells which.
+  std::vector<double> last_comm(static_cast<std::size_t>(g.gpus), 0.0);
+  std::vector<Category> last_comm_category(static_cast<std::size_t>(g.gpus), Category::DP);
+  for (TaskId t = 0; t < g.size(); ++t) {
+    if (g[t].kind != TaskKind::TRANSFER)
+      continue;
+    for (int r : {g[t].rank, g[t].peer})
+      if (tl.tasks[t].end_s > last_comm[static_cast<std::size_t>(r)]) {
+        last_comm[static_cast<std::size_t>(r)] = tl.tasks[t].end_s;
+        last_comm_category[static_cast<std::size_t>(r)] = g[t].category;
+      }
+  }
+  for (int r = 0; r < g.gpus; ++r) {
+    Breakdown& b = per_gpu[static_cast<std::size_t>(r)];
+    const double busy_until = last_kernel_end[static_cast<std::size_t>(r)];
+    const double comm_until = std::max(busy_until, std::min(last_comm[static_cast<std::size_t>(r)], m.step_time_s));
+    const double trailing = comm_until - busy_until;
+    if (last_comm_category[static_cast<std::size_t>(r)] == Category::PP)
+      b.pp_exposed += trailing;
+    else if (last_comm_category[static_cast<std::size_t>(r)] == Category::TP)
+      b.tp_exposed += trailing;
+    else
+      b.dp_exposed += trailing;
+    b.bubble += m.step_time_s - comm_until;
+  }
+  for (const Breakdown& b : per_gpu) {
+    m.breakdown.compute += b.compute / g.gpus;
+    m.breakdown.tp_exposed += b.tp_exposed / g.gpus;
+    m.breakdown.pp_exposed += b.pp_exposed / g.gpus;
+    m.breakdown.dp_exposed += b.dp_exposed / g.gpus;
+    m.breakdown.bubble += b.bubble / g.gpus;
+    m.breakdown.optimizer += b.optimizer / g.gpus;
+  }
+
+  // Bubble per stage: the idle fraction of the pipeline phase on the stage's first GPU, counting its passes'
+  // compute and their blocking tensor-parallel collectives as busy.
+  for (int stage = 0; stage < p.pp; ++stage) {
+    StageMetrics st;
+    st.stage = stage;
+    st.rank = plan::rank_of(p, {0, 0, stage});
+    st.breakdown = per_gpu[static_cast<std::size_t>(st.rank)];
+    double busy = 0;
+    double cursor = 0;
+    for (TaskId t : by_gpu[static_cast<std::size_t>(st.rank)]) {
+      if (g[t].category == Category::OPTIMIZER)
+        continue;
+      Breakdown gap;
+      attribution.gap(t, cursor, std::min(tl.tasks[t].start_s, m.pipeline_time_s), gap);
+      busy += gap.tp_exposed + std::min(tl.tasks[t].end_s, m.pipeline_time_s) -
+              std::min(tl.tasks[t].start_s, m.pipeline_time_s);
+      cursor = tl.tasks[t].end_s;
+    }
+    st.pipeline_busy_s = busy;
+    st.bubble = m.pipeline_time_s > 0 ? 1.0 - busy / m.pipeline_time_s : 0.0;
+    m.bubble_mean += st.bubble / p.pp;
+    m.per_stage.push_back(st);
+  }
+
+  // Links: traffic and utilisation per class.
+  const auto& graph = cluster.graph;
+  std::map<std::string, std::vector<BusyLink>> candidates;
+  std::map<std::string, double> capacity;
+  for (auto [e, end] = boost::edges(graph); e != end; ++e) {
+    const auto& l = graph[*e];
+    const std::string cls = class_name(l.cls);
+    const double bytes = tl.link_bytes_forward[l.id] + tl.link_bytes_backward[l.id];
+    auto& c = m.links[cls];
+    ++c.links;
+    c.bytes += bytes;
+    capacity[cls] += 2.0 * l.bandwidth;
+    if (bytes > 0)
+      candidates[cls].push_back({cluster.link_name(*e), bytes, bytes / (2.0 * l.bandwidth * m.step_time_s)});
+  }
+  for (auto& [cls, c] : m.links) {
+    c.avg_util = c.bytes / (capacity[cls] * m.step_time_s);
+    auto& list = candidates[cls];
+    std::sort(list.begin(), list.end(), [](const BusyLink& a, const BusyLink& b) {
+      return a.bytes != b.bytes ? a.bytes > b.bytes : a.name < b.name;
+    });
+    if (list.size() > 3)
+      list.resize(3);
+    c.busiest = list;
+  }
+  // Peak utilisation: sweep each link's transfers with their mean rates (per direction).
+  std::map<std::pair<std::size_t, bool>, std::vector<std::pair<double, double>>> events;
+  std::map<std::uint64_t, std::vector<std::pair<std::size_t, bool>>> routes;
+  for (TaskId t = 0; t < g.size(); ++t) {
+    const auto& task = g[t];
+    if (task.kind != TaskKind::TRANSFER || task.rank == task.peer || task.bytes <= 0)
+      continue;
+    const double start = tl.tasks[t].start_s + task.latency_s;
+    const double duration = tl.tasks[t].end_s - start;
+    if (duration <= 0)
+      continue;
+    const std::uint64_t key = (static_cast<std::uint64_t>(task.rank) << 32) | static_cast<std::uint32_t>(task.peer);
+    auto it = routes.find(key);
+    if (it == routes.end()) {
+      const auto path = topology::route(cluster, task.rank, task.peer);
+      const auto forward = topology::link_directions(cluster, cluster.gpu[static_cast<std::size_t>(task.rank)], path);
+      std::vector<std::pair<std::size_t, bool>> links;
+      for (std::size_t k = 0; k < path.size(); ++k)
+        links.emplace_back(graph[path[k]].id, forward[k]);
+      it = routes.emplace(key, std::move(links)).first;
+    }
+    const double rate = task.bytes / duration;
+    for (const auto& link : it->second) {
+      events[link].emplace_back(start, rate);
+      events[link].emplace_back(tl.tasks[t].end_s, -rate);
+    }
+  }
+  std::vector<const topology::Link*> by_id(boost::num_edges(graph));
+  for (auto [e, end] = boost::edges(graph); e != end; ++e)
+    by_id[graph[*e].id] = &graph[*e];
+  for (auto& [link, list] : events) {
+    std::sort(list.begin(), list.end());
+    double rate = 0;
+    double peak_rate = 0;
+    for (const auto& [time, delta] : list) {
+      rate += delta;
+      peak_rate = std::max(peak_rate, rate);
+    }
+    const auto* l = by_id[link.first];
+    auto& c = m.links[class_name(l->cls)];
+    c.peak_util = std::max(c.peak_util, peak_rate / l->bandwidth);
+  }
+  return m;
+}
+
+} // namespace sim::report

@@ -1,0 +1,69 @@
+// What one simulated step measured: step time, throughput, MFU/HFU, the pipeline bubble per stage, a time
+// breakdown per GPU, per-link-class traffic and utilisation, and memory. Computed from the task graph and its
+// replayed timeline; no SimGrid here.
+#pragma once
+
+#include "engine/replay.hpp"
+#include "memory/memory_model.hpp"
+#include "scenario/scenario.hpp"
+#include "workload/task_graph.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sim::report {
+
+// Where a GPU's step went. Sums to the step time.
+struct Breakdown {
+  double compute = 0;    // forward, backward and recomputation kernels
+  double tp_exposed = 0; // waiting for tensor-parallel collectives
+  double pp_exposed = 0; // waiting while pipeline transfers were in flight
+  double dp_exposed = 0; // waiting for data-parallel / ZeRO collectives
+  double bubble = 0;     // waiting for other stages, nothing in flight for this GPU
+  double optimizer = 0;
+};
+
+struct StageMetrics {
+  int stage = 0;
+  int rank = 0;               // the GPU measured: tp 0, dp 0 of the stage
+  double bubble = 0;          // idle fraction of the pipeline phase
+  double pipeline_busy_s = 0; // its forward/backward compute and tensor-parallel time in that phase
+  Breakdown breakdown;
+};
+
+struct BusyLink {
+  std::string name;
+  double bytes = 0;
+  double avg_util = 0;
+};
+
+struct LinkClassMetrics {
+  int links = 0;
+  double bytes = 0;
+  double avg_util = 0;  // bytes / (both directions' capacity x step time), over the class's links
+  double peak_util = 0; // busiest instant of the busiest link, from each transfer's mean rate
+  std::vector<BusyLink> busiest;
+};
+
+struct Metrics {
+  double step_time_s = 0;
+  double pipeline_time_s = 0; // until the last backward pass ends
+  double tokens_per_s = 0;
+  double model_flops = 0;    // per step, without recomputation
+  double hardware_flops = 0; // with recomputation
+  double tflops_per_gpu = 0; // model FLOPs
+  double mfu = 0;
+  double hfu = 0;
+  std::vector<StageMetrics> per_stage;
+  double bubble_mean = 0;
+  double bubble_theory = 0; // (p-1)/(m+p-1), divided by v when interleaved
+  Breakdown breakdown;      // mean over GPUs
+  std::map<std::string, LinkClassMetrics> links;
+  memory::MemoryEstimate memory;
+};
+
+Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& g,
+                        const topology::ClusterGraph& cluster, const engine::Timeline& timeline);
+
+} // namespace sim::report

@@ -1,0 +1,287 @@
+#include "report/pipeline_view.hpp"
+
+#include "core/units.hpp"
+#include "plan/plan_reader.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <map>
+#include <tuple>
+
+namespace sim::report {
+namespace {
+
+using workload::Category;
+using workload::TaskId;
+using workload::TaskKind;
+
+std::string mb_label(const scenario::Scenario& s, const PassBox& b)
+{
+  return s.plan.virtual_stages > 1 ? fmt::format("{}.{}", b.microbatch, b.chunk) : std::to_string(b.microbatch);
+}
+
+std::string escape(const std::string& text)
+{
+  std::string out;
+  for (char c : text) {
+    if (c == '&')
+      out += "&amp;";
+    else if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else
+      out += c;
+  }
+  return out;
+}
+
+} // namespace
+
+std::vector<PassBox> pass_boxes(const scenario::Scenario& s, const workload::TaskGraph& g, const engine::Timeline& tl)
+{
+  std::map<std::tuple<int, int, int, bool>, PassBox> boxes;
+  std::vector<int> stage_of_rank(static_cast<std::size_t>(g.gpus), -1);
+  for (int stage = 0; stage < s.plan.pp; ++stage)
+    stage_of_rank[static_cast<std::size_t>(plan::rank_of(s.plan, {0, 0, stage}))] = stage;
+  for (TaskId t = 0; t < g.size(); ++t) {
+    const auto& task = g[t];
+    if (task.kind != TaskKind::COMPUTE || task.category == Category::OPTIMIZER)
+      continue;
+    const int stage = stage_of_rank[static_cast<std::size_t>(task.rank)];
+    if (stage < 0)
+      continue;
+    const bool backward = task.category != Category::FORWARD;
+    const auto key = std::make_tuple(stage, task.chunk, task.microbatch, backward);
+    auto [it, inserted] = boxes.try_emplace(key);
+    PassBox& b = it->second;
+    if (inserted) {
+      b = PassBox{stage, task.chunk, task.microbatch, backward, tl.tasks[t].start_s, tl.tasks[t].end_s, 0};
+    } else {
+      b.start_s = std::min(b.start_s, tl.tasks[t].start_s);
+      b.end_s = std::max(b.end_s, tl.tasks[t].end_s);
+    }
+    if (task.category == Category::RECOMPUTE)
+      b.recompute_s += tl.tasks[t].end_s - tl.tasks[t].start_s;
+  }
+  std::vector<PassBox> out;
+  for (const auto& [key, box] : boxes)
+    out.push_back(box);
+  std::sort(out.begin(), out.end(), [](const PassBox& a, const PassBox& b) {
+    return std::tie(a.stage, a.start_s) < std::tie(b.stage, b.start_s);
+  });
+  return out;
+}
+
+std::string pipeline_svg(const scenario::Scenario& s, const Metrics& m, const std::vector<PassBox>& boxes)
+{
+  const int stages = s.plan.pp;
+  const double left = 90;
+  const double top = 60;
+  const double row = 34;
+  const double width = 1100;
+  const double span = m.pipeline_time_s > 0 ? m.pipeline_time_s : 1.0;
+  const double scale = width / span;
+  const double height = top + stages * row + 70;
+  std::string svg = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" font-family=\"Helvetica, Arial, "
+      "sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
+      left + width + 30, height);
+  const std::string schedule(core::choice_name(s.plan.schedule, plan::schedule_choices));
+  svg += fmt::format(
+      "<text x=\"{}\" y=\"22\" font-size=\"15\" font-weight=\"bold\">{}: {} schedule, p = {}, m = {}{}</text>\n", left,
+      escape(s.name), schedule, s.plan.pp, s.plan.microbatches(),
+      s.plan.virtual_stages > 1 ? fmt::format(", v = {}", s.plan.virtual_stages) : "");
+  svg +=
+      fmt::format("<text x=\"{}\" y=\"42\" fill=\"#444\">bubble {:.1f}% measured (mean over stages), {:.1f}% textbook; "
+                  "pipeline phase {}</text>\n",
+                  left, 100 * m.bubble_mean, 100 * m.bubble_theory, core::format_time(m.pipeline_time_s));
+  for (int stage = 0; stage < stages; ++stage) {
+    const double y = top + stage * row;
+    svg += fmt::format("<text x=\"8\" y=\"{:.1f}\">stage {}</text>\n", y + row / 2 + 4, stage);
+    svg +=
+        fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"{}\" height=\"{:.1f}\" fill=\"#f4f4f4\" stroke=\"#ddd\"/>\n",
+                    left, y + 3, width, row - 6);
+  }
+  for (const PassBox& b : boxes) {
+    const double x = left + b.start_s * scale;
+    const double w = std::max(0.5, (b.end_s - b.start_s) * scale);
+    const double y = top + b.stage * row + 3;
+    const char* fill = b.backward ? "#74c476" : "#6baed6";
+    svg +=
+        fmt::format("<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\" stroke=\"white\" "
+                    "stroke-width=\"0.5\"><title>stage {} {} micro-batch {}{}: {} to {}</title></rect>\n",
+                    x, y, w, row - 6, fill, b.stage, b.backward ? "backward" : "forward", b.microbatch,
+                    s.plan.virtual_stages > 1 ? fmt::format(" chunk {}", b.chunk) : "", core::format_time(b.start_s),
+                    core::format_time(b.end_s));
+    if (b.recompute_s > 0)
+      svg += fmt::format("<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"4\" fill=\"#e6550d\"/>\n", x, y,
+                         std::max(0.5, b.recompute_s * scale));
+    if (w > 14)
+      svg += fmt::format(
+          "<text x=\"{:.2f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"white\" font-size=\"11\">{}</text>\n",
+          x + w / 2, y + (row - 6) / 2 + 4, mb_label(s, b));
+  }
+  // Time axis.
+  const double axis = top + stages * row + 10;
+  svg += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", left, axis,
+                     left + width, axis);
+  for (int i = 0; i <= 10; ++i) {
+    const double x = left + width * i / 10.0;
+    svg += fmt::format("<line x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#333\"/>\n", x, axis, x,
+                       axis + 5);
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\" fill=\"#444\">{}</text>\n", x, axis + 18,
+                       core::format_time(span * i / 10.0));
+  }
+  const double legend = axis + 38;
+  svg += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"14\" height=\"10\" fill=\"#6baed6\"/><text x=\"{}\" "
+                     "y=\"{:.1f}\">forward</text>\n",
+                     left, legend - 9, left + 18, legend);
+  svg += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"14\" height=\"10\" fill=\"#74c476\"/><text x=\"{}\" "
+                     "y=\"{:.1f}\">backward</text>\n",
+                     left + 90, legend - 9, left + 108, legend);
+  svg += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"14\" height=\"4\" fill=\"#e6550d\"/><text x=\"{}\" "
+                     "y=\"{:.1f}\">recomputation</text>\n",
+                     left + 190, legend - 6, left + 208, legend);
+  svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" fill=\"#444\">grey: idle (bubble, or waiting for communication); "
+                     "numbers: micro-batch{}</text>\n",
+                     left + 320, legend, s.plan.virtual_stages > 1 ? ".chunk" : "");
+  svg += "</svg>\n";
+  return svg;
+}
+
+std::string pipeline_text(const scenario::Scenario& s, const Metrics& m, const std::vector<PassBox>& boxes, int width)
+{
+  const double span = m.pipeline_time_s > 0 ? m.pipeline_time_s : 1.0;
+  std::vector<std::string> rows(static_cast<std::size_t>(s.plan.pp), std::string(static_cast<std::size_t>(width), '.'));
+  for (const PassBox& b : boxes) {
+    auto& r = rows[static_cast<std::size_t>(b.stage)];
+    const int c0 = std::clamp(static_cast<int>(std::lround(b.start_s / span * width)), 0, width - 1);
+    const int c1 = std::clamp(static_cast<int>(std::lround(b.end_s / span * width)), c0 + 1, width);
+    const std::string label = (b.backward ? "B" : "F") + mb_label(s, b);
+    for (int c = c0; c < c1; ++c)
+      r[static_cast<std::size_t>(c)] = b.backward ? '=' : '-';
+    for (std::size_t k = 0; k < label.size() && c0 + static_cast<int>(k) < c1; ++k)
+      r[static_cast<std::size_t>(c0) + k] = label[k];
+  }
+  std::string out = fmt::format("pipeline ({} across; F = forward, B = backward, then the micro-batch; . = idle)\n",
+                                core::format_time(span));
+  for (std::size_t st = 0; st < rows.size(); ++st)
+    out += fmt::format("stage {:>3} |{}|\n", st, rows[st]);
+  out += fmt::format("bubble: {:.1f}% measured (mean over stages), {:.1f}% textbook\n", 100 * m.bubble_mean,
+                     100 * m.bubble_theory);
+  return out;
+}
+
+void write_trace(std::ostream& out, const scenario::Scenario& s, const workload::TaskGraph& g,
+                 const topology::ClusterGraph& cluster, const engine::Timeline& tl)
+{
+  const auto& p = s.plan;
+  // Keep the trace openable: beyond a million tasks, only data-parallel replica 0.
+  const bool all = g.size() <= 1000000;
+  auto shown = [&](int rank) { return all || plan::coords_of(p, rank).dp == 0; };
+  auto us = [](double seconds) { return seconds * 1e6; };
+  out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+  bool first = true;
+  auto emit = [&](const core::Json& e) {
+    out << (first ? "" : ",\n") << e.dump();
+    first = false;
+  };
+  const std::array<std::pair<int, const char*>, 4> streams{
+      {{0, "compute"}, {1, "tp comm"}, {2, "pp comm"}, {3, "dp comm"}}};
+  for (int r = 0; r < g.gpus; ++r) {
+    if (!shown(r))
+      continue;
+    const auto c = plan::coords_of(p, r);
+    emit({{"ph", "M"},
+          {"name", "process_name"},
+          {"pid", r},
+          {"args", {{"name", fmt::format("GPU {} (stage {}, tp {}, dp {})", r, c.pp, c.tp, c.dp)}}}});
+    emit({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", r}, {"args", {{"sort_index", r}}}});
+    for (const auto& [tid, name] : streams)
+      emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", tid}, {"args", {{"name", name}}}});
+  }
+  for (TaskId t = 0; t < g.size(); ++t) {
+    const auto& task = g[t];
+    if (task.kind == TaskKind::SYNC || !shown(task.rank))
+      continue;
+    const auto& timing = tl.tasks[t];
+    core::Json e{{"ph", "X"},
+                 {"pid", task.rank},
+                 {"ts", us(timing.start_s)},
+                 {"dur", us(timing.end_s - timing.start_s)},
+                 {"name", g.label_text(task.label)},
+                 {"cat", core::choice_name(task.category, workload::category_choices)}};
+    core::Json args;
+    if (task.microbatch >= 0)
+      args["microbatch"] = task.microbatch;
+    if (task.layer >= 0)
+      args["layer"] = task.layer;
+    if (task.kind == TaskKind::COMPUTE) {
+      e["tid"] = 0;
+      args["flops"] = task.flops;
+    } else {
+      e["tid"] = task.category == Category::TP ? 1 : task.category == Category::PP ? 2 : 3;
+      args["to"] = task.peer;
+      args["bytes"] = task.bytes;
+    }
+    e["args"] = args;
+    emit(e);
+  }
+  // Counters for the 16 busiest links: utilisation from each transfer's mean rate.
+  const auto& graph = cluster.graph;
+  std::vector<std::pair<double, std::size_t>> busiest;
+  for (std::size_t id = 0; id < tl.link_bytes_forward.size(); ++id)
+    busiest.emplace_back(tl.link_bytes_forward[id] + tl.link_bytes_backward[id], id);
+  std::sort(busiest.begin(), busiest.end(),
+            [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  if (busiest.size() > 16)
+    busiest.resize(16);
+  std::map<std::size_t, std::pair<std::string, double>> tracked; // id -> name, bandwidth
+  for (auto [e, end] = boost::edges(graph); e != end; ++e)
+    for (const auto& [bytes, id] : busiest)
+      if (bytes > 0 && graph[*e].id == id)
+        tracked[id] = {cluster.link_name(*e), graph[*e].bandwidth};
+  if (tracked.empty()) {
+    out << "\n]}\n";
+    return;
+  }
+  const int links_pid = g.gpus;
+  emit(
+      {{"ph", "M"}, {"name", "process_name"}, {"pid", links_pid}, {"args", {{"name", "busiest links (utilisation)"}}}});
+  std::map<std::size_t, std::vector<std::pair<double, double>>> events;
+  for (TaskId t = 0; t < g.size(); ++t) {
+    const auto& task = g[t];
+    if (task.kind != TaskKind::TRANSFER || task.bytes <= 0 || task.rank == task.peer)
+      continue;
+    const double start = tl.tasks[t].start_s + task.latency_s;
+    const double duration = tl.tasks[t].end_s - start;
+    if (duration <= 0)
+      continue;
+    for (auto e : topology::route(cluster, task.rank, task.peer)) {
+      const auto id = graph[e].id;
+      if (!tracked.count(id))
+        continue;
+      events[id].emplace_back(start, task.bytes / duration);
+      events[id].emplace_back(tl.tasks[t].end_s, -task.bytes / duration);
+    }
+  }
+  for (auto& [id, list] : events) {
+    std::sort(list.begin(), list.end());
+    double rate = 0;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      rate += list[i].second;
+      if (i + 1 < list.size() && list[i + 1].first == list[i].first)
+        continue;
+      emit({{"ph", "C"},
+            {"pid", links_pid},
+            {"name", tracked[id].first},
+            {"ts", us(list[i].first)},
+            {"args", {{"utilisation", std::max(0.0, rate) / (2.0 * tracked[id].second)}}}});
+    }
+  }
+  out << "\n]}\n";
+}
+
+} // namespace sim::report

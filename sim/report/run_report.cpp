@@ -1,0 +1,157 @@
+#include "report/run_report.hpp"
+
+#include "core/units.hpp"
+#include "model/param_count.hpp"
+#include "report/analysis.hpp"
+
+#include <fmt/format.h>
+
+namespace sim::report {
+namespace {
+
+core::Json breakdown_json(const Breakdown& b)
+{
+  return {{"compute", b.compute},       {"tp_exposed", b.tp_exposed}, {"pp_exposed", b.pp_exposed},
+          {"dp_exposed", b.dp_exposed}, {"bubble", b.bubble},         {"optimizer", b.optimizer}};
+}
+
+std::string percent(double x)
+{
+  return fmt::format("{:.1f}%", 100.0 * x);
+}
+
+template <class E, std::size_t N>
+std::string name_of(E value, const std::array<core::Choice<E>, N>& choices)
+{
+  return std::string(core::choice_name(value, choices));
+}
+
+} // namespace
+
+core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost& cost)
+{
+  core::Json j;
+  j["kind"] = "simulation";
+  j["scenario"] = {{"name", s.name}, {"file", s.file}};
+  j["model"] = {{"name", s.model.name}, {"params", model::count_params(s.model).total}};
+  j["cluster"] = {{"name", s.cluster.name}, {"gpu", s.cluster.gpu.name}, {"gpus", s.gpus}, {"nodes", s.nodes}};
+  j["plan"] = plan_json(s.plan);
+  j["step_time_s"] = m.step_time_s;
+  j["pipeline_time_s"] = m.pipeline_time_s;
+  j["tokens_per_s"] = m.tokens_per_s;
+  j["model_flops_per_step"] = m.model_flops;
+  j["hardware_flops_per_step"] = m.hardware_flops;
+  j["tflops_per_gpu"] = m.tflops_per_gpu;
+  j["mfu"] = m.mfu;
+  j["hfu"] = m.hfu;
+  core::Json stages = core::Json::array();
+  for (const auto& st : m.per_stage)
+    stages.push_back(
+        {{"stage", st.stage}, {"rank", st.rank}, {"bubble", st.bubble}, {"breakdown_s", breakdown_json(st.breakdown)}});
+  std::vector<double> bubble_per_stage;
+  for (const auto& st : m.per_stage)
+    bubble_per_stage.push_back(st.bubble);
+  j["bubble"] = {{"per_stage", bubble_per_stage}, {"mean", m.bubble_mean}, {"theory", m.bubble_theory}};
+  j["breakdown_s"] = breakdown_json(m.breakdown);
+  j["stages"] = stages;
+  core::Json links = core::Json::object();
+  for (const auto& [cls, c] : m.links) {
+    core::Json busiest = core::Json::array();
+    for (const auto& l : c.busiest)
+      busiest.push_back({{"link", l.name}, {"bytes", l.bytes}, {"avg_util", l.avg_util}});
+    links[cls] = {{"links", c.links},
+                  {"bytes", c.bytes},
+                  {"avg_util", c.avg_util},
+                  {"peak_util", c.peak_util},
+                  {"busiest", busiest}};
+  }
+  j["links"] = links;
+  core::Json mem = core::Json::array();
+  for (const auto& st : m.memory.per_stage)
+    mem.push_back({{"stage", st.stage},
+                   {"weights_bytes", st.weights_bytes},
+                   {"grads_bytes", st.grads_bytes},
+                   {"optimizer_bytes", st.optimizer_bytes},
+                   {"activations_bytes", st.activations_bytes},
+                   {"buffers_bytes", st.buffers_bytes},
+                   {"peak_bytes", st.peak_bytes},
+                   {"oom", st.oom}});
+  j["memory"] = {{"per_stage", mem}, {"oom", m.memory.oom}, {"capacity_bytes", m.memory.capacity_bytes}};
+  j["tasks"] = cost.tasks;
+  j["sim_wall_s"] = cost.wall_s;
+  j["sim_peak_rss_bytes"] = cost.peak_rss_bytes;
+  core::Json warnings = core::Json::array();
+  for (const auto& w : s.warnings)
+    warnings.push_back(core::format_warning(w));
+  j["warnings"] = warnings;
+  return j;
+}
+
+std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCost& cost)
+{
+  const auto& p = s.plan;
+  std::string out;
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
+  line(fmt::format("{} ({}): {} on {} x {} ({}, {} node{})", s.name, s.file, s.model.name, s.gpus, s.cluster.gpu.name,
+                   s.cluster.name, s.nodes, s.nodes == 1 ? "" : "s"));
+  std::string schedule = name_of(p.schedule, plan::schedule_choices);
+  if (p.schedule == plan::Schedule::INTERLEAVED)
+    schedule += fmt::format(" (v={})", p.virtual_stages);
+  line(fmt::format("plan: TP {} x PP {} x DP {}, micro-batch {}, global batch {} ({} micro-batches), sequence {}, {}, "
+                   "recompute {}{}{}{}",
+                   p.tp, p.pp, p.dp, p.micro_batch, p.global_batch, p.microbatches(), p.seq_length, schedule,
+                   name_of(p.recompute, model::recompute_choices), p.sequence_parallel ? ", sequence parallel" : "",
+                   p.zero_stage ? fmt::format(", ZeRO-{}", p.zero_stage) : "",
+                   p.distributed_optimizer ? ", distributed optimizer" : ""));
+  line("");
+  line(fmt::format("step time {}   {:.0f} tokens/s   {:.1f} TFLOP/s per GPU   MFU {}   HFU {}",
+                   core::format_time(m.step_time_s), m.tokens_per_s, m.tflops_per_gpu, percent(m.mfu), percent(m.hfu)));
+  line("");
+  line("where the step goes (mean over GPUs)");
+  const auto& b = m.breakdown;
+  const std::vector<std::pair<std::string, double>> rows{{"compute", b.compute},
+                                                         {"exposed TP communication", b.tp_exposed},
+                                                         {"exposed PP communication", b.pp_exposed},
+                                                         {"exposed DP communication", b.dp_exposed},
+                                                         {"pipeline bubble", b.bubble},
+                                                         {"optimizer", b.optimizer}};
+  for (const auto& [name, seconds] : rows)
+    line(fmt::format("  {:<26} {:>12} {:>7}", name, core::format_time(seconds), percent(seconds / m.step_time_s)));
+  line("");
+  std::string bubbles;
+  for (const auto& st : m.per_stage) {
+    if (st.stage == 16 && m.per_stage.size() > 20) {
+      bubbles += " ...";
+      break;
+    }
+    bubbles += fmt::format("  {}: {}", st.stage, percent(st.bubble));
+  }
+  line(fmt::format("pipeline bubble per stage (idle share of the pipeline phase; textbook {}):",
+                   percent(m.bubble_theory)));
+  line(bubbles);
+  line("");
+  line(fmt::format("  {:<9} {:>12} {:>9} {:>9}  {}", "links", "bytes", "avg util", "peak util", "busiest"));
+  for (const auto& [cls, c] : m.links) {
+    if (c.bytes <= 0)
+      continue;
+    const std::string busiest =
+        c.busiest.empty() ? ""
+                          : fmt::format("{} ({})", c.busiest.front().name, core::format_bytes(c.busiest.front().bytes));
+    line(fmt::format("  {:<9} {:>12} {:>9} {:>9}  {}", cls, core::format_bytes(c.bytes), percent(c.avg_util),
+                     percent(c.peak_util), busiest));
+  }
+  line("");
+  const auto& worst = m.memory.per_stage[static_cast<std::size_t>(m.memory.peak_stage)];
+  line(fmt::format(
+      "memory: peak {} of {} per GPU on stage {}: {}", core::format_bytes(worst.peak_bytes),
+      core::format_bytes(m.memory.capacity_bytes), worst.stage,
+      m.memory.oom ? fmt::format("OUT OF MEMORY by {}", core::format_bytes(worst.peak_bytes - m.memory.capacity_bytes))
+                   : "fits"));
+  line(fmt::format("simulated {} tasks in {} (peak memory {})", cost.tasks, core::format_time(cost.wall_s),
+                   core::format_bytes(cost.peak_rss_bytes)));
+  for (const auto& w : s.warnings)
+    line(core::format_warning(w));
+  return out;
+}
+
+} // namespace sim::report

@@ -1,0 +1,20 @@
+// The report of a simulated step: the terminal summary a person reads in ten seconds, and report.json.
+#pragma once
+
+#include "core/document.hpp"
+#include "report/metrics.hpp"
+
+#include <string>
+
+namespace sim::report {
+
+struct RunCost {
+  double wall_s = 0;         // simtrain's own wall time
+  double peak_rss_bytes = 0; // and memory
+  std::size_t tasks = 0;
+};
+
+core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost& cost);
+std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCost& cost);
+
+} // namespace sim::report
