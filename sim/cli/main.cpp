@@ -76,6 +76,7 @@ double peak_rss_bytes()
 struct RunOptions {
   std::string out_dir;
   std::string view;
+  bool no_fold = false;
 };
 
 int simulate(const fs::path& file, const CommonOptions& o, const RunOptions& r)
@@ -84,13 +85,14 @@ int simulate(const fs::path& file, const CommonOptions& o, const RunOptions& r)
   const auto s = sim::scenario::load_scenario(file, load_options(o));
   const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
   sim::topology::check_graph(graph, s.cluster.name);
-  const auto tasks = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph);
+  const auto tasks = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph, {!r.no_fold});
   const auto timeline = sim::engine::replay(tasks, graph);
   const auto metrics = sim::report::compute_metrics(s, tasks, graph, timeline);
   sim::report::RunCost cost;
   cost.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   cost.peak_rss_bytes = peak_rss_bytes();
   cost.tasks = tasks.size();
+  cost.folded = tasks.folded;
   const auto json = sim::report::run_json(s, metrics, cost);
   const auto boxes = sim::report::pass_boxes(s, tasks, timeline);
   if (o.format == "json") {
@@ -199,6 +201,8 @@ int main(int argc, char** argv)
   run->add_option("--out", run_extra.out_dir, "Write report.json, trace.json and timeline.svg into this folder");
   run->add_option("--view", run_extra.view, "Also print a text picture of the pipeline")
       ->check(CLI::IsMember({"pipeline"}));
+  run->add_flag("--no-fold", run_extra.no_fold,
+                "Simulate every GPU even where identical GPUs fold into one per stage (slower, same result)");
   add_common(run, run_opts, {"text", "json"});
 
   CommonOptions memory_opts;

@@ -12,10 +12,14 @@ namespace {
 
 class PlatformBuilder {
  public:
-  PlatformBuilder(const ClusterGraph& cg, Platform& p) : cg_(cg), p_(p)
+  PlatformBuilder(const ClusterGraph& cg, Platform& p, const std::vector<int>& active) : cg_(cg), p_(p)
   {
-    p_.gpu.resize(cg.gpu.size());
+    p_.gpu.resize(3 * cg.gpu.size());
     p_.link.resize(boost::num_edges(cg.graph));
+    folded_ = !active.empty();
+    active_.assign(cg.gpu.size(), !folded_);
+    for (int g : active)
+      active_[static_cast<std::size_t>(g)] = true;
   }
 
   // The split-duplex SimGrid link of a graph edge, created on first use in `zone`.
@@ -48,21 +52,36 @@ class PlatformBuilder {
     if (parent != nullptr)
       zone->set_parent(parent);
     const int per_node = cg_.gpus_per_node;
-    const int first = first_node * per_node;
-    const int last = (first_node + nodes) * per_node;
-    for (int g = first; g < last; ++g)
-      p_.gpu[static_cast<std::size_t>(g)] =
-          zone->create_host(cg_.device_name(cg_.gpu[static_cast<std::size_t>(g)]), 1e9)->seal();
+    std::vector<int> gpus;
+    for (int g = first_node * per_node; g < (first_node + nodes) * per_node; ++g)
+      if (active_[static_cast<std::size_t>(g)])
+        gpus.push_back(g);
+    for (int g : gpus) {
+      const std::string name = cg_.device_name(cg_.gpu[static_cast<std::size_t>(g)]);
+      p_.gpu[static_cast<std::size_t>(g)] = zone->create_host(name, 1e9)->seal();
+      if (folded_) {
+        p_.gpu[static_cast<std::size_t>(topology::network_mirror(cg_, g))] =
+            zone->create_host(name + ".network-mirror", 1e9)->seal();
+        p_.gpu[static_cast<std::size_t>(topology::nvlink_mirror(cg_, g))] =
+            zone->create_host(name + ".nvlink-mirror", 1e9)->seal();
+      }
+    }
     auto* gw = zone->create_router(fmt::format("rack{}.gw", first_node));
-    for (int a = first; a < last; ++a) {
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      const int a = gpus[i];
       auto* ha = p_.gpu[static_cast<std::size_t>(a)];
       const auto from = cg_.gpu[static_cast<std::size_t>(a)];
-      for (int b = a + 1; b < last; ++b)
-        zone->add_route(ha->get_netpoint(), p_.gpu[static_cast<std::size_t>(b)]->get_netpoint(), nullptr, nullptr,
-                        links_of(zone, from, topology::route(cg_, a, b)), true);
+      for (std::size_t j = i + 1; j < gpus.size(); ++j)
+        zone->add_route(ha->get_netpoint(), p_.gpu[static_cast<std::size_t>(gpus[j])]->get_netpoint(), nullptr, nullptr,
+                        links_of(zone, from, topology::route(cg_, a, gpus[j])), true);
       if (cg_.nodes > nodes)
         zone->add_route(ha->get_netpoint(), gw, nullptr, nullptr,
                         links_of(zone, from, topology::route_to_network(cg_, a)), true);
+      if (folded_) // out and back through the GPU's NIC, and through its NVLink port: folded peers
+        for (int m : {topology::network_mirror(cg_, a), topology::nvlink_mirror(cg_, a)})
+          if (const auto loop = topology::route(cg_, a, m); !loop.empty())
+            zone->add_route(ha->get_netpoint(), p_.gpu[static_cast<std::size_t>(m)]->get_netpoint(), nullptr, nullptr,
+                            links_of(zone, from, loop), false);
     }
     zone->seal();
     *gateway = gw;
@@ -92,13 +111,24 @@ class PlatformBuilder {
   // Up to 64 GPUs per rack zone: few zones, and each zone's full routing table stays small.
   int rack_nodes() const { return std::max(1, std::min(cg_.nodes_per_leaf, 64 / cg_.gpus_per_node)); }
 
+  bool any_active(int first_node, int nodes) const
+  {
+    for (int g = first_node * cg_.gpus_per_node; g < (first_node + nodes) * cg_.gpus_per_node; ++g)
+      if (active_[static_cast<std::size_t>(g)])
+        return true;
+    return false;
+  }
+
   void leaf_children(sg4::NetZone* leaf, int group)
   {
     const int first = group * cg_.nodes_per_leaf;
     const int last = std::min(cg_.nodes, first + cg_.nodes_per_leaf);
     for (int n = first; n < last; n += rack_nodes()) {
+      const int nodes = std::min(rack_nodes(), last - n);
+      if (!any_active(n, nodes))
+        continue;
       simgrid::kernel::routing::NetPoint* gw = nullptr;
-      auto* rz = rack_zone(n, std::min(rack_nodes(), last - n), leaf, &gw);
+      auto* rz = rack_zone(n, nodes, leaf, &gw);
       leaf->add_route(rz->get_netpoint(), nullptr, gw, nullptr, {}, true);
     }
   }
@@ -127,6 +157,9 @@ class PlatformBuilder {
       }
     }
     for (std::size_t g = 0; g < groups; ++g) {
+      const int group_first = static_cast<int>(g) * cg_.nodes_per_leaf;
+      if (!any_active(group_first, std::min(cg_.nodes_per_leaf, cg_.nodes - group_first)))
+        continue;
       const std::size_t pod = g / static_cast<std::size_t>(cg_.leaves_per_pod);
       sg4::NetZone* parent = pods ? pod_zone[pod] : top;
       auto* leaf = star(fmt::format("leaf{}", g), parent);
@@ -138,6 +171,11 @@ class PlatformBuilder {
     }
     if (pods) {
       for (std::size_t p = 0; p < pod_zone.size(); ++p) {
+        const int pod_first = static_cast<int>(p) * cg_.leaves_per_pod * cg_.nodes_per_leaf;
+        if (!any_active(pod_first, std::min(cg_.leaves_per_pod * cg_.nodes_per_leaf, cg_.nodes - pod_first))) {
+          pod_zone[p]->seal();
+          continue;
+        }
         auto* gw = gateway_zone(pod_zone[p], fmt::format("pod{}", p));
         pod_zone[p]->seal();
         const EdgeId up = boost::edge(cg_.spine[p], *cg_.core, cg_.graph).first;
@@ -150,6 +188,8 @@ class PlatformBuilder {
  private:
   const ClusterGraph& cg_;
   Platform& p_;
+  bool folded_ = false;
+  std::vector<bool> active_;
 };
 
 } // namespace
@@ -161,10 +201,10 @@ void configure_network_model()
   sg4::Engine::set_config("network/TCP-gamma:0");
 }
 
-Platform build_platform(const ClusterGraph& g)
+Platform build_platform(const ClusterGraph& g, const std::vector<int>& active)
 {
   Platform p;
-  PlatformBuilder(g, p).build();
+  PlatformBuilder(g, p, active).build();
   return p;
 }
 

@@ -12,12 +12,13 @@
 namespace sim::engine {
 
 struct Platform {
-  std::vector<simgrid::s4u::Host*> gpu;             // by global GPU index
-  std::vector<simgrid::s4u::SplitDuplexLink*> link; // by graph link id (UP: source -> target)
+  std::vector<simgrid::s4u::Host*> gpu;             // by GPU index, then each GPU's mirror (topology::mirror)
+  std::vector<simgrid::s4u::SplitDuplexLink*> link; // by graph link id (UP: from -> to)
 };
 
-// Builds the platform in the current SimGrid engine (one per process). Sets the network model first.
-Platform build_platform(const topology::ClusterGraph& g);
+// Builds the platform in the current SimGrid engine (one per process), with hosts for every GPU, or only for
+// `active` ones (a folded simulation), which then also get a mirror host and loopback routes.
+Platform build_platform(const topology::ClusterGraph& g, const std::vector<int>& active = {});
 
 // SimGrid settings for exact latency-free max-min sharing; must run before any zone is created.
 void configure_network_model();

@@ -4,6 +4,7 @@
 
 #include <deque>
 #include <fmt/format.h>
+#include <set>
 #include <simgrid/kernel/Timer.hpp>
 #include <unordered_map>
 #include <xbt/log.h>
@@ -20,7 +21,7 @@ constexpr double host_speed = 1e9; // the platform's GPU hosts run durations as 
 class Replayer {
  public:
   Replayer(const workload::TaskGraph& g, const topology::ClusterGraph& cluster)
-      : g_(g), cluster_(cluster), platform_(build_platform(cluster))
+      : g_(g), cluster_(cluster), platform_(build_platform(cluster, g.folded ? g.simulated : std::vector<int>{}))
   {
     const std::size_t n = g.size();
     pending_.resize(n);
@@ -39,6 +40,18 @@ class Replayer {
 
   Timeline run()
   {
+    track_links();
+    sg4::Engine::on_time_advance_cb([this](double delta) {
+      const double now = sg4::Engine::get_clock();
+      for (std::size_t i = 0; i < tracked_.size(); ++i) {
+        // The rates of the interval that just elapsed, [now - delta, now).
+        const double usage = tracked_[i]->get_usage();
+        LinkUsage& u = timeline_.usage[i];
+        u.peak = std::max(u.peak, usage);
+        if (u.changes.empty() || u.changes.back().second != usage)
+          u.changes.emplace_back(now - delta, usage);
+      }
+    });
     sg4::Activity::on_completion_cb([this](const sg4::Activity& a) {
       const TaskId* id = a.get_data<TaskId>();
       if (id == nullptr)
@@ -96,7 +109,7 @@ class Replayer {
   void launch_transfer(TaskId t)
   {
     const workload::Task& task = g_[t];
-    if (task.bytes <= 0 || task.rank == task.peer) {
+    if (task.bytes <= 0) {
       finish(t);
       return;
     }
@@ -127,8 +140,6 @@ class Replayer {
   // Own bookkeeping of the bytes on each link (exact, unlike SimGrid's link-load plugin).
   void account(const workload::Task& task)
   {
-    if (task.rank == task.peer)
-      return;
     const std::uint64_t key = (static_cast<std::uint64_t>(task.rank) << 32) | static_cast<std::uint32_t>(task.peer);
     auto it = routes_.find(key);
     if (it == routes_.end()) {
@@ -141,6 +152,30 @@ class Replayer {
     }
     for (const auto& [id, forward] : it->second)
       (forward ? timeline_.link_bytes_forward : timeline_.link_bytes_backward)[id] += task.bytes;
+  }
+
+  void track_links()
+  {
+    std::set<std::size_t> ids;
+    const auto& graph = cluster_.graph;
+    for (int gpu : g_.stage_leaders) {
+      for (auto e : topology::route_to_network(cluster_, gpu))
+        ids.insert(graph[e].id);
+      for (auto [e, end] = boost::out_edges(cluster_.gpu[static_cast<std::size_t>(gpu)], graph); e != end; ++e)
+        ids.insert(graph[*e].id);
+    }
+    for (auto [e, end] = boost::edges(graph); e != end; ++e)
+      if (graph[graph[*e].from].node < 0 && graph[graph[*e].to].node < 0)
+        ids.insert(graph[*e].id);
+    for (std::size_t id : ids) {
+      auto* link = platform_.link[id];
+      if (link == nullptr) // not in this (folded) platform
+        continue;
+      for (bool forward : {true, false}) {
+        tracked_.push_back(forward ? link->get_link_up() : link->get_link_down());
+        timeline_.usage.push_back(LinkUsage{id, forward, 0.0, {}});
+      }
+    }
   }
 
   void check_complete() const
@@ -173,6 +208,7 @@ class Replayer {
   std::deque<TaskId> ready_;
   std::size_t finished_ = 0;
   std::unordered_map<std::uint64_t, std::vector<std::pair<std::size_t, bool>>> routes_;
+  std::vector<sg4::Link*> tracked_;
   Timeline timeline_;
 };
 

@@ -152,7 +152,7 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
   const Attribution attribution(g, tl);
   std::vector<Breakdown> per_gpu(static_cast<std::size_t>(g.gpus));
   std::vector<double> last_kernel_end(static_cast<std::size_t>(g.gpus), 0.0);
-  for (int r = 0; r < g.gpus; ++r) {
+  for (int r : g.simulated) {
     Breakdown& b = per_gpu[static_cast<std::size_t>(r)];
     double& cursor = last_kernel_end[static_cast<std::size_t>(r)];
     for (TaskId t : by_gpu[static_cast<std::size_t>(r)]) {
@@ -169,13 +169,13 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
   for (TaskId t = 0; t < g.size(); ++t) {
     if (g[t].kind != TaskKind::TRANSFER)
       continue;
-    for (int r : {g[t].rank, g[t].peer})
+    for (int r : {g[t].rank, g.gpu_of(g[t].peer)})
       if (tl.tasks[t].end_s > last_comm[static_cast<std::size_t>(r)]) {
         last_comm[static_cast<std::size_t>(r)] = tl.tasks[t].end_s;
         last_comm_category[static_cast<std::size_t>(r)] = g[t].category;
       }
   }
-  for (int r = 0; r < g.gpus; ++r) {
+  for (int r : g.simulated) {
     Breakdown& b = per_gpu[static_cast<std::size_t>(r)];
     const double busy_until = last_kernel_end[static_cast<std::size_t>(r)];
     const double comm_until = std::max(busy_until, std::min(last_comm[static_cast<std::size_t>(r)], m.step_time_s));
@@ -188,13 +188,15 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
       b.dp_exposed += trailing;
     b.bubble += m.step_time_s - comm_until;
   }
-  for (const Breakdown& b : per_gpu) {
-    m.breakdown.compute += b.compute / g.gpus;
-    m.breakdown.tp_exposed += b.tp_exposed / g.gpus;
-    m.breakdown.pp_exposed += b.pp_exposed / g.gpus;
-    m.breakdown.dp_exposed += b.dp_exposed / g.gpus;
-    m.breakdown.bubble += b.bubble / g.gpus;
-    m.breakdown.optimizer += b.optimizer / g.gpus;
+  const auto simulated = static_cast<double>(g.simulated.size());
+  for (int r : g.simulated) {
+    const Breakdown& b = per_gpu[static_cast<std::size_t>(r)];
+    m.breakdown.compute += b.compute / simulated;
+    m.breakdown.tp_exposed += b.tp_exposed / simulated;
+    m.breakdown.pp_exposed += b.pp_exposed / simulated;
+    m.breakdown.dp_exposed += b.dp_exposed / simulated;
+    m.breakdown.bubble += b.bubble / simulated;
+    m.breakdown.optimizer += b.optimizer / simulated;
   }
 
   // Bubble per stage: the idle fraction of the pipeline phase on the stage's first GPU, counting its passes'
@@ -221,7 +223,8 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
     m.per_stage.push_back(st);
   }
 
-  // Links: traffic and utilisation per class.
+  // Links: traffic and utilisation per class. Folded, each simulated GPU's links stand for those of every GPU of
+  // its stage.
   const auto& graph = cluster.graph;
   std::map<std::string, std::vector<BusyLink>> candidates;
   std::map<std::string, double> capacity;
@@ -231,7 +234,7 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
     const double bytes = tl.link_bytes_forward[l.id] + tl.link_bytes_backward[l.id];
     auto& c = m.links[cls];
     ++c.links;
-    c.bytes += bytes;
+    c.bytes += bytes * g.multiplicity;
     capacity[cls] += 2.0 * l.bandwidth;
     if (bytes > 0)
       candidates[cls].push_back({cluster.link_name(*e), bytes, bytes / (2.0 * l.bandwidth * m.step_time_s)});
@@ -246,47 +249,14 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
       list.resize(3);
     c.busiest = list;
   }
-  // Peak utilisation: sweep each link's transfers with their mean rates (per direction).
-  std::map<std::pair<std::size_t, bool>, std::vector<std::pair<double, double>>> events;
-  std::map<std::uint64_t, std::vector<std::pair<std::size_t, bool>>> routes;
-  for (TaskId t = 0; t < g.size(); ++t) {
-    const auto& task = g[t];
-    if (task.kind != TaskKind::TRANSFER || task.rank == task.peer || task.bytes <= 0)
-      continue;
-    const double start = tl.tasks[t].start_s + task.latency_s;
-    const double duration = tl.tasks[t].end_s - start;
-    if (duration <= 0)
-      continue;
-    const std::uint64_t key = (static_cast<std::uint64_t>(task.rank) << 32) | static_cast<std::uint32_t>(task.peer);
-    auto it = routes.find(key);
-    if (it == routes.end()) {
-      const auto path = topology::route(cluster, task.rank, task.peer);
-      const auto forward = topology::link_directions(cluster, cluster.gpu[static_cast<std::size_t>(task.rank)], path);
-      std::vector<std::pair<std::size_t, bool>> links;
-      for (std::size_t k = 0; k < path.size(); ++k)
-        links.emplace_back(graph[path[k]].id, forward[k]);
-      it = routes.emplace(key, std::move(links)).first;
-    }
-    const double rate = task.bytes / duration;
-    for (const auto& link : it->second) {
-      events[link].emplace_back(start, rate);
-      events[link].emplace_back(tl.tasks[t].end_s, -rate);
-    }
-  }
+  // Peak utilisation: the busiest instant of the tracked links, as SimGrid shared their bandwidth.
   std::vector<const topology::Link*> by_id(boost::num_edges(graph));
   for (auto [e, end] = boost::edges(graph); e != end; ++e)
     by_id[graph[*e].id] = &graph[*e];
-  for (auto& [link, list] : events) {
-    std::sort(list.begin(), list.end());
-    double rate = 0;
-    double peak_rate = 0;
-    for (const auto& [time, delta] : list) {
-      rate += delta;
-      peak_rate = std::max(peak_rate, rate);
-    }
-    const auto* l = by_id[link.first];
+  for (const auto& u : tl.usage) {
+    const auto* l = by_id[u.link];
     auto& c = m.links[class_name(l->cls)];
-    c.peak_util = std::max(c.peak_util, peak_rate / l->bandwidth);
+    c.peak_util = std::max(c.peak_util, u.peak / l->bandwidth);
   }
   return m;
 }

@@ -180,7 +180,12 @@ void write_trace(std::ostream& out, const scenario::Scenario& s, const workload:
   const auto& p = s.plan;
   // Keep the trace openable: beyond a million tasks, only data-parallel replica 0.
   const bool all = g.size() <= 1000000;
-  auto shown = [&](int rank) { return all || plan::coords_of(p, rank).dp == 0; };
+  std::vector<bool> simulated(static_cast<std::size_t>(g.gpus), false);
+  for (int r : g.simulated)
+    simulated[static_cast<std::size_t>(r)] = true;
+  auto shown = [&](int rank) {
+    return simulated[static_cast<std::size_t>(rank)] && (all || plan::coords_of(p, rank).dp == 0);
+  };
   auto us = [](double seconds) { return seconds * 1e6; };
   out << "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
   bool first = true;
@@ -223,62 +228,44 @@ void write_trace(std::ostream& out, const scenario::Scenario& s, const workload:
       args["flops"] = task.flops;
     } else {
       e["tid"] = task.category == Category::TP ? 1 : task.category == Category::PP ? 2 : 3;
-      args["to"] = task.peer;
+      args["to"] = g.gpu_of(task.peer);
       args["bytes"] = task.bytes;
     }
     e["args"] = args;
     emit(e);
   }
-  // Counters for the 16 busiest links: utilisation from each transfer's mean rate.
+  // Counters: the utilisation over time of the measured links that carried traffic (both directions summed).
   const auto& graph = cluster.graph;
-  std::vector<std::pair<double, std::size_t>> busiest;
-  for (std::size_t id = 0; id < tl.link_bytes_forward.size(); ++id)
-    busiest.emplace_back(tl.link_bytes_forward[id] + tl.link_bytes_backward[id], id);
-  std::sort(busiest.begin(), busiest.end(),
-            [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
-  if (busiest.size() > 16)
-    busiest.resize(16);
-  std::map<std::size_t, std::pair<std::string, double>> tracked; // id -> name, bandwidth
+  std::map<std::size_t, std::pair<std::string, double>> names; // link id -> name, bandwidth
   for (auto [e, end] = boost::edges(graph); e != end; ++e)
-    for (const auto& [bytes, id] : busiest)
-      if (bytes > 0 && graph[*e].id == id)
-        tracked[id] = {cluster.link_name(*e), graph[*e].bandwidth};
-  if (tracked.empty()) {
-    out << "\n]}\n";
-    return;
-  }
+    names[graph[*e].id] = {cluster.link_name(*e), graph[*e].bandwidth};
   const int links_pid = g.gpus;
-  emit(
-      {{"ph", "M"}, {"name", "process_name"}, {"pid", links_pid}, {"args", {{"name", "busiest links (utilisation)"}}}});
-  std::map<std::size_t, std::vector<std::pair<double, double>>> events;
-  for (TaskId t = 0; t < g.size(); ++t) {
-    const auto& task = g[t];
-    if (task.kind != TaskKind::TRANSFER || task.bytes <= 0 || task.rank == task.peer)
-      continue;
-    const double start = tl.tasks[t].start_s + task.latency_s;
-    const double duration = tl.tasks[t].end_s - start;
-    if (duration <= 0)
-      continue;
-    for (auto e : topology::route(cluster, task.rank, task.peer)) {
-      const auto id = graph[e].id;
-      if (!tracked.count(id))
-        continue;
-      events[id].emplace_back(start, task.bytes / duration);
-      events[id].emplace_back(tl.tasks[t].end_s, -task.bytes / duration);
+  bool announced = false;
+  std::map<std::size_t, std::vector<std::pair<double, double>>> by_link;
+  for (const auto& u : tl.usage)
+    if (u.peak > 0)
+      for (const auto& [time, rate] : u.changes)
+        by_link[u.link].emplace_back(time, u.forward ? rate : -rate - 1.0); // tag direction, merged below
+  for (auto& [id, list] : by_link) {
+    if (!announced) {
+      emit({{"ph", "M"}, {"name", "process_name"}, {"pid", links_pid}, {"args", {{"name", "links (utilisation)"}}}});
+      announced = true;
     }
-  }
-  for (auto& [id, list] : events) {
-    std::sort(list.begin(), list.end());
-    double rate = 0;
+    std::stable_sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    double up = 0;
+    double down = 0;
     for (std::size_t i = 0; i < list.size(); ++i) {
-      rate += list[i].second;
+      if (list[i].second >= 0)
+        up = list[i].second;
+      else
+        down = -list[i].second - 1.0;
       if (i + 1 < list.size() && list[i + 1].first == list[i].first)
         continue;
       emit({{"ph", "C"},
             {"pid", links_pid},
-            {"name", tracked[id].first},
+            {"name", names[id].first},
             {"ts", us(list[i].first)},
-            {"args", {{"utilisation", std::max(0.0, rate) / (2.0 * tracked[id].second)}}}});
+            {"args", {{"out", up / names[id].second}, {"in", down / names[id].second}}}});
     }
   }
   out << "\n]}\n";

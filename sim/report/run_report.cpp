@@ -78,6 +78,7 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
                    {"oom", st.oom}});
   j["memory"] = {{"per_stage", mem}, {"oom", m.memory.oom}, {"capacity_bytes", m.memory.capacity_bytes}};
   j["tasks"] = cost.tasks;
+  j["folded"] = cost.folded;
   j["sim_wall_s"] = cost.wall_s;
   j["sim_peak_rss_bytes"] = cost.peak_rss_bytes;
   core::Json warnings = core::Json::array();
@@ -147,8 +148,9 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
       core::format_bytes(m.memory.capacity_bytes), worst.stage,
       m.memory.oom ? fmt::format("OUT OF MEMORY by {}", core::format_bytes(worst.peak_bytes - m.memory.capacity_bytes))
                    : "fits"));
-  line(fmt::format("simulated {} tasks in {} (peak memory {})", cost.tasks, core::format_time(cost.wall_s),
-                   core::format_bytes(cost.peak_rss_bytes)));
+  line(fmt::format("simulated {} tasks in {} (peak memory {}){}", cost.tasks, core::format_time(cost.wall_s),
+                   core::format_bytes(cost.peak_rss_bytes),
+                   cost.folded ? fmt::format("; one GPU per stage stood for its {} identical GPUs", p.tp * p.dp) : ""));
   for (const auto& w : s.warnings)
     line(core::format_warning(w));
   return out;

@@ -12,6 +12,7 @@ struct RunCost {
   double wall_s = 0;         // simtrain's own wall time
   double peak_rss_bytes = 0; // and memory
   std::size_t tasks = 0;
+  bool folded = false;
 };
 
 core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost& cost);

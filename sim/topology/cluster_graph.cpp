@@ -207,6 +207,20 @@ ClusterGraph build_graph(const ClusterSpec& spec, int nodes)
 
 std::vector<EdgeId> route(const ClusterGraph& cg, int src_gpu, int dst_gpu)
 {
+  if (dst_gpu == network_mirror(cg, src_gpu) || dst_gpu == nvlink_mirror(cg, src_gpu)) {
+    std::vector<EdgeId> out;
+    if (dst_gpu == nvlink_mirror(cg, src_gpu)) {
+      const VertexId v = cg.gpu[static_cast<std::size_t>(src_gpu)];
+      for (auto [e, end] = boost::out_edges(v, cg.graph); e != end; ++e)
+        if (cg.graph[*e].cls == LinkClass::NVLINK && cg.graph[boost::target(*e, cg.graph)].kind == DeviceKind::NVSWITCH)
+          out = {*e, *e};
+      return out;
+    }
+    out = route_to_network(cg, src_gpu);
+    const std::vector<EdgeId> back(out.rbegin(), out.rend());
+    out.insert(out.end(), back.begin(), back.end());
+    return out;
+  }
   const int src_node = src_gpu / cg.gpus_per_node;
   const int dst_node = dst_gpu / cg.gpus_per_node;
   const VertexId src = cg.gpu[static_cast<std::size_t>(src_gpu)];

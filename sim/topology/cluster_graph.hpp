@@ -66,7 +66,23 @@ struct ClusterGraph {
 ClusterGraph build_graph(const ClusterSpec& spec, int nodes);
 
 // The links a transfer from one GPU to another crosses, in order (fewest hops; GPUs never forward traffic).
+// Two loopbacks stand in for a symmetric peer when the simulation folds identical GPUs into one:
+// `dst == network_mirror(src)` goes out through the GPU's NIC to its leaf switch and back in,
+// `dst == nvlink_mirror(src)` out through its NVSwitch port and back (empty without an NVSwitch).
 std::vector<EdgeId> route(const ClusterGraph& g, int src_gpu, int dst_gpu);
+inline int network_mirror(const ClusterGraph& g, int gpu)
+{
+  return g.gpus() + gpu;
+}
+inline int nvlink_mirror(const ClusterGraph& g, int gpu)
+{
+  return 2 * g.gpus() + gpu;
+}
+// The GPU an endpoint (a GPU or one of its mirrors) belongs to.
+inline int gpu_of(const ClusterGraph& g, int endpoint)
+{
+  return endpoint % g.gpus();
+}
 // From a GPU to its leaf switch: to its NIC, then the NIC's cable.
 std::vector<EdgeId> route_to_network(const ClusterGraph& g, int gpu);
 // Whether `links`, walked from `from`, crosses each link from its source to its target (true) or back.

@@ -25,6 +25,9 @@ struct Where {
   int layer = -1;
 };
 
+// Thrown while building a folded graph that turns out not to be symmetric; the builder starts over unfolded.
+struct NotFoldable {};
+
 // Gradients are reduced per item: a transformer layer, or the embedding or output layer of a stage.
 constexpr int embedding_item = -1;
 constexpr int head_item = -2;
@@ -32,9 +35,9 @@ constexpr int head_item = -2;
 class Builder {
  public:
   Builder(const model::ModelSpec& m, const plan::ParallelPlan& p, const topology::ClusterSpec& cluster,
-          const topology::ClusterGraph& graph)
+          const topology::ClusterGraph& graph, bool fold)
       : m_(m), p_(p), cluster_(cluster), graph_(graph), lowering_(graph), programs_(build_programs(m, p, cluster.gpu)),
-        counts_(model::count_params(m))
+        counts_(model::count_params(m)), fold_(fold)
   {
     const int gpus = p.gpus();
     tail_.resize(static_cast<std::size_t>(gpus));
@@ -42,6 +45,14 @@ class Builder {
     gather_tail_.assign(static_cast<std::size_t>(gpus), no_task);
     grad_ready_.resize(static_cast<std::size_t>(gpus));
     g_.gpus = gpus;
+    g_.folded = fold;
+    g_.multiplicity = fold ? p.tp * p.dp : 1;
+    g_.cluster_gpus = graph.gpus();
+    for (int s = 0; s < p.pp; ++s)
+      g_.stage_leaders.push_back(rank(0, 0, s));
+    for (int r = 0; r < gpus; ++r)
+      if (simulated(r))
+        g_.simulated.push_back(r);
     act_bytes_ = static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_length) *
                  static_cast<double>(m.hidden_size) * element_bytes;
     grad_bytes_ = p.fp32_grad_accumulation ? 4.0 : 2.0;
@@ -75,6 +86,19 @@ class Builder {
 
  private:
   int rank(int t, int d, int s) const { return plan::rank_of(p_, plan::RankCoords{t, d, s}); }
+  // Folded, the first GPU of stage s (tp 0, dp 0) stands for every GPU of its stage.
+  int representative(int r) const { return fold_ ? rank(0, 0, plan::coords_of(p_, r).pp) : r; }
+  bool simulated(int r) const { return representative(r) == r; }
+  int dp_simulated() const { return fold_ ? 1 : p_.dp; }
+  int tp_simulated() const { return fold_ ? 1 : p_.tp; }
+  std::vector<int> simulated_of(const std::vector<int>& group) const
+  {
+    std::vector<int> out;
+    for (int r : group)
+      if (simulated(r))
+        out.push_back(r);
+    return out;
+  }
   int last_virtual_stage() const { return p_.chunks() - 1; }
   bool sharded_optimizer() const { return p_.zero_stage >= 1 || p_.distributed_optimizer; }
 
@@ -160,11 +184,48 @@ class Builder {
       if (phase.empty())
         continue;
       std::vector<TaskId> flows;
-      for (const Flow& f : phase)
+      for (const Flow& f : fold_ ? folded(phase) : phase)
         flows.push_back(transfer(f, category, id, text, w, {previous}));
       previous = sync(category, flows, id);
     }
     return previous;
+  }
+
+  // Flows between symmetric GPUs become one flow of the representative: to itself through its NVLink port when the
+  // peers share a node, to its mirror through its NIC when they do not. Each such flow must cross the same kinds of
+  // private links as the original (the network above the leaf being non-blocking).
+  std::vector<Flow> folded(const std::vector<Flow>& phase)
+  {
+    std::vector<Flow> out;
+    for (const Flow& f : phase) {
+      const int a = representative(f.src);
+      int b = representative(f.dst);
+      if (a == b)
+        b = f.src / graph_.gpus_per_node == f.dst / graph_.gpus_per_node ? topology::nvlink_mirror(graph_, a)
+                                                                         : topology::network_mirror(graph_, a);
+      if (private_links(f.src, f.dst) != private_links(a, b))
+        throw NotFoldable{};
+      const auto same = std::find_if(out.begin(), out.end(), [&](const Flow& o) { return o.src == a && o.dst == b; });
+      if (same == out.end())
+        out.push_back(Flow{a, b, f.bytes, f.latency_s});
+      else if (same->bytes != f.bytes || same->latency_s != f.latency_s)
+        throw NotFoldable{};
+    }
+    return out;
+  }
+
+  // The classes of a route's links, leaving out the switch-to-switch links of the (non-blocking) network.
+  const std::vector<topology::LinkClass>& private_links(int a, int b)
+  {
+    const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b);
+    auto [it, inserted] = signatures_.try_emplace(key);
+    if (inserted)
+      for (auto e : topology::route(graph_, a, b)) {
+        const auto& l = graph_.graph[e];
+        if (graph_.graph[l.from].node >= 0 || graph_.graph[l.to].node >= 0)
+          it->second.push_back(l.cls);
+      }
+    return it->second;
   }
 
   std::vector<TaskId> tails_of(const std::vector<int>& gpus) const
@@ -182,15 +243,17 @@ class Builder {
   void run(const Program& program, int s, const Where& w)
   {
     for (const Step& step : program) {
-      for (int d = 0; d < p_.dp; ++d) {
+      for (int d = 0; d < dp_simulated(); ++d) {
         const auto group = tp_group(d, s);
+        const auto members = simulated_of(group);
         if (step.kind == Step::Kind::COMPUTE) {
-          for (int r : group)
+          for (int r : members)
             tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
           continue;
         }
-        const TaskId end = collective(step.collective, group, step.bytes, Category::TP, step.label, w, tails_of(group));
-        for (int r : group) {
+        const TaskId end =
+            collective(step.collective, group, step.bytes, Category::TP, step.label, w, tails_of(members));
+        for (int r : members) {
           if (step.kind == Step::Kind::OVERLAP)
             tail_[static_cast<std::size_t>(r)] = {compute(r, step, w), end};
           else
@@ -218,16 +281,17 @@ class Builder {
   // rank received a 1/tp slice, gathered inside the TP group.
   void wait_input(int s, Pass pass, int vs, const Where& w)
   {
-    for (int d = 0; d < p_.dp; ++d) {
+    for (int d = 0; d < dp_simulated(); ++d) {
       const TaskId ready = input(pass, d, vs, w.microbatch);
       const auto group = tp_group(d, s);
-      for (int r : group)
+      const auto members = simulated_of(group);
+      for (int r : members)
         tail_[static_cast<std::size_t>(r)].push_back(ready);
       if (p_.tp > 1 && !p_.sequence_parallel) {
         const TaskId end = collective(CollectiveKind::ALL_GATHER, group, act_bytes_, Category::PP,
                                       pass == Pass::FORWARD ? "pp activation all-gather" : "pp gradient all-gather", w,
-                                      tails_of(group));
-        for (int r : group)
+                                      tails_of(members));
+        for (int r : members)
           tail_[static_cast<std::size_t>(r)] = {end};
       }
     }
@@ -241,9 +305,9 @@ class Builder {
     const int to_vs = pass == Pass::FORWARD ? vs + 1 : vs - 1;
     const int to_stage = to_vs % p_.pp;
     const std::uint32_t label = g_.label(pass == Pass::FORWARD ? "pp send activations" : "pp send gradients");
-    for (int d = 0; d < p_.dp; ++d) {
+    for (int d = 0; d < dp_simulated(); ++d) {
       const TaskId ready = input(pass, d, to_vs, w.microbatch);
-      for (int t = 0; t < p_.tp; ++t) {
+      for (int t = 0; t < tp_simulated(); ++t) {
         const int src = rank(t, d, s);
         const int dst = rank(t, d, to_stage);
         const double bytes = act_bytes_ / p_.tp;
@@ -262,6 +326,8 @@ class Builder {
     if (cluster_.network.rail_optimized && src_node != dst_node) {
       const int dst_nic = graph_.nic_of_gpu[static_cast<std::size_t>(dst % per_node)];
       if (graph_.nic_of_gpu[static_cast<std::size_t>(src % per_node)] != dst_nic) {
+        if (fold_) // the relay's NIC would also carry another GPU's traffic: not symmetric
+          throw NotFoldable{};
         const int relay = src_node * per_node + cluster_.node.nics.gpus[static_cast<std::size_t>(dst_nic)].front();
         return {lowering_.send(src, relay, bytes), lowering_.send(relay, dst, bytes)};
       }
@@ -347,8 +413,8 @@ class Builder {
   std::vector<int> stage_gpus(int s) const
   {
     std::vector<int> r;
-    for (int d = 0; d < p_.dp; ++d)
-      for (int t = 0; t < p_.tp; ++t)
+    for (int d = 0; d < dp_simulated(); ++d)
+      for (int t = 0; t < tp_simulated(); ++t)
         r.push_back(rank(t, d, s));
     return r;
   }
@@ -373,14 +439,15 @@ class Builder {
     std::vector<TaskId> ends(static_cast<std::size_t>(p_.tp), no_task);
     if (p_.dp == 1)
       return ends;
-    for (int t = 0; t < p_.tp; ++t) {
+    for (int t = 0; t < tp_simulated(); ++t) {
       const auto group = dp_group(t, s);
-      std::vector<TaskId> deps = tails_of(group);
-      for (int r : group)
+      const auto members = simulated_of(group);
+      std::vector<TaskId> deps = tails_of(members);
+      for (int r : members)
         deps.push_back(gather_tail_[static_cast<std::size_t>(r)]);
       const TaskId end = collective(CollectiveKind::ALL_GATHER, group, element_bytes * item_params(item, s),
                                     Category::DP, "zero-3 parameter all-gather", w, deps);
-      for (int r : group)
+      for (int r : members)
         gather_tail_[static_cast<std::size_t>(r)] = end;
       ends[static_cast<std::size_t>(t)] = end;
     }
@@ -410,10 +477,11 @@ class Builder {
         items.push_back(order[i++]);
       }
       const std::string label = fmt::format("dp gradient bucket {}", bucket);
-      for (int t = 0; t < p_.tp; ++t) {
+      for (int t = 0; t < tp_simulated(); ++t) {
         const auto group = dp_group(t, s);
+        const auto members = simulated_of(group);
         std::vector<TaskId> deps;
-        for (int r : group) {
+        for (int r : members) {
           deps.push_back(reduce_tail_[static_cast<std::size_t>(r)]);
           for (int item : items)
             deps.push_back(grad_ready_[static_cast<std::size_t>(r)].at(item));
@@ -422,7 +490,7 @@ class Builder {
               deps.push_back(t2);
         }
         const TaskId end = collective(kind, group, params * grad_bytes_, Category::DP, label, w, deps);
-        for (int r : group)
+        for (int r : members)
           reduce_tail_[static_cast<std::size_t>(r)] = end;
       }
     }
@@ -434,8 +502,8 @@ class Builder {
     if (!m_.tie_embeddings || p_.pp == 1)
       return;
     const Where w{Category::DP, -1, -1, -1, -1};
-    for (int d = 0; d < p_.dp; ++d)
-      for (int t = 0; t < p_.tp; ++t) {
+    for (int d = 0; d < dp_simulated(); ++d)
+      for (int t = 0; t < tp_simulated(); ++t) {
         const std::vector<int> group{rank(t, d, 0), rank(t, d, p_.pp - 1)};
         std::vector<TaskId> deps;
         for (int r : group) {
@@ -467,11 +535,12 @@ class Builder {
       tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
     }
     if (sharded_optimizer() && p_.zero_stage < 3 && p_.dp > 1) {
-      for (int t = 0; t < p_.tp; ++t) {
+      for (int t = 0; t < tp_simulated(); ++t) {
         const auto group = dp_group(t, s);
+        const auto members = simulated_of(group);
         const TaskId end = collective(CollectiveKind::ALL_GATHER, group, element_bytes * params, Category::DP,
-                                      "parameter all-gather", w, tails_of(group));
-        for (int r : group)
+                                      "parameter all-gather", w, tails_of(members));
+        for (int r : members)
           tail_[static_cast<std::size_t>(r)] = {end};
       }
     }
@@ -496,6 +565,8 @@ class Builder {
   Lowering lowering_;
   const LayerPrograms programs_;
   const model::ParamCount counts_;
+  const bool fold_;
+  std::unordered_map<std::uint64_t, std::vector<topology::LinkClass>> signatures_;
   double act_bytes_ = 0;
   double grad_bytes_ = 0;
   double layer_params_ = 0;
@@ -511,10 +582,35 @@ class Builder {
 
 } // namespace
 
-TaskGraph build_task_graph(const model::ModelSpec& model, const plan::ParallelPlan& plan,
-                           const topology::ClusterSpec& cluster, const topology::ClusterGraph& graph)
+std::string fold_precondition(const plan::ParallelPlan& plan, const topology::ClusterSpec& cluster)
 {
-  return Builder(model, plan, cluster, graph).build();
+  if (plan.tp * plan.dp == 1)
+    return "one GPU per stage already";
+  if (!cluster.node.nvlink || !std::holds_alternative<topology::NvSwitchFabric>(*cluster.node.nvlink))
+    return "GPUs share NVLink lanes (no NVSwitch)";
+  if (cluster.node.pcie)
+    return "GPUs share a PCIe tree";
+  for (const auto& gpus : cluster.node.nics.gpus)
+    if (gpus.size() != 1)
+      return "GPUs share NICs";
+  if (cluster.network.kind != topology::NetworkKind::SINGLE_SWITCH &&
+      (cluster.network.oversubscription > 1 || cluster.network.core_oversubscription > 1))
+    return "the network is oversubscribed";
+  return "";
+}
+
+TaskGraph build_task_graph(const model::ModelSpec& model, const plan::ParallelPlan& plan,
+                           const topology::ClusterSpec& cluster, const topology::ClusterGraph& graph,
+                           const BuildOptions& options)
+{
+  if (options.fold && fold_precondition(plan, cluster).empty()) {
+    try {
+      return Builder(model, plan, cluster, graph, true).build();
+    } catch (const NotFoldable&) {
+      // some flow is not symmetric after all: simulate every GPU
+    }
+  }
+  return Builder(model, plan, cluster, graph, false).build();
 }
 
 } // namespace sim::workload

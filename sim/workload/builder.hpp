@@ -8,9 +8,21 @@
 #include "topology/cluster_graph.hpp"
 #include "workload/task_graph.hpp"
 
+#include <string>
+
 namespace sim::workload {
 
+struct BuildOptions {
+  // Simulate one GPU per stage when every GPU's links are its own (NVSwitch, a NIC per GPU) and the network is
+  // non-blocking, so that identical GPUs see identical traffic: exact, and far fewer tasks.
+  bool fold = true;
+};
+
 TaskGraph build_task_graph(const model::ModelSpec& model, const plan::ParallelPlan& plan,
-                           const topology::ClusterSpec& cluster, const topology::ClusterGraph& graph);
+                           const topology::ClusterSpec& cluster, const topology::ClusterGraph& graph,
+                           const BuildOptions& options = {});
+
+// Why folding does not apply to this cluster (empty when it may: the builder still verifies every flow).
+std::string fold_precondition(const plan::ParallelPlan& plan, const topology::ClusterSpec& cluster);
 
 } // namespace sim::workload

@@ -83,6 +83,16 @@ class TaskGraph {
   int gpus = 0;
   TaskId step_end = no_task; // depends on everything
 
+  // Folded graphs simulate one GPU per pipeline stage (tp 0 of data-parallel replica 0), standing for the
+  // `multiplicity` identical GPUs of its stage; their symmetric peers are reached through loopbacks to the
+  // GPU's mirrors (topology::route): a transfer's peer may be such a mirror endpoint.
+  bool folded = false;
+  int multiplicity = 1;
+  std::vector<int> simulated;     // the GPUs that have tasks
+  int cluster_gpus = 0;           // GPUs in the cluster graph (endpoints above it are mirrors)
+  std::vector<int> stage_leaders; // per pipeline stage, its first GPU (tp 0, dp 0): measured in detail
+  int gpu_of(int endpoint) const { return endpoint % cluster_gpus; }
+
  private:
   std::vector<Task> tasks_;
   std::vector<std::pair<TaskId, TaskId>> edges_; // (from, to) until finalize
