@@ -55,14 +55,15 @@ struct Built {
   sim::workload::TaskGraph tasks;
 };
 
-Built build(nlohmann::json plan, nlohmann::json model = tiny_model(), const std::string& topology = "dgx-a100")
+Built build(nlohmann::json plan, nlohmann::json model = tiny_model(), const std::string& topology = "dgx-a100",
+            bool fold = false)
 {
   auto doc = test::scenario_json("x", std::move(plan), topology);
   doc["model"] = std::move(model);
   const auto file = test::write_json(test::scratch_dir() / "s.json", doc);
   auto s = sim::scenario::load_scenario(file, test::options());
   auto g = sim::topology::build_graph(s.cluster, s.nodes);
-  auto t = sim::workload::build_task_graph(s.model, s.plan, s.cluster, g);
+  auto t = sim::workload::build_task_graph(s.model, s.plan, s.cluster, g, {fold});
   return {std::move(s), std::move(g), std::move(t)};
 }
 
@@ -319,4 +320,28 @@ TEST_CASE("the optimizer runs on a 1/dp shard with the distributed optimizer, th
   for (const auto& c : sharded.tasks.collectives())
     gathered = gathered || sharded.tasks.label_text(c.label) == "parameter all-gather";
   CHECK(gathered);
+}
+
+TEST_CASE("folding keeps one GPU per stage with the same compute and the same traffic on its own links")
+{
+  const nlohmann::json plan{{"tp", 2}, {"pp", 2}, {"dp", 4}, {"global_batch", 16}};
+  const auto full = build(plan);
+  const auto folded = build(plan, tiny_model(), "dgx-a100", true);
+  REQUIRE(folded.tasks.folded);
+  CHECK(folded.tasks.multiplicity == 8);
+  CHECK(folded.tasks.simulated == std::vector<int>{0, 8});
+  for (int leader : folded.tasks.simulated) {
+    INFO("GPU " << leader);
+    CHECK(compute_time(folded.tasks, Category::FORWARD, leader) == Approx(compute_time(full.tasks, Category::FORWARD, leader)));
+    CHECK(compute_time(folded.tasks, Category::BACKWARD, leader) == Approx(compute_time(full.tasks, Category::BACKWARD, leader)));
+    for (auto c : {Category::TP, Category::PP, Category::DP})
+      CHECK(sent(folded.tasks)[c][leader] == Approx(sent(full.tasks)[c][leader]));
+  }
+}
+
+TEST_CASE("GPUs that share NVLink lanes or NICs are not folded")
+{
+  const auto b = build({{"tp", 2}, {"dp", 4}, {"global_batch", 8}, {"precision", "fp16"}}, tiny_model(), "dgx-v100", true);
+  CHECK_FALSE(b.tasks.folded);
+  CHECK(sim::workload::fold_precondition(b.scenario.plan, b.scenario.cluster) == "GPUs share NVLink lanes (no NVSwitch)");
 }
