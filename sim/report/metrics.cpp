@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 namespace sim::report {
 namespace {
@@ -197,6 +198,51 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
     m.breakdown.dp_exposed += b.dp_exposed / simulated;
     m.breakdown.bubble += b.bubble / simulated;
     m.breakdown.optimizer += b.optimizer / simulated;
+  }
+
+  // Communication in flight per GPU and kind: collectives from their first flow's issue to their last flow's end.
+  {
+    std::map<std::uint32_t, std::pair<double, double>> collective_span;
+    for (TaskId t = 0; t < g.size(); ++t) {
+      const auto& task = g[t];
+      if (task.kind != TaskKind::TRANSFER || task.collective == workload::no_task)
+        continue;
+      auto [it, inserted] = collective_span.try_emplace(task.collective, tl.tasks[t].start_s, tl.tasks[t].end_s);
+      it->second.first = std::min(it->second.first, tl.tasks[t].start_s);
+      it->second.second = std::max(it->second.second, tl.tasks[t].end_s);
+    }
+    std::map<std::pair<int, Category>, std::vector<std::pair<double, double>>> intervals;
+    std::set<std::pair<int, std::uint32_t>> seen;
+    for (TaskId t = 0; t < g.size(); ++t) {
+      const auto& task = g[t];
+      if (task.kind != TaskKind::TRANSFER)
+        continue;
+      if (task.collective == workload::no_task)
+        intervals[{task.rank, task.category}].emplace_back(tl.tasks[t].start_s, tl.tasks[t].end_s);
+      else if (seen.insert({task.rank, task.collective}).second)
+        intervals[{task.rank, task.category}].push_back(collective_span[task.collective]);
+    }
+    for (auto& [key, list] : intervals) {
+      std::sort(list.begin(), list.end());
+      double total = 0;
+      double from = list.front().first;
+      double to = list.front().second;
+      for (const auto& [a, b] : list) {
+        if (a > to) {
+          total += to - from;
+          from = a;
+        }
+        to = std::max(to, b);
+      }
+      total += to - from;
+      const double share = total / static_cast<double>(g.simulated.size());
+      if (key.second == Category::TP)
+        m.comm.tp += share;
+      else if (key.second == Category::PP)
+        m.comm.pp += share;
+      else
+        m.comm.dp += share;
+    }
   }
 
   // Bubble per stage: the idle fraction of the pipeline phase on the stage's first GPU, counting its passes'

@@ -24,6 +24,14 @@ struct Breakdown {
   double optimizer = 0;
 };
 
+// How long a GPU's communication of each kind was in flight (overlapped or not): the union of its collectives'
+// and sends' intervals.
+struct CommTime {
+  double tp = 0;
+  double pp = 0;
+  double dp = 0;
+};
+
 struct StageMetrics {
   int stage = 0;
   int rank = 0;               // the GPU measured: tp 0, dp 0 of the stage
@@ -59,6 +67,7 @@ struct Metrics {
   double bubble_mean = 0;
   double bubble_theory = 0; // (p-1)/(m+p-1), divided by v when interleaved
   Breakdown breakdown;      // mean over GPUs
+  CommTime comm;            // mean over GPUs
   std::map<std::string, LinkClassMetrics> links;
   memory::MemoryEstimate memory;
 };

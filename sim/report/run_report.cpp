@@ -53,6 +53,7 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
     bubble_per_stage.push_back(st.bubble);
   j["bubble"] = {{"per_stage", bubble_per_stage}, {"mean", m.bubble_mean}, {"theory", m.bubble_theory}};
   j["breakdown_s"] = breakdown_json(m.breakdown);
+  j["comm_s"] = {{"tp", m.comm.tp}, {"pp", m.comm.pp}, {"dp", m.comm.dp}};
   j["stages"] = stages;
   core::Json links = core::Json::object();
   for (const auto& [cls, c] : m.links) {

@@ -1,0 +1,112 @@
+// Tests that run the simtrain binary: comparisons between simulations (one SimGrid engine per process), output files.
+#include "../unit/support.hpp"
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+
+namespace {
+
+struct Result {
+  int status = 0;
+  std::string out;
+};
+
+Result run(const std::string& args)
+{
+  const std::string command = std::string(SIMTRAIN_BINARY) + " --log-level off " + args + " 2>/dev/null";
+  Result r;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buffer{};
+  std::size_t n = 0;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    r.out.append(buffer.data(), n);
+  r.status = WEXITSTATUS(pclose(pipe));
+  return r;
+}
+
+nlohmann::json run_json(const std::string& args)
+{
+  const auto r = run("run " + args + " --format json");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  return nlohmann::json::parse(r.out);
+}
+
+std::string scenario(const std::string& name) { return (test::source_dir() / "scenarios" / name).string(); }
+
+} // namespace
+
+TEST_CASE("a TP-heavy step slows on A800, and its exposed TP time grows by the NVLink ratio")
+{
+  const std::string plan = scenario("default.json") + " --set plan.pp=1 --set plan.micro_batch=8 --set plan.global_batch=8"
+                                                      " --set plan.sequence_parallel=false";
+  const auto a100 = run_json(plan + " --set topology=dgx-a100");
+  const auto a800 = run_json(plan + " --set topology=hgx-a800");
+  CHECK(a800["step_time_s"].get<double>() > a100["step_time_s"].get<double>());
+  // The collectives take 1.5x as long (their latency terms are the same on both, hence the tolerance)...
+  const double ratio = a800["comm_s"]["tp"].get<double>() / a100["comm_s"]["tp"].get<double>();
+  CHECK(ratio == Approx(300.0 / 200.0).epsilon(0.05));
+  // ... and the exposed part grows at least as much: the backward overlap with weight gradients hides a fixed amount.
+  const double exposed =
+      a800["breakdown_s"]["tp_exposed"].get<double>() / a100["breakdown_s"]["tp_exposed"].get<double>();
+  CHECK(exposed >= ratio);
+  CHECK(a800["breakdown_s"]["compute"].get<double>() == Approx(a100["breakdown_s"]["compute"].get<double>()));
+}
+
+TEST_CASE("the same input gives byte-identical reports, but for simtrain's own wall time and memory")
+{
+  auto first = run_json(scenario("default.json"));
+  auto second = run_json(scenario("default.json"));
+  for (auto* j : {&first, &second}) {
+    j->erase("sim_wall_s");
+    j->erase("sim_peak_rss_bytes");
+  }
+  CHECK(first.dump() == second.dump());
+}
+
+TEST_CASE("folding identical GPUs changes nothing but the work of simulating")
+{
+  const std::string s = scenario("default.json") + " --set plan.pp=2 --set plan.tp=4 --set plan.dp=2"
+                                                   " --set plan.global_batch=8";
+  const auto folded = run_json(s);
+  const auto full = run_json(s + " --no-fold");
+  REQUIRE(folded["folded"].get<bool>());
+  REQUIRE_FALSE(full["folded"].get<bool>());
+  CHECK(folded["tasks"].get<double>() < full["tasks"].get<double>());
+  for (const char* key : {"step_time_s", "tokens_per_s", "mfu"})
+    CHECK(folded[key].get<double>() == Approx(full[key].get<double>()).epsilon(1e-9));
+  for (const char* part : {"compute", "tp_exposed", "pp_exposed", "dp_exposed", "bubble", "optimizer"})
+    CHECK(folded["breakdown_s"][part].get<double>() == Approx(full["breakdown_s"][part].get<double>()).epsilon(1e-6).margin(1e-9));
+  for (const char* cls : {"nvlink", "ib"}) {
+    CHECK(folded["links"][cls]["bytes"].get<double>() == Approx(full["links"][cls]["bytes"].get<double>()).epsilon(1e-9));
+    CHECK(folded["links"][cls]["peak_util"].get<double>() == Approx(full["links"][cls]["peak_util"].get<double>()).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("the out folder gets the report, a Perfetto trace and the pipeline picture")
+{
+  const auto dir = test::scratch_dir() / "out";
+  const auto r = run("run " + scenario("default.json") + " --out " + dir.string());
+  REQUIRE(r.status == 0);
+  const auto report = nlohmann::json::parse(std::ifstream(dir / "report.json"));
+  CHECK(report["step_time_s"].get<double>() > 0);
+  const auto trace = nlohmann::json::parse(std::ifstream(dir / "trace.json"));
+  std::size_t complete = 0;
+  for (const auto& e : trace["traceEvents"])
+    complete += e["ph"] == "X";
+  CHECK(complete > 100);
+  std::ifstream svg(dir / "timeline.svg");
+  const std::string text((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
+  CHECK(text.rfind("<svg", 0) == 0);
+  CHECK(text.find("stage 1") != std::string::npos);
+}
+
+TEST_CASE("the text view draws every stage's passes")
+{
+  const auto r = run("run " + scenario("default.json") + " --view pipeline");
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("stage   0 |F0") != std::string::npos);
+  CHECK(r.out.find("stage   1 |") != std::string::npos);
+}

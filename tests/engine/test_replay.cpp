@@ -1,0 +1,144 @@
+// Validation of the replay against closed forms. Each TEST_CASE is one process, one simulation.
+#include "engine/replay.hpp"
+#include "report/metrics.hpp"
+#include "scenario/scenario.hpp"
+#include "workload/builder.hpp"
+#include "workload/collectives.hpp"
+
+#include "../unit/support.hpp"
+
+namespace {
+
+struct Run {
+  sim::scenario::Scenario scenario;
+  sim::report::Metrics metrics;
+};
+
+// A GPT whose stages are exactly balanced once memory-bound kernels cost nothing: a tiny vocabulary (so the
+// embedding and output layers are negligible), rotary positions, GEMMs only.
+nlohmann::json balanced_model(int layers)
+{
+  return {{"schema", "model/v1"},      {"name", "balanced"}, {"num_layers", layers}, {"hidden_size", 16384},
+          {"num_attention_heads", 128}, {"vocab_size", 8},      {"seq_length", 4096},   {"position_embedding", "rope"}};
+}
+
+// Free communication and free memory traffic: only the GEMMs take time.
+const std::vector<std::string> free_communication{
+    "topology.node.gpu.memory_bandwidth=1000000TBps", "topology.node.nvlink.bandwidth=1000000TBps",
+    "topology.node.nics.bandwidth=1000000TBps"};
+
+Run simulate(nlohmann::json model, nlohmann::json plan, std::vector<std::string> overrides,
+             const std::string& topology = "dgx-h100")
+{
+  auto doc = test::scenario_json("x", std::move(plan), topology);
+  doc["model"] = std::move(model);
+  const auto file = test::write_json(test::scratch_dir() / "s.json", doc);
+  auto s = sim::scenario::load_scenario(file, test::options(std::move(overrides)));
+  const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
+  const auto tasks = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph);
+  const auto timeline = sim::engine::replay(tasks, graph);
+  auto metrics = sim::report::compute_metrics(s, tasks, graph, timeline);
+  return {std::move(s), std::move(metrics)};
+}
+
+void check_bubble(int p, int m, const std::string& schedule, int v = 1)
+{
+  nlohmann::json plan{{"pp", p}, {"global_batch", m}, {"schedule", schedule}, {"flash_attention", false}};
+  if (v > 1)
+    plan["virtual_stages"] = v;
+  const auto run = simulate(balanced_model(2 * p * v), plan, free_communication);
+  const double textbook = (p - 1.0) / (static_cast<double>(m) * v + p - 1.0);
+  CHECK(run.metrics.bubble_theory == Approx(textbook));
+  for (const auto& st : run.metrics.per_stage) {
+    INFO("stage " << st.stage);
+    CHECK(st.bubble == Approx(textbook).epsilon(0.01));
+  }
+}
+
+} // namespace
+
+TEST_CASE("1F1B bubble with balanced stages and free communication: p = 2, m = 4") { check_bubble(2, 4, "1f1b"); }
+TEST_CASE("1F1B bubble with balanced stages and free communication: p = 4, m = 8") { check_bubble(4, 8, "1f1b"); }
+TEST_CASE("1F1B bubble with balanced stages and free communication: p = 8, m = 32") { check_bubble(8, 32, "1f1b"); }
+TEST_CASE("GPipe bubble equals 1F1B's: p = 4, m = 8") { check_bubble(4, 8, "gpipe"); }
+TEST_CASE("interleaving with v = 2 divides the bubble by 2: p = 4, m = 8") { check_bubble(4, 8, "interleaved", 2); }
+TEST_CASE("interleaving with v = 4 divides the bubble by 4: p = 2, m = 8") { check_bubble(2, 8, "interleaved", 4); }
+
+TEST_CASE("a compute-only step takes its FLOPs divided by the GPU's rate")
+{
+  auto overrides = free_communication;
+  overrides.insert(overrides.end(), {"topology.node.gpu.gemm_efficiency=1", "topology.node.gpu.sms=null"});
+  const auto run = simulate(balanced_model(4), {{"global_batch", 2}, {"flash_attention", false}}, overrides);
+  const double peak = 989.4e12;
+  // What is left besides GEMMs (memory traffic at 1e18 B/s) is below a part in 1e5.
+  CHECK(run.metrics.step_time_s == Approx(run.metrics.model_flops / peak).epsilon(1e-5));
+  CHECK(run.metrics.mfu == Approx(1.0).epsilon(1e-5));
+}
+
+TEST_CASE("one ring all-reduce over NVSwitch takes NCCL's latency plus 2(n-1)/n S over the achievable bandwidth")
+{
+  const auto spec = sim::scenario::load_cluster("dgx-a100", test::options());
+  const auto graph = sim::topology::build_graph(spec, 1);
+  sim::workload::TaskGraph g;
+  g.gpus = 8;
+  g.cluster_gpus = 8;
+  g.stage_leaders = {0};
+  sim::workload::Task start;
+  const auto begin = g.add(start);
+  std::vector<sim::workload::TaskId> flows;
+  const double bytes = 1e9;
+  const std::vector<int> ring{0, 1, 2, 3, 4, 5, 6, 7};
+  const auto phases = sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, ring, bytes, graph,
+                                                      sim::plan::CollectiveAlgorithm::RING);
+  for (const auto& f : phases.at(0)) {
+    sim::workload::Task t;
+    t.kind = sim::workload::TaskKind::TRANSFER;
+    t.rank = f.src;
+    t.peer = f.dst;
+    t.bytes = f.bytes;
+    t.latency_s = f.latency_s;
+    flows.push_back(g.add(t));
+    g.depend(flows.back(), begin);
+  }
+  g.step_end = g.add(start);
+  for (auto f : flows)
+    g.depend(g.step_end, f);
+  g.finalize();
+  const auto tl = sim::engine::replay(g, graph);
+  const int n = 8;
+  const double alpha = 3.4e-6; // NCCL's per-step latency on NVLink (Simple protocol), plus its 8.4 us base
+  const double beta = 300e9 * 0.767;
+  CHECK(tl.step_time_s == Approx(8.4e-6 + 2 * (n - 1) * alpha + 2.0 * (n - 1) / n * bytes / beta).epsilon(0.01));
+}
+
+TEST_CASE("a data-parallel ring across nodes runs at the NICs' achievable bandwidth")
+{
+  const auto spec = sim::scenario::load_cluster("dgx-h100", test::options());
+  const auto graph = sim::topology::build_graph(spec, 4);
+  sim::workload::TaskGraph g;
+  g.gpus = 32;
+  g.cluster_gpus = 32;
+  g.stage_leaders = {0};
+  const auto begin = g.add(sim::workload::Task{});
+  std::vector<sim::workload::TaskId> flows;
+  const double bytes = 4e9;
+  const auto phases = sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, {0, 8, 16, 24}, bytes,
+                                                      graph, sim::plan::CollectiveAlgorithm::AUTO);
+  for (const auto& f : phases.at(0)) {
+    sim::workload::Task t;
+    t.kind = sim::workload::TaskKind::TRANSFER;
+    t.rank = f.src;
+    t.peer = f.dst;
+    t.bytes = f.bytes;
+    t.latency_s = f.latency_s;
+    flows.push_back(g.add(t));
+    g.depend(flows.back(), begin);
+  }
+  g.step_end = g.add(sim::workload::Task{});
+  for (auto f : flows)
+    g.depend(g.step_end, f);
+  g.finalize();
+  const auto tl = sim::engine::replay(g, graph);
+  const double beta = 50e9 * 0.94;
+  CHECK(tl.step_time_s == Approx(8.4e-6 + 6 * 9.6e-6 + 2.0 * 3 / 4 * bytes / beta).epsilon(0.01));
+}
