@@ -182,20 +182,21 @@ class Replayer {
   {
     if (finished_ == g_.size())
       return;
+    // Name the first tasks that never ran: those still waiting for a dependency (a cycle), or started and unfinished.
     std::string stuck;
     int shown = 0;
     for (TaskId t = 0; t < g_.size() && shown < 5; ++t) {
-      if (timeline_.tasks[t].end_s >= 0 || pending_[t] != 0)
+      if (timeline_.tasks[t].end_s >= 0 || g_[t].kind == TaskKind::SYNC)
         continue;
       const auto& task = g_[t];
-      stuck += fmt::format("{}task {} ({} on rank {}, stage {}, micro-batch {}, {})", shown ? "; " : "", t,
+      stuck += fmt::format("{}task {} ({} on rank {}, stage {}, micro-batch {}, {}{})", shown ? "; " : "", t,
                            core::choice_name(task.kind, workload::task_kind_choices), task.rank, task.stage,
-                           task.microbatch, task.kind == TaskKind::SYNC ? "sync" : g_.label_text(task.label));
+                           task.microbatch, g_.label_text(task.label),
+                           pending_[t] > 0 ? fmt::format(", {} dependencies unfinished", pending_[t]) : ", started");
       ++shown;
     }
-    throw SimulationError(
-        fmt::format("the simulation stalled: {} of {} tasks never finished{}{}", g_.size() - finished_, g_.size(),
-                    stuck.empty() ? " (a dependency cycle)" : "; first started but unfinished: ", stuck));
+    throw SimulationError(fmt::format("the simulation stalled: {} of {} tasks never finished; first waiting: {}",
+                                      g_.size() - finished_, g_.size(), stuck.empty() ? "only syncs" : stuck));
   }
 
   const workload::TaskGraph& g_;

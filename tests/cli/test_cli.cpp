@@ -34,14 +34,18 @@ nlohmann::json run_json(const std::string& args)
   return nlohmann::json::parse(r.out);
 }
 
-std::string scenario(const std::string& name) { return (test::source_dir() / "scenarios" / name).string(); }
+std::string scenario(const std::string& name)
+{
+  return (test::source_dir() / "scenarios" / name).string();
+}
 
 } // namespace
 
 TEST_CASE("a TP-heavy step slows on A800, and its exposed TP time grows by the NVLink ratio")
 {
-  const std::string plan = scenario("default.json") + " --set plan.pp=1 --set plan.micro_batch=8 --set plan.global_batch=8"
-                                                      " --set plan.sequence_parallel=false";
+  const std::string plan = scenario("default.json") +
+                           " --set plan.pp=1 --set plan.micro_batch=8 --set plan.global_batch=8"
+                           " --set plan.sequence_parallel=false";
   const auto a100 = run_json(plan + " --set topology=dgx-a100");
   const auto a800 = run_json(plan + " --set topology=hgx-a800");
   CHECK(a800["step_time_s"].get<double>() > a100["step_time_s"].get<double>());
@@ -78,10 +82,13 @@ TEST_CASE("folding identical GPUs changes nothing but the work of simulating")
   for (const char* key : {"step_time_s", "tokens_per_s", "mfu"})
     CHECK(folded[key].get<double>() == Approx(full[key].get<double>()).epsilon(1e-9));
   for (const char* part : {"compute", "tp_exposed", "pp_exposed", "dp_exposed", "bubble", "optimizer"})
-    CHECK(folded["breakdown_s"][part].get<double>() == Approx(full["breakdown_s"][part].get<double>()).epsilon(1e-6).margin(1e-9));
+    CHECK(folded["breakdown_s"][part].get<double>() ==
+          Approx(full["breakdown_s"][part].get<double>()).epsilon(1e-6).margin(1e-9));
   for (const char* cls : {"nvlink", "ib"}) {
-    CHECK(folded["links"][cls]["bytes"].get<double>() == Approx(full["links"][cls]["bytes"].get<double>()).epsilon(1e-9));
-    CHECK(folded["links"][cls]["peak_util"].get<double>() == Approx(full["links"][cls]["peak_util"].get<double>()).epsilon(1e-9));
+    CHECK(folded["links"][cls]["bytes"].get<double>() ==
+          Approx(full["links"][cls]["bytes"].get<double>()).epsilon(1e-9));
+    CHECK(folded["links"][cls]["peak_util"].get<double>() ==
+          Approx(full["links"][cls]["peak_util"].get<double>()).epsilon(1e-9));
   }
 }
 

@@ -18,14 +18,14 @@ struct Run {
 // embedding and output layers are negligible), rotary positions, GEMMs only.
 nlohmann::json balanced_model(int layers)
 {
-  return {{"schema", "model/v1"},      {"name", "balanced"}, {"num_layers", layers}, {"hidden_size", 16384},
-          {"num_attention_heads", 128}, {"vocab_size", 8},      {"seq_length", 4096},   {"position_embedding", "rope"}};
+  return {{"schema", "model/v1"},       {"name", "balanced"}, {"num_layers", layers}, {"hidden_size", 16384},
+          {"num_attention_heads", 128}, {"vocab_size", 8},    {"seq_length", 4096},   {"position_embedding", "rope"}};
 }
 
 // Free communication and free memory traffic: only the GEMMs take time.
-const std::vector<std::string> free_communication{
-    "topology.node.gpu.memory_bandwidth=1000000TBps", "topology.node.nvlink.bandwidth=1000000TBps",
-    "topology.node.nics.bandwidth=1000000TBps"};
+const std::vector<std::string> free_communication{"topology.node.gpu.memory_bandwidth=1000000TBps",
+                                                  "topology.node.nvlink.bandwidth=1000000TBps",
+                                                  "topology.node.nics.bandwidth=1000000TBps"};
 
 Run simulate(nlohmann::json model, nlohmann::json plan, std::vector<std::string> overrides,
              const std::string& topology = "dgx-h100")
@@ -57,12 +57,30 @@ void check_bubble(int p, int m, const std::string& schedule, int v = 1)
 
 } // namespace
 
-TEST_CASE("1F1B bubble with balanced stages and free communication: p = 2, m = 4") { check_bubble(2, 4, "1f1b"); }
-TEST_CASE("1F1B bubble with balanced stages and free communication: p = 4, m = 8") { check_bubble(4, 8, "1f1b"); }
-TEST_CASE("1F1B bubble with balanced stages and free communication: p = 8, m = 32") { check_bubble(8, 32, "1f1b"); }
-TEST_CASE("GPipe bubble equals 1F1B's: p = 4, m = 8") { check_bubble(4, 8, "gpipe"); }
-TEST_CASE("interleaving with v = 2 divides the bubble by 2: p = 4, m = 8") { check_bubble(4, 8, "interleaved", 2); }
-TEST_CASE("interleaving with v = 4 divides the bubble by 4: p = 2, m = 8") { check_bubble(2, 8, "interleaved", 4); }
+TEST_CASE("1F1B bubble with balanced stages and free communication: p = 2, m = 4")
+{
+  check_bubble(2, 4, "1f1b");
+}
+TEST_CASE("1F1B bubble with balanced stages and free communication: p = 4, m = 8")
+{
+  check_bubble(4, 8, "1f1b");
+}
+TEST_CASE("1F1B bubble with balanced stages and free communication: p = 8, m = 32")
+{
+  check_bubble(8, 32, "1f1b");
+}
+TEST_CASE("GPipe bubble equals 1F1B's: p = 4, m = 8")
+{
+  check_bubble(4, 8, "gpipe");
+}
+TEST_CASE("interleaving with v = 2 divides the bubble by 2: p = 4, m = 8")
+{
+  check_bubble(4, 8, "interleaved", 2);
+}
+TEST_CASE("interleaving with v = 4 divides the bubble by 4: p = 2, m = 8")
+{
+  check_bubble(2, 8, "interleaved", 4);
+}
 
 TEST_CASE("a compute-only step takes its FLOPs divided by the GPU's rate")
 {
@@ -141,4 +159,34 @@ TEST_CASE("a data-parallel ring across nodes runs at the NICs' achievable bandwi
   const auto tl = sim::engine::replay(g, graph);
   const double beta = 50e9 * 0.94;
   CHECK(tl.step_time_s == Approx(8.4e-6 + 6 * 9.6e-6 + 2.0 * 3 / 4 * bytes / beta).epsilon(0.01));
+}
+
+TEST_CASE("a dependency cycle stops the replay with an error naming the stuck tasks, not a hang")
+{
+  const auto graph = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 1);
+  sim::workload::TaskGraph g;
+  g.gpus = 8;
+  g.cluster_gpus = 8;
+  g.stage_leaders = {0};
+  sim::workload::Task compute;
+  compute.kind = sim::workload::TaskKind::COMPUTE;
+  compute.rank = 0;
+  compute.duration_s = 1e-3;
+  compute.label = g.label("attention");
+  const auto first = g.add(compute);
+  const auto a = g.add(compute);
+  const auto b = g.add(compute);
+  g.depend(a, first);
+  g.depend(a, b);
+  g.depend(b, a);
+  g.step_end = g.add(sim::workload::Task{});
+  g.depend(g.step_end, b);
+  g.finalize();
+  try {
+    sim::engine::replay(g, graph);
+    FAIL("the replay finished");
+  } catch (const sim::engine::SimulationError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::StartsWith("the simulation stalled: 3 of 4 tasks never finished"));
+    CHECK_THAT(std::string(e.what()), Catch::Contains("waiting: task 1 (compute on rank 0"));
+  }
 }

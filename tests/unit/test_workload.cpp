@@ -332,8 +332,10 @@ TEST_CASE("folding keeps one GPU per stage with the same compute and the same tr
   CHECK(folded.tasks.simulated == std::vector<int>{0, 8});
   for (int leader : folded.tasks.simulated) {
     INFO("GPU " << leader);
-    CHECK(compute_time(folded.tasks, Category::FORWARD, leader) == Approx(compute_time(full.tasks, Category::FORWARD, leader)));
-    CHECK(compute_time(folded.tasks, Category::BACKWARD, leader) == Approx(compute_time(full.tasks, Category::BACKWARD, leader)));
+    CHECK(compute_time(folded.tasks, Category::FORWARD, leader) ==
+          Approx(compute_time(full.tasks, Category::FORWARD, leader)));
+    CHECK(compute_time(folded.tasks, Category::BACKWARD, leader) ==
+          Approx(compute_time(full.tasks, Category::BACKWARD, leader)));
     for (auto c : {Category::TP, Category::PP, Category::DP})
       CHECK(sent(folded.tasks)[c][leader] == Approx(sent(full.tasks)[c][leader]));
   }
@@ -341,7 +343,9 @@ TEST_CASE("folding keeps one GPU per stage with the same compute and the same tr
 
 TEST_CASE("GPUs that share NVLink lanes or NICs are not folded")
 {
-  const auto b = build({{"tp", 2}, {"dp", 4}, {"global_batch", 8}, {"precision", "fp16"}}, tiny_model(), "dgx-v100", true);
+  const auto b =
+      build({{"tp", 2}, {"dp", 4}, {"global_batch", 8}, {"precision", "fp16"}}, tiny_model(), "dgx-v100", true);
   CHECK_FALSE(b.tasks.folded);
-  CHECK(sim::workload::fold_precondition(b.scenario.plan, b.scenario.cluster) == "GPUs share NVLink lanes (no NVSwitch)");
+  CHECK(sim::workload::fold_precondition(b.scenario.plan, b.scenario.cluster) ==
+        "GPUs share NVLink lanes (no NVSwitch)");
 }
