@@ -1,5 +1,8 @@
 // simtrain_bench: measurements of simtrain's own speed and memory (run by tools/bench, not by the test suite).
 #include "engine/platform.hpp"
+#include "engine/replay.hpp"
+#include "report/metrics.hpp"
+#include "workload/builder.hpp"
 #include "scenario/scenario.hpp"
 #include "topology/cluster_graph.hpp"
 
@@ -55,6 +58,27 @@ int bench_platform(const std::string& topology, int gpus)
   return 0;
 }
 
+// One simulated step: where the time and memory go (graph, tasks, replay, metrics).
+int bench_run(const std::string& file, bool fold)
+{
+  const sim::scenario::LoadOptions options{SIMTRAIN_SOURCE_DIR, {}};
+  auto t0 = std::chrono::steady_clock::now();
+  const auto s = sim::scenario::load_scenario(file, options);
+  const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
+  const auto tasks = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph, {fold});
+  const double build_s = seconds_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  const auto timeline = sim::engine::replay(tasks, graph);
+  const double replay_s = seconds_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  const auto metrics = sim::report::compute_metrics(s, tasks, graph, timeline);
+  const double metrics_s = seconds_since(t0);
+  fmt::print("{{\"scenario\": \"{}\", \"gpus\": {}, \"tasks\": {}, \"folded\": {}, \"build_s\": {:.3f}, \"replay_s\": {:.3f}, "
+             "\"metrics_s\": {:.3f}, \"peak_rss_bytes\": {:.0f}, \"step_time_s\": {:.6f}}}\n",
+             file, s.gpus, tasks.size(), tasks.folded, build_s, replay_s, metrics_s, peak_rss_bytes(), metrics.step_time_s);
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -66,10 +90,17 @@ int main(int argc, char** argv)
   auto* platform = app.add_subcommand("platform", "Build the cluster graph and the SimGrid platform");
   platform->add_option("--topology", topology)->capture_default_str();
   platform->add_option("--gpus", gpus)->capture_default_str();
+  std::string scenario;
+  bool no_fold = false;
+  auto* run = app.add_subcommand("run", "Simulate one step of a scenario, timing each stage");
+  run->add_option("scenario", scenario)->required();
+  run->add_flag("--no-fold", no_fold);
   CLI11_PARSE(app, argc, argv);
   try {
     if (*platform)
       return bench_platform(topology, gpus);
+    if (*run)
+      return bench_run(scenario, !no_fold);
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;
