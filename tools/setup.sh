@@ -41,6 +41,8 @@ build_preset() {
   say "building ($preset)"
   local targets=()
   for t in "$@"; do targets+=(--target "$t"); done
-  cmake --build --preset "$preset" "${targets[@]}" -- -j"$(nproc)" | grep -vE '^\[[0-9]+/[0-9]+\]' || true
-  [ "${PIPESTATUS[0]}" -eq 0 ] || { say "build failed"; exit 1; }
+  local status=0
+  cmake --build --preset "$preset" "${targets[@]}" -- -j"$(nproc)" > "$dir/build.log" 2>&1 || status=$?
+  grep -vE '^\[[0-9]+/[0-9]+\]' "$dir/build.log" || true
+  [ "$status" -eq 0 ] || { say "build ($preset) failed"; exit 1; }
 }
