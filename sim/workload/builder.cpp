@@ -205,10 +205,11 @@ class Builder {
                                                                          : topology::network_mirror(graph_, a);
       if (private_links(f.src, f.dst) != private_links(a, b))
         throw NotFoldable{};
-      const auto same = std::find_if(out.begin(), out.end(), [&](const Flow& o) { return o.src == a && o.dst == b; });
+      // Every GPU of a symmetric group sends exactly the same flow: one per simulated sender.
+      const auto same = std::find_if(out.begin(), out.end(), [&](const Flow& o) { return o.src == a; });
       if (same == out.end())
         out.push_back(Flow{a, b, f.bytes, f.latency_s});
-      else if (same->bytes != f.bytes || same->latency_s != f.latency_s)
+      else if (same->dst != b || same->bytes != f.bytes || same->latency_s != f.latency_s)
         throw NotFoldable{};
     }
     return out;

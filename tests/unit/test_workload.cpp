@@ -349,3 +349,12 @@ TEST_CASE("GPUs that share NVLink lanes or NICs are not folded")
   CHECK(sim::workload::fold_precondition(b.scenario.plan, b.scenario.cluster) ==
         "GPUs share NVLink lanes (no NVSwitch)");
 }
+
+TEST_CASE("a flat ring that mixes NVLink and network edges is simulated GPU by GPU; a hierarchical one folds")
+{
+  // Hierarchical: every GPU reduces inside its node, then over its own NIC, then gathers: symmetric.
+  CHECK(build({{"tp", 16}, {"global_batch", 1}}, tiny_model(), "dgx-a100", true).tasks.folded);
+  // A flat ring over two nodes: 14 GPUs send over NVLink, 2 over the network.
+  CHECK_FALSE(
+      build({{"tp", 16}, {"global_batch", 1}, {"collective_algorithm", "ring"}}, tiny_model(), "dgx-a100", true).tasks.folded);
+}
