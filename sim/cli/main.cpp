@@ -1,5 +1,5 @@
 // simtrain's command line: a thin layer over the library that parses arguments, prints, and maps errors to exit
-// codes (0 ok, 1 bad input, 2 simulation failed, 3 internal error).
+// codes (0 ok, 1 bad input, 2 simulation failed, 3 internal error, 4 validation targets missed with --check).
 #include "core/input_error.hpp"
 #include "core/log.hpp"
 #include "engine/replay.hpp"
@@ -11,6 +11,7 @@
 #include "report/topology_report.hpp"
 #include "scenario/scenario.hpp"
 #include "topology/cluster_graph.hpp"
+#include "validation/runner.hpp"
 #include "workload/builder.hpp"
 
 #include <CLI/CLI.hpp>
@@ -22,7 +23,9 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <sys/resource.h>
+#include <thread>
 
 namespace {
 
@@ -170,6 +173,62 @@ int tasks(const fs::path& file, std::optional<int> rank, const CommonOptions& o)
   return 0;
 }
 
+struct ValidateArgs {
+  std::string cases;
+  int jobs = static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+  std::string only;
+  std::string keep;
+  std::string markdown;
+  std::string readme;
+  bool check = false;
+};
+
+// Replaces what lies between README's validation markers by `table`.
+void update_readme(const fs::path& readme, const std::string& table)
+{
+  const std::string begin = "<!-- validation:begin -->\n";
+  const std::string end = "<!-- validation:end -->";
+  std::ifstream in(readme);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  const auto from = s.find(begin);
+  const auto to = s.find(end);
+  if (!in || from == std::string::npos || to == std::string::npos || to < from)
+    throw sim::core::InputError({sim::core::display_path(readme), "", ""}, "no validation section to update",
+                                "", "the lines <!-- validation:begin --> and <!-- validation:end -->");
+  s.replace(from + begin.size(), to - from - begin.size(), table);
+  std::ofstream(readme) << s;
+}
+
+int validate(const ValidateArgs& a, const CommonOptions& o)
+{
+  const auto started = std::chrono::steady_clock::now();
+  sim::validation::ValidateOptions v;
+  v.cases_file = a.cases;
+  v.data_dir = o.data_dir;
+  v.simtrain = fs::read_symlink("/proc/self/exe");
+  v.jobs = a.jobs;
+  v.only = a.only;
+  v.keep_dir = a.keep;
+  const auto result = sim::validation::run_validation(v);
+  if (o.format == "json") {
+    std::cout << sim::validation::render_json(result).dump(2) << "\n";
+  } else {
+    std::cout << sim::validation::render_text(result);
+    std::cout << fmt::format("\n{} cases, {} comparisons, {} not simulated, {} failed runs; {:.1f} s with {} jobs\n",
+                             result.cases, result.comparisons.size(), result.unsupported.size(),
+                             result.failed.size(),
+                             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+                             a.jobs);
+  }
+  if (!a.markdown.empty())
+    std::ofstream(a.markdown) << sim::validation::render_markdown(result, true);
+  if (!a.readme.empty())
+    update_readme(a.readme, sim::validation::render_markdown(result, false));
+  return a.check && !result.targets_met() ? 4 : 0;
+}
+
 void add_common(CLI::App* app, CommonOptions& o, std::vector<std::string> formats)
 {
   app->add_option("--set", o.overrides,
@@ -235,6 +294,23 @@ int main(int argc, char** argv)
   tasks_cmd->add_option("--rank", tasks_rank, "Only the tasks of this rank");
   add_common(tasks_cmd, tasks_opts, {"text", "json"});
 
+  CommonOptions validate_opts;
+  ValidateArgs validate_args;
+  auto* validate_cmd = app.add_subcommand(
+      "validate", "Simulate published training runs (a validation cases file) and report the error of each");
+  validate_cmd->add_option("cases", validate_args.cases, "Cases file (a JSON array of published runs)")->required();
+  validate_cmd->add_option("--jobs,-j", validate_args.jobs, "Simulations at a time")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  validate_cmd->add_option("--only", validate_args.only, "Only the cases whose id contains this text");
+  validate_cmd->add_option("--keep", validate_args.keep, "Keep the generated scenarios and their reports here");
+  validate_cmd->add_option("--markdown", validate_args.markdown, "Also write the tables, every case, as Markdown");
+  validate_cmd->add_option("--readme", validate_args.readme,
+                           "Replace the summary between this file's validation markers");
+  validate_cmd->add_flag("--check", validate_args.check,
+                         "Exit with 4 when a source misses its accuracy target or a run fails");
+  add_common(validate_cmd, validate_opts, {"text", "json"});
+
   // `simtrain` alone, or `simtrain SCENARIO.json`, runs the main job.
   std::vector<std::string> args(argv + 1, argv + argc);
   const auto is_subcommand = [&app](const std::string& word) {
@@ -275,6 +351,8 @@ int main(int argc, char** argv)
       return inspect(inspect_ref, inspect_gpus, inspect_opts);
     if (*tasks_cmd)
       return tasks(tasks_file, tasks_rank, tasks_opts);
+    if (*validate_cmd)
+      return validate(validate_args, validate_opts);
   } catch (const sim::core::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

@@ -59,6 +59,7 @@ struct ParallelPlan {
   hardware::Precision precision = hardware::Precision::BF16;
   bool fp32_grad_accumulation = true; // gradients accumulated and reduced in fp32 (Megatron does this for bf16)
   bool flash_attention = true;        // fused attention: no s x s score matrix is stored
+  bool pp_scatter_gather = true;      // without SP, a stage sends 1/tp of its activations per TP rank, then gathers
   RankOrder rank_order{ParallelDim::TP, ParallelDim::DP, ParallelDim::PP};
   std::vector<int> layers_per_chunk; // layers of virtual stage c = chunk * pp + stage, size pp * virtual_stages
   CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::AUTO;

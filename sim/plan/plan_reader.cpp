@@ -44,6 +44,7 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   p.precision = r.choice_or<hardware::Precision>("precision", training_precision_choices, hardware::Precision::BF16);
   p.fp32_grad_accumulation = r.flag_or("fp32_grad_accumulation", p.precision == hardware::Precision::BF16);
   p.flash_attention = r.flag_or("flash_attention", true);
+  p.pp_scatter_gather = r.flag_or("pp_scatter_gather", true);
   p.rank_order = r.choice_or<RankOrder>("rank_order", rank_order_choices, p.rank_order);
   p.collective_algorithm =
       r.choice_or<CollectiveAlgorithm>("collective_algorithm", collective_algorithm_choices, CollectiveAlgorithm::AUTO);

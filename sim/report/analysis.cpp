@@ -67,6 +67,7 @@ core::Json plan_json(const plan::ParallelPlan& p)
   j["precision"] = name_of(p.precision, plan::training_precision_choices);
   j["fp32_grad_accumulation"] = p.fp32_grad_accumulation;
   j["flash_attention"] = p.flash_attention;
+  j["pp_scatter_gather"] = p.pp_scatter_gather;
   j["rank_order"] = name_of(p.rank_order, plan::rank_order_choices);
   j["layers_per_chunk"] = p.layers_per_chunk;
   j["collective_algorithm"] = name_of(p.collective_algorithm, plan::collective_algorithm_choices);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <functional>
 #include <set>
+#include <tuple>
 
 namespace sim::report {
 namespace {
@@ -112,6 +113,46 @@ class Attribution {
   const workload::TaskGraph& g_;
   const engine::Timeline& tl_;
 };
+
+double median(std::vector<double> v)
+{
+  if (v.empty())
+    return 0.0;
+  std::sort(v.begin(), v.end());
+  const std::size_t mid = v.size() / 2;
+  return v.size() % 2 == 1 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
+}
+
+// Per pass (forward or backward, micro-batch, chunk) of one GPU, the spans of its layers in the order they ran;
+// the median of the distances between consecutive layers' starts, per direction.
+std::pair<double, double> layer_times(const workload::TaskGraph& g, const engine::Timeline& tl,
+                                      const std::vector<TaskId>& gpu_tasks)
+{
+  using Pass = std::tuple<bool, int, int>;
+  std::map<Pass, std::map<int, std::pair<double, double>>> spans; // pass -> layer -> (first start, last end)
+  for (TaskId t : gpu_tasks) {
+    const auto& task = g[t];
+    if (task.layer < 0 || task.category == Category::OPTIMIZER)
+      continue;
+    const Pass pass{task.category != Category::FORWARD, task.microbatch, task.chunk};
+    auto [it, inserted] = spans[pass].try_emplace(task.layer, tl.tasks[t].start_s, tl.tasks[t].end_s);
+    it->second.first = std::min(it->second.first, tl.tasks[t].start_s);
+    it->second.second = std::max(it->second.second, tl.tasks[t].end_s);
+  }
+  std::vector<double> forward, backward;
+  for (const auto& [pass, layers] : spans) {
+    std::vector<std::pair<double, double>> ordered;
+    for (const auto& [layer, span] : layers)
+      ordered.push_back(span);
+    std::sort(ordered.begin(), ordered.end());
+    auto& out = std::get<0>(pass) ? backward : forward;
+    if (ordered.size() == 1)
+      out.push_back(ordered.front().second - ordered.front().first);
+    for (std::size_t i = 1; i < ordered.size(); ++i)
+      out.push_back(ordered[i].first - ordered[i - 1].first);
+  }
+  return {median(forward), median(backward)};
+}
 
 std::string class_name(topology::LinkClass c)
 {
@@ -244,6 +285,9 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
         m.comm.dp += share;
     }
   }
+
+  std::tie(m.layer_forward_s, m.layer_backward_s) =
+      layer_times(g, tl, by_gpu[static_cast<std::size_t>(plan::rank_of(p, {0, 0, 0}))]);
 
   // Bubble per stage: the idle fraction of the pipeline phase on the stage's first GPU, counting its passes'
   // compute and their blocking tensor-parallel collectives as busy.

@@ -64,6 +64,10 @@ struct Metrics {
   double mfu = 0;
   double hfu = 0;
   std::vector<StageMetrics> per_stage;
+  // One transformer layer on stage 0's first GPU, its tensor-parallel collectives included: the median time from
+  // one layer's start to the next's within a pass (a lone layer: its own span). Backward includes recomputation.
+  double layer_forward_s = 0;
+  double layer_backward_s = 0;
   double bubble_mean = 0;
   double bubble_theory = 0; // (p-1)/(m+p-1), divided by v when interleaved
   Breakdown breakdown;      // mean over GPUs

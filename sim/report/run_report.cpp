@@ -54,6 +54,7 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
   j["bubble"] = {{"per_stage", bubble_per_stage}, {"mean", m.bubble_mean}, {"theory", m.bubble_theory}};
   j["breakdown_s"] = breakdown_json(m.breakdown);
   j["comm_s"] = {{"tp", m.comm.tp}, {"pp", m.comm.pp}, {"dp", m.comm.dp}};
+  j["layer_s"] = {{"forward", m.layer_forward_s}, {"backward", m.layer_backward_s}};
   j["stages"] = stages;
   core::Json links = core::Json::object();
   for (const auto& [cls, c] : m.links) {
@@ -119,6 +120,9 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
                                                          {"optimizer", b.optimizer}};
   for (const auto& [name, seconds] : rows)
     line(fmt::format("  {:<26} {:>12} {:>7}", name, core::format_time(seconds), percent(seconds / m.step_time_s)));
+  line(fmt::format("  one layer on stage 0: forward {}, backward {}{}", core::format_time(m.layer_forward_s),
+                   core::format_time(m.layer_backward_s),
+                   s.plan.recompute == model::Recompute::NONE ? "" : " (with its recomputation)"));
   line("");
   std::string bubbles;
   for (const auto& st : m.per_stage) {

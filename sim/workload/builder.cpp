@@ -288,7 +288,7 @@ class Builder {
       const auto members = simulated_of(group);
       for (int r : members)
         tail_[static_cast<std::size_t>(r)].push_back(ready);
-      if (p_.tp > 1 && !p_.sequence_parallel) {
+      if (scatter_gather()) {
         const TaskId end = collective(CollectiveKind::ALL_GATHER, group, act_bytes_, Category::PP,
                                       pass == Pass::FORWARD ? "pp activation all-gather" : "pp gradient all-gather", w,
                                       tails_of(members));
@@ -311,13 +311,16 @@ class Builder {
       for (int t = 0; t < tp_simulated(); ++t) {
         const int src = rank(t, d, s);
         const int dst = rank(t, d, to_stage);
-        const double bytes = act_bytes_ / p_.tp;
+        const double bytes = scatter_gather() || p_.sequence_parallel ? act_bytes_ / p_.tp : act_bytes_;
         const auto deps = tail_[static_cast<std::size_t>(src)];
         for (const Flow& f : point_to_point(src, dst, bytes))
           g_.depend(ready, transfer(f, Category::PP, no_task, label, w, deps));
       }
     }
   }
+
+  // Each TP rank sends a 1/tp slice of the activations and the receiving TP group all-gathers them.
+  bool scatter_gather() const { return p_.tp > 1 && !p_.sequence_parallel && p_.pp_scatter_gather; }
 
   std::vector<Flow> point_to_point(int src, int dst, double bytes)
   {

@@ -1,0 +1,328 @@
+#include "validation/comparison.hpp"
+
+#include "core/units.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <stdexcept>
+
+namespace sim::validation {
+namespace {
+
+using core::Json;
+
+const Json& first_stage(const Json& report)
+{
+  return report.at("memory").at("per_stage").at(0);
+}
+
+double quantile(std::vector<double> v, double q)
+{
+  if (v.empty())
+    return 0.0;
+  std::sort(v.begin(), v.end());
+  if (q >= 1.0)
+    return v.back();
+  if (q == 0.5) {
+    const std::size_t mid = v.size() / 2;
+    return v.size() % 2 == 1 ? v[mid] : 0.5 * (v[mid - 1] + v[mid]);
+  }
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::max<std::size_t>(rank, 1) - 1];
+}
+
+std::string format_value(Quantity q, double v)
+{
+  switch (q) {
+    case Quantity::STEP_TIME:
+      return core::format_time(v);
+    case Quantity::MFU:
+    case Quantity::HFU:
+    case Quantity::ACTIVATION_SHARE:
+      return fmt::format("{:.1f}%", 100.0 * v);
+    case Quantity::MODEL_FLOPS:
+    case Quantity::HARDWARE_FLOPS:
+      return fmt::format("{:.1f} TF/s", v / 1e12);
+    case Quantity::TOKENS_PER_GPU:
+      return fmt::format("{:.0f} tok/s", v);
+    case Quantity::LAYER_FORWARD:
+    case Quantity::LAYER_BACKWARD:
+    case Quantity::LAYER_TOTAL:
+      return fmt::format("{:.2f} ms", v * 1e3);
+    case Quantity::STATE_MEMORY:
+    case Quantity::ACTIVATION_MEMORY:
+      return fmt::format("{:.2f} GiB", v / 1073741824.0);
+  }
+  return fmt::format("{}", v);
+}
+
+std::string percent(double x)
+{
+  return fmt::format("{:.1f}%", 100.0 * x);
+}
+
+std::string signed_percent(double x)
+{
+  return fmt::format("{:+.1f}%", 100.0 * x);
+}
+
+std::string target_text(const ErrorStats& s)
+{
+  if (!s.target)
+    return "";
+  std::string text;
+  if (s.target->median < 1.0)
+    text += fmt::format("median ≤ {:.0f}%", 100.0 * s.target->median);
+  if (s.target->worst < 1.0)
+    text += fmt::format("{}worst ≤ {:.0f}%", text.empty() ? "" : ", ", 100.0 * s.target->worst);
+  return text + (s.met ? ": met" : ": missed");
+}
+
+std::vector<ErrorStats> statistics(const std::vector<Comparison>& comparisons, bool by_source,
+                                   const std::vector<Target>& targets)
+{
+  std::map<std::pair<std::string, std::string>, std::vector<double>> groups;
+  for (const auto& c : comparisons)
+    if (c.primary)
+      groups[{by_source ? c.source : c.gpu, by_source ? std::string(quantity_name(c.quantity)) : ""}].push_back(
+          std::abs(c.error));
+  std::vector<ErrorStats> out;
+  for (const auto& [key, errors] : groups) {
+    ErrorStats s;
+    s.group = key.first;
+    s.quantity = key.second;
+    s.count = static_cast<int>(errors.size());
+    s.median = quantile(errors, 0.5);
+    s.p90 = quantile(errors, 0.9);
+    s.worst = quantile(errors, 1.0);
+    if (by_source)
+      for (const auto& t : targets)
+        if (t.source == s.group)
+          s.target = &t;
+    if (s.target)
+      s.met = s.median <= s.target->median && s.worst <= s.target->worst;
+    out.push_back(s);
+  }
+  return out;
+}
+
+} // namespace
+
+bool ValidationResult::targets_met() const
+{
+  return failed.empty() && std::all_of(by_source.begin(), by_source.end(), [](const ErrorStats& s) { return s.met; });
+}
+
+double predicted_value(const Expectation& e, const Json& report, const Json* baseline)
+{
+  switch (e.quantity) {
+    case Quantity::STEP_TIME:
+      return report.at("step_time_s").get<double>();
+    case Quantity::MFU:
+      return report.at("mfu").get<double>();
+    case Quantity::HFU:
+      return report.at("hfu").get<double>();
+    case Quantity::MODEL_FLOPS:
+      return report.at("tflops_per_gpu").get<double>() * 1e12;
+    case Quantity::HARDWARE_FLOPS:
+      return report.at("tflops_per_gpu").get<double>() * 1e12 * report.at("hfu").get<double>() /
+             report.at("mfu").get<double>();
+    case Quantity::TOKENS_PER_GPU:
+      return report.at("tokens_per_s").get<double>() / report.at("cluster").at("gpus").get<double>();
+    case Quantity::LAYER_FORWARD:
+      return report.at("layer_s").at("forward").get<double>();
+    case Quantity::LAYER_BACKWARD:
+      return report.at("layer_s").at("backward").get<double>();
+    case Quantity::LAYER_TOTAL:
+      return report.at("layer_s").at("forward").get<double>() + report.at("layer_s").at("backward").get<double>();
+    case Quantity::STATE_MEMORY:
+      return first_stage(report).at("layer_state_bytes").get<double>();
+    case Quantity::ACTIVATION_MEMORY:
+      return first_stage(report).at("layer_activations_bytes").get<double>();
+    case Quantity::ACTIVATION_SHARE:
+      if (!baseline)
+        throw std::runtime_error("no baseline run");
+      return first_stage(report).at("layer_activations_bytes").get<double>() /
+             first_stage(*baseline).at("layer_activations_bytes").get<double>();
+  }
+  return 0.0;
+}
+
+const std::vector<Target>& default_targets()
+{
+  static const std::vector<Target> targets{
+      {"SC21 Table 1", 0.05, 0.10},     {"Korthikanti Table 4", 1.0, 0.10}, {"MT-NLG", 1.0, 0.10},
+      {"Megatron-LM H100", 0.07, 1.0}, {"MosaicML A100", 0.10, 1.0},       {"Korthikanti memory", 1.0, 0.05},
+  };
+  return targets;
+}
+
+ValidationResult compare(const std::vector<CaseConversion>& cases, const std::map<std::string, RunOutcome>& outcomes,
+                         const std::vector<Target>& targets)
+{
+  ValidationResult r;
+  r.cases = static_cast<int>(cases.size());
+  for (const auto& c : cases) {
+    if (!c.unsupported.empty()) {
+      r.unsupported.push_back({c.id, c.unsupported});
+      continue;
+    }
+    for (const auto& run : c.runs) {
+      const auto outcome = outcomes.find(run.name);
+      if (outcome == outcomes.end() || !outcome->second.ok) {
+        r.failed.push_back({run.name, outcome == outcomes.end() ? "not run" : outcome->second.failure});
+        continue;
+      }
+      const Json* baseline = nullptr;
+      if (!run.baseline.empty()) {
+        const auto b = outcomes.find(run.baseline);
+        if (b != outcomes.end() && b->second.ok)
+          baseline = &b->second.report;
+      }
+      for (const auto& e : run.expectations) {
+        Comparison cmp{c.id, run.name, c.source, c.gpu, e.key, e.quantity, e.measured, 0, 0, e.primary};
+        try {
+          cmp.predicted = predicted_value(e, outcome->second.report, baseline);
+        } catch (const std::exception& ex) {
+          r.failed.push_back({run.name, fmt::format("{}: {}", e.key, ex.what())});
+          continue;
+        }
+        cmp.error = (cmp.predicted - cmp.measured) / cmp.measured;
+        r.comparisons.push_back(cmp);
+      }
+    }
+  }
+  r.by_source = statistics(r.comparisons, true, targets);
+  r.by_gpu = statistics(r.comparisons, false, targets);
+  return r;
+}
+
+std::string render_text(const ValidationResult& r)
+{
+  std::string out;
+  const auto line = [&out](const std::string& s) { out += s + "\n"; };
+  std::size_t width = 4;
+  for (const auto& c : r.comparisons)
+    width = std::max(width, c.run.size());
+  line(fmt::format("{:<{}}  {:<32} {:>12} {:>12} {:>8}", "case", width, "quantity", "predicted", "measured",
+                   "error"));
+  for (const auto& c : r.comparisons)
+    line(fmt::format("{:<{}}  {:<32} {:>12} {:>12} {:>8}{}", c.run, width, quantity_name(c.quantity),
+                     format_value(c.quantity, c.predicted), format_value(c.quantity, c.measured),
+                     signed_percent(c.error), c.primary ? "" : "  (restates the above)"));
+  if (!r.unsupported.empty()) {
+    line("");
+    line(fmt::format("not simulated ({} cases simtrain cannot express):", r.unsupported.size()));
+    for (const auto& u : r.unsupported)
+      line(fmt::format("  {}: {}", u.name, u.why));
+  }
+  if (!r.failed.empty()) {
+    line("");
+    line(fmt::format("failed ({} runs):", r.failed.size()));
+    for (const auto& f : r.failed)
+      line(fmt::format("  {}: {}", f.name, f.why));
+  }
+  const auto table = [&line](const std::string& title, const std::vector<ErrorStats>& stats, bool quantity) {
+    line("");
+    line(title);
+    line(fmt::format("  {:<22} {:<34} {:>5} {:>7} {:>7} {:>7}  {}", quantity ? "source" : "GPU",
+                     quantity ? "quantity" : "", "cases", "median", "p90", "worst", quantity ? "target" : ""));
+    for (const auto& s : stats)
+      line(fmt::format("  {:<22} {:<34} {:>5} {:>7} {:>7} {:>7}  {}", s.group, s.quantity, s.count,
+                       percent(s.median), percent(s.p90), percent(s.worst), target_text(s)));
+  };
+  table("absolute error per source (each case's primary comparison)", r.by_source, true);
+  table("absolute error per GPU", r.by_gpu, false);
+  return out;
+}
+
+std::string render_markdown(const ValidationResult& r, bool per_case)
+{
+  std::string out;
+  const auto line = [&out](const std::string& s) { out += s + "\n"; };
+  line("| source | quantity | cases | median | p90 | worst | target |");
+  line("| --- | --- | ---: | ---: | ---: | ---: | --- |");
+  for (const auto& s : r.by_source)
+    line(fmt::format("| {} | {} | {} | {} | {} | {} | {} |", s.group, s.quantity, s.count, percent(s.median),
+                     percent(s.p90), percent(s.worst), target_text(s)));
+  line("");
+  line("| GPU | cases | median | p90 | worst |");
+  line("| --- | ---: | ---: | ---: | ---: |");
+  for (const auto& s : r.by_gpu)
+    line(fmt::format("| {} | {} | {} | {} | {} |", s.group, s.count, percent(s.median), percent(s.p90),
+                     percent(s.worst)));
+  if (per_case) {
+    line("");
+    line("| case | quantity | predicted | measured | error |");
+    line("| --- | --- | ---: | ---: | ---: |");
+    for (const auto& c : r.comparisons)
+      if (c.primary)
+        line(fmt::format("| {} | {} | {} | {} | {} |", c.run, quantity_name(c.quantity),
+                         format_value(c.quantity, c.predicted), format_value(c.quantity, c.measured),
+                         signed_percent(c.error)));
+  }
+  if (!r.unsupported.empty()) {
+    line("");
+    line("Not simulated:");
+    line("");
+    std::map<std::string, std::vector<std::string>> by_reason;
+    for (const auto& u : r.unsupported)
+      by_reason[u.why].push_back(u.name);
+    for (const auto& [why, names] : by_reason)
+      line(fmt::format("- {}: {}", why, fmt::join(names, ", ")));
+  }
+  if (!r.failed.empty()) {
+    line("");
+    line("Failed runs:");
+    line("");
+    for (const auto& f : r.failed)
+      line(fmt::format("- {}: {}", f.name, f.why));
+  }
+  return out;
+}
+
+Json render_json(const ValidationResult& r)
+{
+  Json comparisons = Json::array();
+  for (const auto& c : r.comparisons)
+    comparisons.push_back({{"case", c.case_id},
+                           {"run", c.run},
+                           {"source", c.source},
+                           {"gpu", c.gpu},
+                           {"key", c.key},
+                           {"quantity", quantity_name(c.quantity)},
+                           {"measured", c.measured},
+                           {"predicted", c.predicted},
+                           {"error", c.error},
+                           {"primary", c.primary}});
+  const auto stats = [](const std::vector<ErrorStats>& list) {
+    Json a = Json::array();
+    for (const auto& s : list)
+      a.push_back({{"group", s.group},
+                   {"quantity", s.quantity},
+                   {"cases", s.count},
+                   {"median", s.median},
+                   {"p90", s.p90},
+                   {"worst", s.worst},
+                   {"target_met", s.met}});
+    return a;
+  };
+  const auto listed = [](const std::vector<Listed>& list) {
+    Json a = Json::array();
+    for (const auto& l : list)
+      a.push_back({{"name", l.name}, {"why", l.why}});
+    return a;
+  };
+  return {{"kind", "validation"},
+          {"cases", r.cases},
+          {"comparisons", comparisons},
+          {"by_source", stats(r.by_source)},
+          {"by_gpu", stats(r.by_gpu)},
+          {"unsupported", listed(r.unsupported)},
+          {"failed", listed(r.failed)},
+          {"targets_met", r.targets_met()}};
+}
+
+} // namespace sim::validation

@@ -1,0 +1,81 @@
+// Holds simtrain's predictions against published measurements: the error of every comparison, and their median,
+// 90th percentile and worst per source and per GPU, as text, Markdown and JSON.
+#pragma once
+
+#include "validation/case_conversion.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sim::validation {
+
+// What one simulation run produced: its report (`simtrain run` or `simtrain memory`, as JSON), or why it failed.
+struct RunOutcome {
+  bool ok = false;
+  core::Json report;
+  std::string failure;
+};
+
+struct Comparison {
+  std::string case_id;
+  std::string run;
+  std::string source;
+  std::string gpu;
+  std::string key; // the measured value's pointer in the case
+  Quantity quantity = Quantity::STEP_TIME;
+  double measured = 0;
+  double predicted = 0;
+  double error = 0; // (predicted - measured) / measured
+  bool primary = true;
+};
+
+// Accuracy a source's cases should reach: thresholds on |error|.
+struct Target {
+  std::string source; // short source name
+  double median = 1.0;
+  double worst = 1.0;
+};
+
+struct ErrorStats {
+  std::string group;    // a source or a GPU
+  std::string quantity; // what was compared
+  int count = 0;
+  double median = 0; // of |error|
+  double p90 = 0;
+  double worst = 0;
+  const Target* target = nullptr;
+  bool met = true;
+};
+
+struct Listed {
+  std::string name;
+  std::string why;
+};
+
+struct ValidationResult {
+  int cases = 0;
+  std::vector<Comparison> comparisons;
+  std::vector<Listed> unsupported; // cases simtrain cannot express
+  std::vector<Listed> failed;      // runs that did not produce a report
+  std::vector<ErrorStats> by_source;
+  std::vector<ErrorStats> by_gpu;
+  bool targets_met() const;
+};
+
+// The prediction for `e` in a run's report; `baseline` is the baseline run's report for relative quantities.
+double predicted_value(const Expectation& e, const core::Json& report, const core::Json* baseline);
+
+// The targets of simtrain's validation issue: SC21 Table 1 median 5 % and worst 10 %, Korthikanti per-layer times
+// and MT-NLG iteration times each within 10 %, Megatron-LM H100 MFU median 7 %, MosaicML median 10 %, memory 5 %.
+const std::vector<Target>& default_targets();
+
+ValidationResult compare(const std::vector<CaseConversion>& cases, const std::map<std::string, RunOutcome>& outcomes,
+                         const std::vector<Target>& targets);
+
+std::string render_text(const ValidationResult& result);
+// Summary tables (and every comparison with `per_case`), for README's Validation section.
+std::string render_markdown(const ValidationResult& result, bool per_case);
+core::Json render_json(const ValidationResult& result);
+
+} // namespace sim::validation

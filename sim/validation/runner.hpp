@@ -1,0 +1,37 @@
+// Runs the validation: converts every case of a cases file, simulates each run in a child process (SimGrid allows
+// one simulation per process, and children run side by side), and compares the reports with the measurements.
+#pragma once
+
+#include "validation/comparison.hpp"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sim::validation {
+
+struct ValidateOptions {
+  std::filesystem::path cases_file;
+  std::filesystem::path data_dir;   // presets
+  std::filesystem::path simtrain;   // the binary that runs each scenario
+  int jobs = 1;                     // child processes at a time
+  std::string only;                 // only cases whose id contains this
+  std::filesystem::path keep_dir;   // keep the scenarios and reports here (default: a temporary folder, removed)
+  std::vector<Target> targets = default_targets();
+};
+
+// Throws core::InputError when the cases file cannot be read or is not an array of cases.
+ValidationResult run_validation(const ValidateOptions& options);
+
+// A command line and where its output goes.
+struct Command {
+  std::vector<std::string> argv; // argv[0]: the program's path
+  std::filesystem::path stdout_file;
+  std::filesystem::path stderr_file;
+};
+
+// Runs the commands, at most `parallel` at a time; their exit statuses in order (128 + signal when killed, -1 when
+// one could not start).
+std::vector<int> run_commands(const std::vector<Command>& commands, int parallel);
+
+} // namespace sim::validation
