@@ -44,6 +44,11 @@ double wave_efficiency(double m, double n, double batch, int sms)
 
 double kernel_time(const Kernel& kernel, const GpuSpec& gpu, Precision precision)
 {
+  return gpu.kernel_overhead_s + busy_time(kernel, gpu, precision);
+}
+
+double busy_time(const Kernel& kernel, const GpuSpec& gpu, Precision precision)
+{
   const double memory_rate = gpu.memory_bandwidth * (gpu.memory_efficiency > 0 ? gpu.memory_efficiency : 1.0);
   const double memory_time = kernel.bytes / memory_rate;
   const double peak = gpu.peak(precision).value_or(0.0);

@@ -54,6 +54,7 @@ struct ParallelPlan {
   bool distributed_optimizer = false;
   model::Recompute recompute = model::Recompute::NONE;
   bool sequence_parallel = false;
+  bool tp_comm_overlap = false; // SP collectives pipelined with their GEMMs (Megatron-core --tp-comm-overlap)
   double dp_bucket_bytes = 0;
   bool overlap_grad_reduce = true;
   hardware::Precision precision = hardware::Precision::BF16;

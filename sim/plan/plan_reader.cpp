@@ -40,6 +40,7 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   p.distributed_optimizer = r.flag_or("distributed_optimizer", false);
   p.recompute = r.choice_or<model::Recompute>("recompute", model::recompute_choices, model::Recompute::NONE);
   p.sequence_parallel = r.flag_or("sequence_parallel", false);
+  p.tp_comm_overlap = r.flag_or("tp_comm_overlap", false);
   p.overlap_grad_reduce = r.flag_or("overlap_grad_reduce", true);
   p.precision = r.choice_or<hardware::Precision>("precision", training_precision_choices, hardware::Precision::BF16);
   p.fp32_grad_accumulation = r.flag_or("fp32_grad_accumulation", p.precision == hardware::Precision::BF16);
@@ -158,6 +159,8 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
 
   if (p.sequence_parallel && p.tp == 1)
     warn("sequence_parallel", "has no effect with tp=1 (Megatron-LM turns it off)");
+  if (p.tp_comm_overlap && (!p.sequence_parallel || p.tp == 1))
+    warn("tp_comm_overlap", "has no effect without sequence_parallel and tp > 1 (Megatron-core requires both)");
 
   // TP groups that straddle nodes run their per-layer all-reduces over the NICs.
   if (p.tp > 1) {

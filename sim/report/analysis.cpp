@@ -62,6 +62,7 @@ core::Json plan_json(const plan::ParallelPlan& p)
   j["distributed_optimizer"] = p.distributed_optimizer;
   j["recompute"] = name_of(p.recompute, model::recompute_choices);
   j["sequence_parallel"] = p.sequence_parallel;
+  j["tp_comm_overlap"] = p.tp_comm_overlap;
   j["dp_bucket_size_bytes"] = p.dp_bucket_bytes;
   j["overlap_grad_reduce"] = p.overlap_grad_reduce;
   j["precision"] = name_of(p.precision, plan::training_precision_choices);

@@ -318,6 +318,9 @@ class Converter {
       assume("distributed optimizer (implied by --overlap-param-gather)");
     }
 
+    if (mentions(text(plan, "overlap"), "tp-comm-overlap") && p["sequence_parallel"] == true)
+      p["tp_comm_overlap"] = true;
+
     const std::string ddp = lower(text(plan, "ddp_impl"));
     if (ddp == "local") {
       p["overlap_grad_reduce"] = false;

@@ -14,6 +14,7 @@ struct Shape {
   double b, s, T, Tsp; // micro-batch, sequence, tokens, tokens held outside the TP region (T / t with SP)
   double h, q, kv, f, f1, a, d, t, vocab;
   bool sp, flash, dropout, rope, gated;
+  bool comm_overlap; // sequence-parallel collectives pipelined with the GEMM beside them
 };
 
 Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p)
@@ -24,6 +25,7 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p)
   x.T = x.b * x.s;
   x.t = p.tp;
   x.sp = p.sequence_parallel && p.tp > 1;
+  x.comm_overlap = x.sp && p.tp_comm_overlap;
   x.Tsp = x.sp ? x.T / x.t : x.T;
   x.h = static_cast<double>(m.hidden_size);
   x.q = static_cast<double>(m.q_width());
@@ -155,10 +157,34 @@ std::vector<Kernel> ffn_forward(const Shape& x)
           gemm("fc2", x.T, x.h, x.f / x.t)};
 }
 
+// Sequence parallelism with tp_comm_overlap (Megatron-core / Transformer Engine): each all-gather is pipelined with
+// the GEMM that consumes it and each reduce-scatter with the GEMM that produces its input, chunk by chunk.
+Program layer_forward_overlapped(const Shape& x, const Costing& c, bool recompute)
+{
+  const double act = x.T * x.h * e;
+  std::vector<Kernel> attention = qkv_to_projection(x);
+  const Kernel qkv = attention.front();
+  const Kernel projection = attention.back();
+  attention = std::vector<Kernel>(attention.begin() + 1, attention.end() - 1);
+  const auto ffn = ffn_forward(x);
+  auto norms = residual(x, "attention residual");
+  norms.push_back(norm(x, "ffn norm"));
+  return {c.compute("norm", {norm(x, "input norm")}, recompute),
+          overlap(c.compute("qkv", {qkv}, recompute), CollectiveKind::ALL_GATHER, act),
+          c.compute("attention core", attention, recompute),
+          overlap(c.compute("attention projection", {projection}, recompute), CollectiveKind::REDUCE_SCATTER, act),
+          c.compute("norm", norms, recompute),
+          overlap(c.compute("fc1", {ffn[0], ffn[1]}, recompute), CollectiveKind::ALL_GATHER, act),
+          overlap(c.compute("fc2", {ffn[2]}, recompute), CollectiveKind::REDUCE_SCATTER, act),
+          c.compute("residual", residual(x, "ffn residual"), recompute)};
+}
+
 Program layer_forward(const Shape& x, const Costing& c, bool recompute)
 {
   const double act = x.T * x.h * e; // one hidden-state tensor, whole
   Program p;
+  if (x.comm_overlap)
+    return layer_forward_overlapped(x, c, recompute);
   if (x.sp) {
     p.push_back(c.compute("norm", {norm(x, "input norm")}, recompute));
     p.push_back(collective("attention all-gather", CollectiveKind::ALL_GATHER, act));
@@ -218,16 +244,26 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
 
   if (x.sp) {
     p.push_back(c.compute("residual", residual_back));
-    p.push_back(collective("ffn output-grad all-gather", CollectiveKind::ALL_GATHER, act));
-    p.push_back(c.compute("ffn dgrad", fc2_back));
+    if (x.comm_overlap) {
+      p.push_back(overlap(c.compute("fc2 dgrad", {fc2_back[0]}), CollectiveKind::ALL_GATHER, act));
+      p.push_back(c.compute("ffn dgrad", {fc2_back[1], fc2_back[2]}));
+    } else {
+      p.push_back(collective("ffn output-grad all-gather", CollectiveKind::ALL_GATHER, act));
+      p.push_back(c.compute("ffn dgrad", fc2_back));
+    }
     p.push_back(overlap(c.compute("fc1 dgrad", {fc1_dgrad}), CollectiveKind::ALL_GATHER, act));
     p.push_back(overlap(c.compute("fc1 wgrad", {fc1_wgrad}), CollectiveKind::REDUCE_SCATTER, act));
     auto ks = std::vector<Kernel>{norm_backward(x, "ffn norm backward")};
     ks.push_back(residual_back.front());
     p.push_back(c.compute("norm backward", ks));
-    p.push_back(collective("attention output-grad all-gather", CollectiveKind::ALL_GATHER, act));
     attention_core_recompute(p);
-    p.push_back(c.compute("attention dgrad", attn_back));
+    if (x.comm_overlap) {
+      p.push_back(overlap(c.compute("projection dgrad", {attn_back[0]}), CollectiveKind::ALL_GATHER, act));
+      p.push_back(c.compute("attention dgrad", std::vector<Kernel>(attn_back.begin() + 1, attn_back.end())));
+    } else {
+      p.push_back(collective("attention output-grad all-gather", CollectiveKind::ALL_GATHER, act));
+      p.push_back(c.compute("attention dgrad", attn_back));
+    }
     p.push_back(overlap(c.compute("qkv dgrad", {qkv_dgrad}), CollectiveKind::ALL_GATHER, act));
     p.push_back(overlap(c.compute("qkv wgrad", {qkv_wgrad}), CollectiveKind::REDUCE_SCATTER, act));
   } else {
@@ -281,8 +317,13 @@ Program head_forward(const Shape& x, const Costing& c)
   Program p{c.compute("final norm", {norm(x, "final norm")})};
   if (x.sp)
     p.push_back(collective("output all-gather", CollectiveKind::ALL_GATHER, x.T * x.h * e));
-  p.push_back(c.compute(
-      "logits", {gemm("logits", x.T, x.vocab / x.t, x.h), memory_bound("cross entropy", e * logits + 4.0 * logits)}));
+  // Megatron-LM's vocabulary-parallel cross entropy on fp32 logits: upcast, max, subtract, exp, sum, normalise (the
+  // softmax is kept for the backward pass).
+  p.push_back(c.compute("logits", {gemm("logits", x.T, x.vocab / x.t, x.h),
+                                   memory_bound("logits to fp32", (e + 4.0) * logits),
+                                   memory_bound("logit max", 4.0 * logits), memory_bound("subtract max", 8.0 * logits),
+                                   memory_bound("exp", 8.0 * logits), memory_bound("sum of exp", 4.0 * logits),
+                                   memory_bound("softmax", 8.0 * logits)}));
   if (x.t > 1) // the vocabulary-parallel cross entropy's max, sum and target logit
     p.push_back(collective("cross-entropy all-reduce", CollectiveKind::ALL_REDUCE, 3.0 * 4.0 * x.T));
   return p;
@@ -291,7 +332,8 @@ Program head_forward(const Shape& x, const Costing& c)
 Program head_backward(const Shape& x, const Costing& c)
 {
   const double logits = x.T * x.vocab / x.t;
-  Program p{c.compute("logits dgrad", {memory_bound("cross entropy backward", 4.0 * logits + e * logits),
+  Program p{c.compute("logits dgrad", {memory_bound("cross entropy backward", 8.0 * logits),
+                                       memory_bound("logit gradient to 16 bits", (4.0 + e) * logits),
                                        gemm("logits dgrad", x.T, x.h, x.vocab / x.t)})};
   const Step wgrad = c.compute("logits wgrad", {gemm("logits wgrad", x.h, x.vocab / x.t, x.T)});
   if (x.t > 1)
@@ -339,7 +381,7 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
   out.head_backward = merged(head_backward(x, c));
   // Adam: read the gradient, read and write the fp32 master weight, momentum and variance, write the 16-bit weight.
   const double grad_bytes = p.fp32_grad_accumulation ? 4.0 : 2.0;
-  out.optimizer_s_per_param = hardware::kernel_time(memory_bound("adam", grad_bytes + 3.0 * 8.0 + e), gpu, p.precision);
+  out.optimizer_s_per_param = hardware::busy_time(memory_bound("adam", grad_bytes + 3.0 * 8.0 + e), gpu, p.precision);
   return out;
 }
 
