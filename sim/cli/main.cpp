@@ -195,8 +195,8 @@ void update_readme(const fs::path& readme, const std::string& table)
   const auto from = s.find(begin);
   const auto to = s.find(end);
   if (!in || from == std::string::npos || to == std::string::npos || to < from)
-    throw sim::core::InputError({sim::core::display_path(readme), "", ""}, "no validation section to update",
-                                "", "the lines <!-- validation:begin --> and <!-- validation:end -->");
+    throw sim::core::InputError({sim::core::display_path(readme), "", ""}, "no validation section to update", "",
+                                "the lines <!-- validation:begin --> and <!-- validation:end -->");
   s.replace(from + begin.size(), to - from - begin.size(), table);
   std::ofstream(readme) << s;
 }
@@ -217,10 +217,8 @@ int validate(const ValidateArgs& a, const CommonOptions& o)
   } else {
     std::cout << sim::validation::render_text(result);
     std::cout << fmt::format("\n{} cases, {} comparisons, {} not simulated, {} failed runs; {:.1f} s with {} jobs\n",
-                             result.cases, result.comparisons.size(), result.unsupported.size(),
-                             result.failed.size(),
-                             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
-                             a.jobs);
+                             result.cases, result.comparisons.size(), result.unsupported.size(), result.failed.size(),
+                             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), a.jobs);
   }
   if (!a.markdown.empty())
     std::ofstream(a.markdown) << sim::validation::render_markdown(result, true);

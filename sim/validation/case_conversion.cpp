@@ -485,7 +485,10 @@ class Converter {
         if (!value.is_number())
           continue;
         s["name"] = fmt::format("{}/{}", out_.id, variant);
-        variants.push_back({s["name"], s, false, baseline["name"],
+        variants.push_back({s["name"],
+                            s,
+                            false,
+                            baseline["name"],
                             {{Quantity::ACTIVATION_SHARE, value.get<double>() / 100.0,
                               fmt::format("/measured/{}/{}", key, variant), true}}});
       }
@@ -501,7 +504,10 @@ class Converter {
         s["plan"]["global_batch"] = std::stoll(batch);
         s["plan"]["pp_scatter_gather"] = sg;
         s["name"] = fmt::format("{}/batch-{}{}", out_.id, batch, sg ? "" : "-no-scatter-gather");
-        variants.push_back({s["name"], s, true, "",
+        variants.push_back({s["name"],
+                            s,
+                            true,
+                            "",
                             {{tflops, value.get<double>() * 1e12, fmt::format("/measured/{}/{}", key, batch), true}}});
       }
       return;

@@ -31,8 +31,8 @@ std::string_view quantity_name(Quantity q);
 struct Expectation {
   Quantity quantity = Quantity::STEP_TIME;
   double measured = 0;
-  std::string key;      // where in the case, as a JSON pointer: /measured/mfu
-  bool primary = true;  // counts in the error statistics (false: a restatement of a primary value)
+  std::string key;     // where in the case, as a JSON pointer: /measured/mfu
+  bool primary = true; // counts in the error statistics (false: a restatement of a primary value)
 };
 
 struct SimulationRun {

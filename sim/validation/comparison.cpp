@@ -87,20 +87,23 @@ std::vector<ErrorStats> statistics(const std::vector<Comparison>& comparisons, b
   for (const auto& c : comparisons)
     if (c.primary)
       groups[{by_source ? c.source : c.gpu, by_source ? std::string(quantity_name(c.quantity)) : ""}].push_back(
-          std::abs(c.error));
+          c.error);
   std::vector<ErrorStats> out;
-  for (const auto& [key, errors] : groups) {
+  for (auto [key, errors] : groups) {
     ErrorStats s;
     s.group = key.first;
     s.quantity = key.second;
     s.count = static_cast<int>(errors.size());
+    s.bias = quantile(errors, 0.5);
+    for (double& e : errors)
+      e = std::abs(e);
     s.median = quantile(errors, 0.5);
     s.p90 = quantile(errors, 0.9);
     s.worst = quantile(errors, 1.0);
     if (by_source)
       for (const auto& t : targets)
         if (t.source == s.group)
-          s.target = &t;
+          s.target = t;
     if (s.target)
       s.met = s.median <= s.target->median && s.worst <= s.target->worst;
     out.push_back(s);
@@ -153,7 +156,7 @@ double predicted_value(const Expectation& e, const Json& report, const Json* bas
 const std::vector<Target>& default_targets()
 {
   static const std::vector<Target> targets{
-      {"SC21 Table 1", 0.05, 0.10},     {"Korthikanti Table 4", 1.0, 0.10}, {"MT-NLG", 1.0, 0.10},
+      {"SC21 Table 1", 0.05, 0.10},    {"Korthikanti Table 4", 1.0, 0.10}, {"MT-NLG", 1.0, 0.10},
       {"Megatron-LM H100", 0.07, 1.0}, {"MosaicML A100", 0.10, 1.0},       {"Korthikanti memory", 1.0, 0.05},
   };
   return targets;
@@ -206,8 +209,7 @@ std::string render_text(const ValidationResult& r)
   std::size_t width = 4;
   for (const auto& c : r.comparisons)
     width = std::max(width, c.run.size());
-  line(fmt::format("{:<{}}  {:<32} {:>12} {:>12} {:>8}", "case", width, "quantity", "predicted", "measured",
-                   "error"));
+  line(fmt::format("{:<{}}  {:<32} {:>12} {:>12} {:>8}", "case", width, "quantity", "predicted", "measured", "error"));
   for (const auto& c : r.comparisons)
     line(fmt::format("{:<{}}  {:<32} {:>12} {:>12} {:>8}{}", c.run, width, quantity_name(c.quantity),
                      format_value(c.quantity, c.predicted), format_value(c.quantity, c.measured),
@@ -227,11 +229,13 @@ std::string render_text(const ValidationResult& r)
   const auto table = [&line](const std::string& title, const std::vector<ErrorStats>& stats, bool quantity) {
     line("");
     line(title);
-    line(fmt::format("  {:<22} {:<34} {:>5} {:>7} {:>7} {:>7}  {}", quantity ? "source" : "GPU",
-                     quantity ? "quantity" : "", "cases", "median", "p90", "worst", quantity ? "target" : ""));
+    line(fmt::format("  {:<22} {:<34} {:>5} {:>7} {:>7} {:>7} {:>7}  {}", quantity ? "source" : "GPU",
+                     quantity ? "quantity" : "", "cases", quantity ? "bias" : "", "median", "p90", "worst",
+                     quantity ? "target" : ""));
     for (const auto& s : stats)
-      line(fmt::format("  {:<22} {:<34} {:>5} {:>7} {:>7} {:>7}  {}", s.group, s.quantity, s.count,
-                       percent(s.median), percent(s.p90), percent(s.worst), target_text(s)));
+      line(fmt::format("  {:<22} {:<34} {:>5} {:>7} {:>7} {:>7} {:>7}  {}", s.group, s.quantity, s.count,
+                       quantity ? signed_percent(s.bias) : "", percent(s.median), percent(s.p90), percent(s.worst),
+                       target_text(s)));
   };
   table("absolute error per source (each case's primary comparison)", r.by_source, true);
   table("absolute error per GPU", r.by_gpu, false);
@@ -242,11 +246,11 @@ std::string render_markdown(const ValidationResult& r, bool per_case)
 {
   std::string out;
   const auto line = [&out](const std::string& s) { out += s + "\n"; };
-  line("| source | quantity | cases | median | p90 | worst | target |");
-  line("| --- | --- | ---: | ---: | ---: | ---: | --- |");
+  line("| source | quantity | cases | bias | median | p90 | worst | target |");
+  line("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |");
   for (const auto& s : r.by_source)
-    line(fmt::format("| {} | {} | {} | {} | {} | {} | {} |", s.group, s.quantity, s.count, percent(s.median),
-                     percent(s.p90), percent(s.worst), target_text(s)));
+    line(fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |", s.group, s.quantity, s.count, signed_percent(s.bias),
+                     percent(s.median), percent(s.p90), percent(s.worst), target_text(s)));
   line("");
   line("| GPU | cases | median | p90 | worst |");
   line("| --- | ---: | ---: | ---: | ---: |");
@@ -303,6 +307,7 @@ Json render_json(const ValidationResult& r)
       a.push_back({{"group", s.group},
                    {"quantity", s.quantity},
                    {"cases", s.count},
+                   {"bias", s.bias},
                    {"median", s.median},
                    {"p90", s.p90},
                    {"worst", s.worst},
@@ -315,14 +320,10 @@ Json render_json(const ValidationResult& r)
       a.push_back({{"name", l.name}, {"why", l.why}});
     return a;
   };
-  return {{"kind", "validation"},
-          {"cases", r.cases},
-          {"comparisons", comparisons},
-          {"by_source", stats(r.by_source)},
-          {"by_gpu", stats(r.by_gpu)},
-          {"unsupported", listed(r.unsupported)},
-          {"failed", listed(r.failed)},
-          {"targets_met", r.targets_met()}};
+  return {{"kind", "validation"},       {"cases", r.cases},
+          {"comparisons", comparisons}, {"by_source", stats(r.by_source)},
+          {"by_gpu", stats(r.by_gpu)},  {"unsupported", listed(r.unsupported)},
+          {"failed", listed(r.failed)}, {"targets_met", r.targets_met()}};
 }
 
 } // namespace sim::validation

@@ -5,6 +5,7 @@
 #include "validation/case_conversion.hpp"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,10 +42,11 @@ struct ErrorStats {
   std::string group;    // a source or a GPU
   std::string quantity; // what was compared
   int count = 0;
+  double bias = 0;   // median of the signed error: > 0 when simtrain predicts too much of the quantity
   double median = 0; // of |error|
   double p90 = 0;
   double worst = 0;
-  const Target* target = nullptr;
+  std::optional<Target> target;
   bool met = true;
 };
 

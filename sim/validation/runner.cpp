@@ -70,7 +70,8 @@ class WorkDir {
     }
     std::string pattern = (fs::temp_directory_path() / "simtrain-validate-XXXXXX").string();
     if (!mkdtemp(pattern.data()))
-      throw core::InputError(core::Location{pattern, "", ""}, "cannot create a temporary folder", "", "a writable /tmp");
+      throw core::InputError(core::Location{pattern, "", ""}, "cannot create a temporary folder", "",
+                             "a writable /tmp");
     path_ = pattern;
     temporary_ = true;
   }
@@ -88,6 +89,33 @@ class WorkDir {
   fs::path path_;
   bool temporary_ = false;
 };
+
+// {"source": ..., "median": 0.3, "worst": 0.4} entries: a cases file's own accuracy bounds.
+std::vector<Target> read_targets(const core::Json& list, const std::string& where)
+{
+  std::vector<Target> targets;
+  const auto bad = [&where](std::size_t i, const std::string& found) {
+    throw core::InputError(core::Location{where, core::pointer_append("/targets", i), ""}, "not a target", found,
+                           "{\"source\": NAME, \"median\": FRACTION, \"worst\": FRACTION}");
+  };
+  if (!list.is_array())
+    throw core::InputError(core::Location{where, "/targets", ""}, "not a list of targets", core::describe_type(list),
+                           "an array");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const auto& t = list[i];
+    if (!t.is_object() || !t.contains("source") || !t["source"].is_string())
+      bad(i, core::render_value(t));
+    Target target{t["source"].get<std::string>(), 1.0, 1.0};
+    for (const char* key : {"median", "worst"})
+      if (t.contains(key)) {
+        if (!t[key].is_number() || t[key].get<double>() <= 0)
+          bad(i, core::render_value(t));
+        (key[0] == 'm' ? target.median : target.worst) = t[key].get<double>();
+      }
+    targets.push_back(target);
+  }
+  return targets;
+}
 
 } // namespace
 
@@ -123,10 +151,15 @@ std::vector<int> run_commands(const std::vector<Command>& commands, int parallel
 
 ValidationResult run_validation(const ValidateOptions& options)
 {
-  const core::Json cases = core::read_json_file(options.cases_file);
+  const core::Json file = core::read_json_file(options.cases_file);
+  const core::Json& cases = file.is_object() && file.contains("cases") ? file["cases"] : file;
+  const std::string where = core::display_path(options.cases_file);
   if (!cases.is_array())
-    throw core::InputError(core::Location{core::display_path(options.cases_file), "", ""}, "not a list of cases",
-                           core::describe_type(cases), "an array of validation cases");
+    throw core::InputError(core::Location{where, file.is_object() ? "/cases" : "", ""}, "not a list of cases",
+                           core::describe_type(cases), "an array of validation cases, or {\"cases\": [...]}");
+  std::vector<Target> targets = options.targets;
+  if (file.is_object() && file.contains("targets"))
+    targets = read_targets(file["targets"], where);
 
   std::vector<CaseConversion> conversions;
   for (const auto& c : cases) {
@@ -168,7 +201,7 @@ ValidationResult run_validation(const ValidateOptions& options)
     }
     outcomes[names[i]] = std::move(o);
   }
-  return compare(conversions, outcomes, options.targets);
+  return compare(conversions, outcomes, targets);
 }
 
 } // namespace sim::validation

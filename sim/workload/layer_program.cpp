@@ -319,11 +319,11 @@ Program head_forward(const Shape& x, const Costing& c)
     p.push_back(collective("output all-gather", CollectiveKind::ALL_GATHER, x.T * x.h * e));
   // Megatron-LM's vocabulary-parallel cross entropy on fp32 logits: upcast, max, subtract, exp, sum, normalise (the
   // softmax is kept for the backward pass).
-  p.push_back(c.compute("logits", {gemm("logits", x.T, x.vocab / x.t, x.h),
-                                   memory_bound("logits to fp32", (e + 4.0) * logits),
-                                   memory_bound("logit max", 4.0 * logits), memory_bound("subtract max", 8.0 * logits),
-                                   memory_bound("exp", 8.0 * logits), memory_bound("sum of exp", 4.0 * logits),
-                                   memory_bound("softmax", 8.0 * logits)}));
+  p.push_back(
+      c.compute("logits", {gemm("logits", x.T, x.vocab / x.t, x.h), memory_bound("logits to fp32", (e + 4.0) * logits),
+                           memory_bound("logit max", 4.0 * logits), memory_bound("subtract max", 8.0 * logits),
+                           memory_bound("exp", 8.0 * logits), memory_bound("sum of exp", 4.0 * logits),
+                           memory_bound("softmax", 8.0 * logits)}));
   if (x.t > 1) // the vocabulary-parallel cross entropy's max, sum and target logit
     p.push_back(collective("cross-entropy all-reduce", CollectiveKind::ALL_REDUCE, 3.0 * 4.0 * x.T));
   return p;

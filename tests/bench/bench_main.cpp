@@ -2,9 +2,9 @@
 #include "engine/platform.hpp"
 #include "engine/replay.hpp"
 #include "report/metrics.hpp"
-#include "workload/builder.hpp"
 #include "scenario/scenario.hpp"
 #include "topology/cluster_graph.hpp"
+#include "workload/builder.hpp"
 
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -73,9 +73,10 @@ int bench_run(const std::string& file, bool fold)
   t0 = std::chrono::steady_clock::now();
   const auto metrics = sim::report::compute_metrics(s, tasks, graph, timeline);
   const double metrics_s = seconds_since(t0);
-  fmt::print("{{\"scenario\": \"{}\", \"gpus\": {}, \"tasks\": {}, \"folded\": {}, \"build_s\": {:.3f}, \"replay_s\": {:.3f}, "
-             "\"metrics_s\": {:.3f}, \"peak_rss_bytes\": {:.0f}, \"step_time_s\": {:.6f}}}\n",
-             file, s.gpus, tasks.size(), tasks.folded, build_s, replay_s, metrics_s, peak_rss_bytes(), metrics.step_time_s);
+  fmt::print(
+      "{{\"scenario\": \"{}\", \"gpus\": {}, \"tasks\": {}, \"folded\": {}, \"build_s\": {:.3f}, \"replay_s\": {:.3f}, "
+      "\"metrics_s\": {:.3f}, \"peak_rss_bytes\": {:.0f}, \"step_time_s\": {:.6f}}}\n",
+      file, s.gpus, tasks.size(), tasks.folded, build_s, replay_s, metrics_s, peak_rss_bytes(), metrics.step_time_s);
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <set>
 
 namespace {
 
@@ -116,4 +117,51 @@ TEST_CASE("the text view draws every stage's passes")
   REQUIRE(r.status == 0);
   CHECK(r.out.find("stage   0 |F0") != std::string::npos);
   CHECK(r.out.find("stage   1 |") != std::string::npos);
+}
+
+TEST_CASE("validate runs each published case and reports its error, per source and per GPU")
+{
+  const auto cases = (test::source_dir() / "tests" / "data" / "validation" / "quick.json").string();
+  const auto r = run("validate " + cases + " --jobs 2 --format json");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["failed"].empty());
+  CHECK(j["unsupported"].size() == 1); // the FP8 case
+  CHECK(j["comparisons"].size() > 20);
+  std::set<std::string> sources;
+  for (const auto& s : j["by_source"])
+    sources.insert(s["group"].get<std::string>());
+  CHECK(sources.count("SC21 Table 1") == 1);
+  CHECK(sources.count("MosaicML A100") == 1);
+  for (const auto& c : j["comparisons"])
+    CHECK(c["error"].get<double>() ==
+          Approx(c["predicted"].get<double>() / c["measured"].get<double>() - 1.0).margin(1e-12));
+}
+
+TEST_CASE("validate --check exits with 4 when a source misses its target, and --readme rewrites only its section")
+{
+  const auto dir = test::scratch_dir();
+  auto quick =
+      nlohmann::json::parse(std::ifstream(test::source_dir() / "tests" / "data" / "validation" / "quick.json"));
+  nlohmann::json cases = nlohmann::json::array();
+  for (const auto& c : quick["cases"])
+    if (c["id"].get<std::string>().starts_with("korthikanti-22B-layer"))
+      cases.push_back(c);
+  const auto tight = test::write_json(
+      dir / "tight.json", {{"cases", cases}, {"targets", {{{"source", "Korthikanti Table 4"}, {"median", 0.001}}}}});
+  const auto loose = test::write_json(
+      dir / "loose.json", {{"cases", cases}, {"targets", {{{"source", "Korthikanti Table 4"}, {"worst", 0.9}}}}});
+  CHECK(run("validate " + tight.string() + " --check").status == 4);
+  CHECK(run("validate " + loose.string() + " --check").status == 0);
+
+  const auto readme = dir / "README.md";
+  std::ofstream(readme) << "before\n<!-- validation:begin -->\nold\n<!-- validation:end -->\nafter\n";
+  REQUIRE(run("validate " + loose.string() + " --readme " + readme.string()).status == 0);
+  std::ifstream in(readme);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.starts_with("before\n<!-- validation:begin -->\n| source |"));
+  CHECK(text.ends_with("<!-- validation:end -->\nafter\n"));
+  CHECK(text.find("old") == std::string::npos);
+  CHECK(text.find("Korthikanti Table 4") != std::string::npos);
 }

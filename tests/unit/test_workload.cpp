@@ -355,6 +355,6 @@ TEST_CASE("a flat ring that mixes NVLink and network edges is simulated GPU by G
   // Hierarchical: every GPU reduces inside its node, then over its own NIC, then gathers: symmetric.
   CHECK(build({{"tp", 16}, {"global_batch", 1}}, tiny_model(), "dgx-a100", true).tasks.folded);
   // A flat ring over two nodes: 14 GPUs send over NVLink, 2 over the network.
-  CHECK_FALSE(
-      build({{"tp", 16}, {"global_batch", 1}, {"collective_algorithm", "ring"}}, tiny_model(), "dgx-a100", true).tasks.folded);
+  CHECK_FALSE(build({{"tp", 16}, {"global_batch", 1}, {"collective_algorithm", "ring"}}, tiny_model(), "dgx-a100", true)
+                  .tasks.folded);
 }

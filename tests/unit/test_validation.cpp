@@ -1,0 +1,232 @@
+// The validation harness: published runs into scenarios, predictions against measurements, error statistics.
+#include "support.hpp"
+#include "validation/comparison.hpp"
+#include "validation/runner.hpp"
+
+using sim::validation::CaseConversion;
+using sim::validation::convert_case;
+using sim::validation::Quantity;
+using Json = nlohmann::json;
+
+namespace {
+
+Json sc21_row()
+{
+  return Json::parse(R"json({
+    "id": "row", "source": "Narayanan et al., SC21 (arXiv 2104.04473), Table 1 (weak scaling)",
+    "model": {"name": "GPT", "layers": 24, "hidden": 2304, "heads": 24, "ffn_hidden": 9216, "vocab": 51200,
+              "seq_len": 2048},
+    "hardware": {"gpu": "A100-SXM4-80GB", "num_gpus": 32, "gpus_per_node": 8, "interconnect": "DGX A100"},
+    "plan": {"tp": 1, "pp": 1, "dp": 32, "vpp": 1, "micro_batch": 16, "global_batch": 512,
+             "recompute": "full (uniform)", "sequence_parallel": false, "zero_stage": 0, "precision": "fp16",
+             "ddp_impl": "torch"},
+    "measured": {"tflops_per_gpu": 137, "pct_of_peak": 44}
+  })json");
+}
+
+Json mosaic_run()
+{
+  return Json::parse(R"json({
+    "id": "mpt", "source": "mosaicml/llm-foundry benchmarking README (2024), section 'A100 40GB with 1600 Gbps'",
+    "model": {"name": "MPT-1b", "layers": 24, "hidden": 2048, "heads": 16, "ffn_hidden": 8192, "vocab": 50368,
+              "seq_len": 2048},
+    "hardware": {"gpu": "a100_40gb", "num_gpus": 16, "gpus_per_node": 8, "interconnect": "1600 Gbps node-node (RoCE)"},
+    "plan": {"tp": 1, "pp": 1, "dp": 16, "vpp": null, "micro_batch": 8, "global_batch": 128, "recompute": "none",
+             "sequence_parallel": false, "zero_stage": 3, "precision": "bf16", "fsdp_sharding": "FULL_SHARD",
+             "framework": "Composer/llm-foundry FSDP, FlashAttention"},
+    "measured": {"mfu": 0.55, "hfu": 0.55, "tokens_per_s": 100000, "tokens_per_s_per_gpu": 6250}
+  })json");
+}
+
+const sim::validation::Expectation* find(const CaseConversion& c, Quantity q)
+{
+  for (const auto& run : c.runs)
+    for (const auto& e : run.expectations)
+      if (e.quantity == q)
+        return &e;
+  return nullptr;
+}
+
+} // namespace
+
+TEST_CASE("an SC21 row becomes a Megatron-LM scenario compared on TFLOP/s counting recomputation")
+{
+  const auto c = convert_case(sc21_row(), test::source_dir());
+  REQUIRE(c.unsupported.empty());
+  CHECK(c.source == "SC21 Table 1");
+  CHECK(c.gpu == "a100-sxm4-80gb");
+  REQUIRE(c.runs.size() == 1);
+  const auto& s = c.runs[0].scenario;
+  CHECK(s["topology"] == "dgx-a100");
+  CHECK(s["model"]["num_layers"] == 24);
+  CHECK(s["plan"]["dp"] == 32);
+  CHECK(s["plan"]["micro_batch"] == 16);
+  CHECK(s["plan"]["recompute"] == "full");
+  CHECK(s["plan"]["precision"] == "fp16");
+  CHECK(s["plan"]["flash_attention"] == false); // 2021 software
+  CHECK(s["plan"]["dp_bucket_size"] == "25MB"); // PyTorch DDP
+  const auto* e = find(c, Quantity::HARDWARE_FLOPS);
+  REQUIRE(e != nullptr);
+  CHECK(e->measured == Approx(137e12));
+  CHECK(e->primary);
+  CHECK(c.runs[0].simulate);
+  REQUIRE(c.ignored.size() == 1);
+  CHECK(c.ignored[0].starts_with("pct_of_peak"));
+}
+
+TEST_CASE("an llm-foundry run becomes an MPT model under FSDP on the A100 40GB, its NICs from the stated interconnect")
+{
+  const auto c = convert_case(mosaic_run(), test::source_dir());
+  REQUIRE(c.unsupported.empty());
+  CHECK(c.source == "MosaicML A100");
+  const auto& s = c.runs.at(0).scenario;
+  CHECK(s["model"]["position_embedding"] == "alibi");
+  CHECK(s["model"]["linear_bias"] == false);
+  CHECK(s["model"]["dropout"] == false);
+  CHECK(s["topology"]["node"]["gpu"] == "a100-sxm4-40gb");
+  CHECK(s["topology"]["node"]["nics"]["bandwidth"] == "200Gbps");
+  CHECK(s["topology"]["node"]["nics"]["kind"] == "ethernet");
+  CHECK(s["plan"]["zero_stage"] == 3);
+  CHECK(s["plan"]["fp32_grad_accumulation"] == false);
+  CHECK(s["plan"]["flash_attention"] == true);
+  // MFU is the comparison; HFU and tokens/s restate it.
+  CHECK(find(c, Quantity::MFU)->primary);
+  CHECK_FALSE(find(c, Quantity::HFU)->primary);
+  CHECK_FALSE(find(c, Quantity::TOKENS_PER_GPU)->primary);
+  CHECK(find(c, Quantity::TOKENS_PER_GPU)->measured == 6250);
+}
+
+TEST_CASE("cases simtrain cannot express are refused with the reason")
+{
+  auto fp8 = sc21_row();
+  fp8["plan"]["precision"] = "fp8 (hybrid)";
+  CHECK(convert_case(fp8, test::source_dir()).unsupported.starts_with("FP8 training"));
+  auto cp = sc21_row();
+  cp["plan"]["cp"] = 2;
+  CHECK(convert_case(cp, test::source_dir()).unsupported.starts_with("context parallelism"));
+  auto no_split = sc21_row();
+  no_split["plan"]["tp"] = nullptr;
+  CHECK(convert_case(no_split, test::source_dir()).unsupported.find("tensor- and pipeline-parallel") !=
+        std::string::npos);
+  auto gpu = sc21_row();
+  gpu["hardware"]["gpu"] = "MI300X";
+  CHECK(convert_case(gpu, test::source_dir()).unsupported.find("not in the catalogue") != std::string::npos);
+  auto batch = sc21_row();
+  batch["plan"]["global_batch"] = 500;
+  CHECK(convert_case(batch, test::source_dir()).unsupported.find("not a multiple") != std::string::npos);
+  auto gpus = sc21_row();
+  gpus["hardware"]["num_gpus"] = 64;
+  CHECK(convert_case(gpus, test::source_dir()).unsupported.find("does not match") != std::string::npos);
+}
+
+TEST_CASE("what a case leaves open is chosen and said: micro-batch, recomputation, precision")
+{
+  auto c = sc21_row();
+  c["plan"]["micro_batch"] = nullptr;
+  c["plan"]["recompute"] = nullptr;
+  c["plan"]["precision"] = nullptr;
+  const auto conv = convert_case(c, test::source_dir());
+  const auto& p = conv.runs.at(0).scenario["plan"];
+  CHECK(p["micro_batch"] == 1);
+  CHECK(p["recompute"] == "none");
+  CHECK(p["precision"] == "bf16");
+  CHECK(conv.assumptions.size() >= 3);
+}
+
+TEST_CASE("relative activation memory is compared against a tensor-parallel baseline run of the same case")
+{
+  auto c = sc21_row();
+  c["plan"]["sequence_parallel"] = true;
+  c["plan"]["recompute"] = "selective";
+  c["measured"] = {{"fig7_activation_pct_of_tp_baseline", {{"sequence_parallel", 66.8}, {"full_recompute", 7.6}}}};
+  const auto conv = convert_case(c, test::source_dir());
+  REQUIRE(conv.runs.size() == 3);
+  CHECK(conv.runs[0].name == "row/tp-baseline");
+  CHECK(conv.runs[0].scenario["plan"]["sequence_parallel"] == false);
+  CHECK(conv.runs[0].scenario["plan"]["recompute"] == "none");
+  for (std::size_t i = 1; i < 3; ++i) {
+    CHECK(conv.runs[i].baseline == "row/tp-baseline");
+    CHECK_FALSE(conv.runs[i].simulate); // the memory analysis is enough
+  }
+}
+
+TEST_CASE("throughput per global batch becomes one run per batch, with and without pipeline scatter/gather")
+{
+  auto c = sc21_row();
+  c["plan"]["global_batch"] = "32..64";
+  c["measured"] = {{"tflops_per_gpu_scatter_gather", {{"32", 140}, {"64", 150}}},
+                   {"tflops_per_gpu_unoptimized", {{"32", 120}}}};
+  const auto conv = convert_case(c, test::source_dir());
+  REQUIRE(conv.runs.size() == 3);
+  int without = 0;
+  for (const auto& run : conv.runs) {
+    CHECK((run.scenario["plan"]["global_batch"] == 32 || run.scenario["plan"]["global_batch"] == 64));
+    without += run.scenario["plan"]["pp_scatter_gather"] == false ? 1 : 0;
+  }
+  CHECK(without == 1);
+}
+
+TEST_CASE("sources get short names for the tables")
+{
+  using sim::validation::short_source;
+  CHECK(short_source("Narayanan et al., SC21 '...', Table 2 (PTD-P vs ZeRO-3)") == "SC21 Table 2");
+  CHECK(short_source("Smith et al. 2022 'Using DeepSpeed and Megatron to Train Megatron-Turing NLG 530B'") == "MT-NLG");
+  CHECK(short_source("NVIDIA/Megatron-LM examples/llama/README.md 'FP8 Performance' table") == "Megatron-LM FP8");
+  CHECK(short_source("Some Lab, A Paper (2025), Table 3") == "Some Lab");
+}
+
+TEST_CASE("errors are summarised by median, 90th percentile and worst, and checked against targets")
+{
+  CaseConversion c;
+  c.id = "x";
+  c.source = "SC21 Table 1";
+  c.gpu = "a100-sxm4-80gb";
+  std::map<std::string, sim::validation::RunOutcome> outcomes;
+  const std::vector<double> predicted{110, 95, 130, 100, 102};
+  for (std::size_t i = 0; i < predicted.size(); ++i) {
+    const std::string name = "run" + std::to_string(i);
+    c.runs.push_back({name, Json::object(), true, "", {{Quantity::STEP_TIME, 100.0, "/measured/t", true}}});
+    outcomes[name] = {true, {{"step_time_s", predicted[i]}}, ""};
+  }
+  c.runs.push_back({"broken", Json::object(), true, "", {{Quantity::STEP_TIME, 100.0, "/measured/t", true}}});
+  outcomes["broken"] = {false, {}, "exit 1: bad input"};
+
+  const auto r = sim::validation::compare({c}, outcomes, {{"SC21 Table 1", 0.05, 0.10}});
+  REQUIRE(r.comparisons.size() == 5);
+  REQUIRE(r.failed.size() == 1);
+  CHECK(r.failed[0].why == "exit 1: bad input");
+  REQUIRE(r.by_source.size() == 1);
+  const auto& s = r.by_source[0];
+  CHECK(s.count == 5);
+  CHECK(s.median == Approx(0.05)); // |errors| 0.10, 0.05, 0.30, 0.00, 0.02
+  CHECK(s.bias == Approx(0.02));
+  CHECK(s.p90 == Approx(0.30));
+  CHECK(s.worst == Approx(0.30));
+  CHECK_FALSE(s.met); // worst 30 % > 10 %
+  CHECK_FALSE(r.targets_met());
+  const auto md = sim::validation::render_markdown(r, true);
+  CHECK(md.find("| SC21 Table 1 | iteration time | 5 | +2.0% | 5.0% | 30.0% | 30.0% |") != std::string::npos);
+  CHECK(md.find("- broken: exit 1: bad input") != std::string::npos);
+}
+
+TEST_CASE("child processes run side by side and report their exit statuses in order")
+{
+  const auto dir = test::scratch_dir();
+  std::vector<sim::validation::Command> commands;
+  for (int status : {0, 3, 0, 7})
+    commands.push_back({{"/bin/sh", "-c", "echo hi; exit " + std::to_string(status)},
+                        dir / ("out" + std::to_string(commands.size())),
+                        dir / ("err" + std::to_string(commands.size()))});
+  commands.push_back({{"/no/such/program"}, dir / "out-missing", dir / "err-missing"});
+  const auto status = sim::validation::run_commands(commands, 2);
+  REQUIRE(status.size() == 5);
+  CHECK(status[0] == 0);
+  CHECK(status[1] == 3);
+  CHECK(status[2] == 0);
+  CHECK(status[3] == 7);
+  CHECK(status[4] != 0);
+  std::ifstream out(dir / "out0");
+  std::string line;
+  std::getline(out, line);
+  CHECK(line == "hi");
+}
