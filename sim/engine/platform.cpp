@@ -58,7 +58,9 @@ class PlatformBuilder {
         gpus.push_back(g);
     for (int g : gpus) {
       const std::string name = cg_.device_name(cg_.gpu[static_cast<std::size_t>(g)]);
-      p_.gpu[static_cast<std::size_t>(g)] = zone->create_host(name, 1e9)->seal();
+      // Two speeds: alone (pstate 0), and beside the GPU's own collectives (pstate 1).
+      p_.gpu[static_cast<std::size_t>(g)] =
+          zone->create_host(name, std::vector<double>{1e9, 1e9 * cg_.compute_share_during_comm})->seal();
       if (folded_) {
         p_.gpu[static_cast<std::size_t>(topology::network_mirror(cg_, g))] =
             zone->create_host(name + ".network-mirror", 1e9)->seal();

@@ -2,6 +2,7 @@
 
 #include "engine/platform.hpp"
 
+#include <array>
 #include <deque>
 #include <fmt/format.h>
 #include <set>
@@ -28,6 +29,7 @@ class Replayer {
     timeline_.tasks.resize(n);
     running_.resize(n);
     ids_.resize(n);
+    in_flight_.assign(platform_.gpu.size(), 0);
     timeline_.link_bytes_forward.assign(boost::num_edges(cluster.graph), 0.0);
     timeline_.link_bytes_backward.assign(boost::num_edges(cluster.graph), 0.0);
     for (TaskId t = 0; t < n; ++t) {
@@ -119,6 +121,17 @@ class Replayer {
     comm->set_data(&ids_[t]);
     comm->vetoable_start();
     running_[t] = comm;
+    for (int gpu : ends(task))
+      if (gpu >= 0 && in_flight_[static_cast<std::size_t>(gpu)]++ == 0)
+        platform_.gpu[static_cast<std::size_t>(gpu)]->set_pstate(1);
+  }
+
+  // The GPUs whose NCCL kernels move a transfer's bytes: its sender and, unless a mirror, its receiver.
+  std::array<int, 2> ends(const workload::Task& task) const
+  {
+    const bool gpu_peer = task.peer < g_.cluster_gpus && task.peer != task.rank &&
+                          platform_.gpu[static_cast<std::size_t>(task.peer)] != nullptr;
+    return {task.rank, gpu_peer ? task.peer : -1};
   }
 
   void finish(TaskId t)
@@ -129,8 +142,12 @@ class Replayer {
       released_.push_back(std::move(running_[t]));
       running_[t] = nullptr;
     }
-    if (task.kind == TaskKind::TRANSFER)
+    if (task.kind == TaskKind::TRANSFER && task.bytes > 0) {
       account(task);
+      for (int gpu : ends(task))
+        if (gpu >= 0 && --in_flight_[static_cast<std::size_t>(gpu)] == 0)
+          platform_.gpu[static_cast<std::size_t>(gpu)]->set_pstate(0);
+    }
     ++finished_;
     for (TaskId s : g_.successors(t))
       if (--pending_[s] == 0)
@@ -206,6 +223,7 @@ class Replayer {
   std::vector<sg4::ActivityPtr> running_;
   std::vector<sg4::ActivityPtr> released_;
   std::vector<TaskId> ids_;
+  std::vector<int> in_flight_; // per GPU, transfers moving its bytes
   std::deque<TaskId> ready_;
   std::size_t finished_ = 0;
   std::unordered_map<std::uint64_t, std::vector<std::pair<std::size_t, bool>>> routes_;

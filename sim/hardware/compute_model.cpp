@@ -57,8 +57,11 @@ double busy_time(const Kernel& kernel, const GpuSpec& gpu, Precision precision)
       const double rate = peak * gpu.gemm_efficiency * wave_efficiency(kernel.m, kernel.n, kernel.batch, gpu.sms);
       return std::max(kernel.flops / rate, memory_time);
     }
-    case KernelKind::ATTENTION: {
-      const double efficiency = gpu.attention_efficiency > 0 ? gpu.attention_efficiency : gpu.gemm_efficiency;
+    case KernelKind::ATTENTION:
+    case KernelKind::ATTENTION_BACKWARD: {
+      double efficiency = gpu.attention_efficiency > 0 ? gpu.attention_efficiency : gpu.gemm_efficiency;
+      if (kernel.kind == KernelKind::ATTENTION_BACKWARD && gpu.attention_backward_efficiency > 0)
+        efficiency = gpu.attention_backward_efficiency;
       return std::max(kernel.flops / (peak * efficiency), memory_time);
     }
     case KernelKind::MEMORY:

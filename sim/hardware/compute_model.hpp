@@ -10,7 +10,7 @@
 
 namespace sim::hardware {
 
-enum class KernelKind { GEMM, ATTENTION, MEMORY };
+enum class KernelKind { GEMM, ATTENTION, ATTENTION_BACKWARD, MEMORY };
 
 struct Kernel {
   std::string_view name;

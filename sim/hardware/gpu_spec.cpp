@@ -35,6 +35,7 @@ GpuSpec read_gpu(const core::Node& node)
   g.memory_efficiency = r.number_or("memory_efficiency", 0.0, 0.0, 1.0);
   g.nccl_nvlink_efficiency = r.number_or("nccl_nvlink_efficiency", 0.0, 0.0, 1.0);
   g.attention_efficiency = r.number_or("attention_efficiency", 0.0, 0.0, 1.0);
+  g.attention_backward_efficiency = r.number_or("attention_backward_efficiency", 0.0, 0.0, 1.0);
   g.kernel_overhead_s = r.quantity_or("kernel_overhead", core::Dimension::TIME, 0.0);
   if (auto price = r.find("list_price_usd"))
     g.list_price_usd = price->as_number(0.0, 1e7);

@@ -27,11 +27,12 @@ struct GpuSpec {
   int sms = 0;                 // streaming multiprocessors (0: unknown, no wave quantisation)
   double nvlink_bandwidth = 0; // bytes/s per direction per GPU; 0 without NVLink
   int pcie_generation = 0;
-  double gemm_efficiency = 0;        // sustained large-matmul FLOP/s / peak
-  double memory_efficiency = 0;      // achievable / nominal memory bandwidth; 0 when not measured
-  double attention_efficiency = 0;   // fused attention FLOP/s / peak; 0 when not measured
-  double kernel_overhead_s = 0;      // fixed time of every kernel (launch, prologue, tail)
-  double nccl_nvlink_efficiency = 0; // NCCL all-reduce bus bandwidth / NVLink nominal; 0 when not measured
+  double gemm_efficiency = 0;               // sustained large-matmul FLOP/s / peak
+  double memory_efficiency = 0;             // achievable / nominal memory bandwidth; 0 when not measured
+  double attention_efficiency = 0;          // fused attention FLOP/s / peak; 0 when not measured
+  double attention_backward_efficiency = 0; // its backward pass's; 0: the forward's
+  double kernel_overhead_s = 0;             // fixed time of every kernel (launch, prologue, tail)
+  double nccl_nvlink_efficiency = 0;        // NCCL all-reduce bus bandwidth / NVLink nominal; 0 when not measured
   std::optional<double> list_price_usd;
   std::map<std::string, std::string> sources; // field -> where the number comes from
 

@@ -57,6 +57,7 @@ struct ParallelPlan {
   bool tp_comm_overlap = false; // SP collectives pipelined with their GEMMs (Megatron-core --tp-comm-overlap)
   double dp_bucket_bytes = 0;
   bool overlap_grad_reduce = true;
+  bool overlap_param_gather = false; // sharded optimizer: gather updated parameters during the next forward
   hardware::Precision precision = hardware::Precision::BF16;
   bool fp32_grad_accumulation = true; // gradients accumulated and reduced in fp32 (Megatron does this for bf16)
   bool flash_attention = true;        // fused attention: no s x s score matrix is stored

@@ -42,6 +42,7 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   p.sequence_parallel = r.flag_or("sequence_parallel", false);
   p.tp_comm_overlap = r.flag_or("tp_comm_overlap", false);
   p.overlap_grad_reduce = r.flag_or("overlap_grad_reduce", true);
+  p.overlap_param_gather = r.flag_or("overlap_param_gather", false);
   p.precision = r.choice_or<hardware::Precision>("precision", training_precision_choices, hardware::Precision::BF16);
   p.fp32_grad_accumulation = r.flag_or("fp32_grad_accumulation", p.precision == hardware::Precision::BF16);
   p.flash_attention = r.flag_or("flash_attention", true);
@@ -159,6 +160,9 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
 
   if (p.sequence_parallel && p.tp == 1)
     warn("sequence_parallel", "has no effect with tp=1 (Megatron-LM turns it off)");
+  if (p.overlap_param_gather && !((p.distributed_optimizer || p.zero_stage == 1 || p.zero_stage == 2) && p.dp > 1))
+    warn("overlap_param_gather", "has no effect without a sharded optimizer (distributed_optimizer, zero_stage 1 or 2) "
+                                 "and dp > 1");
   if (p.tp_comm_overlap && (!p.sequence_parallel || p.tp == 1))
     warn("tp_comm_overlap", "has no effect without sequence_parallel and tp > 1 (Megatron-core requires both)");
 

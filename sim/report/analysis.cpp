@@ -65,6 +65,7 @@ core::Json plan_json(const plan::ParallelPlan& p)
   j["tp_comm_overlap"] = p.tp_comm_overlap;
   j["dp_bucket_size_bytes"] = p.dp_bucket_bytes;
   j["overlap_grad_reduce"] = p.overlap_grad_reduce;
+  j["overlap_param_gather"] = p.overlap_param_gather;
   j["precision"] = name_of(p.precision, plan::training_precision_choices);
   j["fp32_grad_accumulation"] = p.fp32_grad_accumulation;
   j["flash_attention"] = p.flash_attention;

@@ -194,6 +194,8 @@ ClusterGraph build_graph(const ClusterSpec& spec, int nodes)
   ClusterGraph cg;
   cg.nodes = nodes;
   cg.gpus_per_node = spec.node.gpus;
+  if (spec.gpu.sms > 0)
+    cg.compute_share_during_comm = 1.0 - static_cast<double>(spec.node.collective_sms) / spec.gpu.sms;
   cg.nic_of_gpu.assign(static_cast<std::size_t>(spec.node.gpus), 0);
   for (std::size_t k = 0; k < spec.node.nics.gpus.size(); ++k)
     for (int g : spec.node.nics.gpus[k])

@@ -57,6 +57,8 @@ struct ClusterGraph {
   std::optional<VertexId> core;           // fat_tree with several pods
   int nodes_per_leaf = 1;
   int leaves_per_pod = 1;
+  // Share of a GPU's compute rate left to kernels while its NCCL kernels run (the SMs they hold are taken).
+  double compute_share_during_comm = 1.0;
 
   int gpus() const { return nodes * gpus_per_node; }
   std::string device_name(VertexId v) const;

@@ -228,6 +228,10 @@ ClusterSpec read_cluster(const core::Node& node)
   c.gpu = hardware::read_gpu(n.at("gpu", "a GPU preset name or a gpu/v1 object"));
   c.node.gpus = static_cast<int>(n.integer("gpus", 1, 256));
   c.node.nics = read_nics(n.at("nics", "an object {count, bandwidth, latency}"), c.node.gpus);
+  if (auto sms = n.find("collective_sms")) {
+    const int limit = c.gpu.sms > 0 ? c.gpu.sms - 1 : 1024;
+    c.node.collective_sms = static_cast<int>(sms->as_integer(0, limit));
+  }
   if (auto nv = n.find("nvlink"))
     c.node.nvlink = read_nvlink(*nv, c.gpu, c.node.gpus);
   if (auto pcie = n.find("pcie"))

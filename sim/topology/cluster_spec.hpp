@@ -63,6 +63,7 @@ struct NicSpec {
 
 struct NodeSpec {
   int gpus = 0;
+  int collective_sms = 0; // SMs a running NCCL kernel holds (its CTAs do not share SMs with compute kernels)
   std::optional<NvLinkFabric> nvlink;
   std::optional<PcieTree> pcie;
   NicSpec nics;

@@ -315,6 +315,7 @@ class Converter {
       p["zero_stage"] = *zero;
     } else if (mentions(text(plan, "overlap"), "overlap-param-gather")) {
       p["distributed_optimizer"] = true;
+      p["overlap_param_gather"] = true;
       assume("distributed optimizer (implied by --overlap-param-gather)");
     }
 

@@ -44,6 +44,7 @@ class Builder {
     reduce_tail_.assign(static_cast<std::size_t>(gpus), no_task);
     gather_tail_.assign(static_cast<std::size_t>(gpus), no_task);
     grad_ready_.resize(static_cast<std::size_t>(gpus));
+    params_ready_.resize(static_cast<std::size_t>(gpus));
     g_.gpus = gpus;
     g_.folded = fold;
     g_.multiplicity = fold ? p.tp * p.dp : 1;
@@ -65,6 +66,9 @@ class Builder {
 
   TaskGraph build()
   {
+    if (gathers_before_forward())
+      for (int s = 0; s < p_.pp; ++s)
+        gather_updated_parameters(s);
     for (int s = 0; s < p_.pp; ++s) {
       for (const PassRef& pass : stage_order(p_, s)) {
         if (pass.pass == Pass::FORWARD)
@@ -393,6 +397,9 @@ class Builder {
     for (std::size_t i = 0; i < items.size(); ++i) {
       Where w = base;
       w.layer = items[i] >= 0 ? items[i] : -1;
+      if (forward && mb == 0 && gathers_before_forward())
+        for (int r : stage_gpus(s))
+          tail_[static_cast<std::size_t>(r)].push_back(params_ready_[static_cast<std::size_t>(r)].at(items[i]));
       if (p_.zero_stage >= 3) {
         if (i + 1 < items.size()) // prefetch the next item's parameters while this one computes
           gathered[i + 1] = gather_parameters(s, items[i + 1], w);
@@ -500,6 +507,46 @@ class Builder {
     }
   }
 
+  // Megatron-LM's --overlap-param-gather: the previous step's updated parameters arrive bucket by bucket, in forward
+  // order, while the first forward pass runs; each item's first forward waits for its bucket.
+  bool gathers_before_forward() const
+  {
+    return p_.overlap_param_gather && sharded_optimizer() && p_.zero_stage < 3 && p_.dp > 1;
+  }
+
+  void gather_updated_parameters(int s)
+  {
+    std::vector<int> order;
+    for (int c = 0; c < p_.virtual_stages; ++c)
+      for (int item : pass_items(virtual_stage(p_, s, c), true))
+        order.push_back(item);
+    const double bucket_params = p_.dp_bucket_bytes / grad_bytes_;
+    const Where w{Category::DP, s, -1, -1, -1};
+    std::size_t i = 0;
+    for (int bucket = 0; i < order.size(); ++bucket) {
+      std::vector<int> items;
+      double params = 0;
+      while (i < order.size() && (items.empty() || params < bucket_params)) {
+        params += item_params(order[i], s);
+        items.push_back(order[i++]);
+      }
+      for (int t = 0; t < tp_simulated(); ++t) {
+        const auto group = dp_group(t, s);
+        const auto members = simulated_of(group);
+        std::vector<TaskId> deps;
+        for (int r : members)
+          deps.push_back(gather_tail_[static_cast<std::size_t>(r)]);
+        const TaskId end = collective(CollectiveKind::ALL_GATHER, group, element_bytes * params, Category::DP,
+                                      fmt::format("parameter all-gather, bucket {}", bucket), w, deps);
+        for (int r : members) {
+          gather_tail_[static_cast<std::size_t>(r)] = end;
+          for (int item : items)
+            params_ready_[static_cast<std::size_t>(r)][item] = end;
+        }
+      }
+    }
+  }
+
   // Tied embeddings across the pipeline: the first and last stages all-reduce the embedding's gradient.
   void reduce_tied_embedding()
   {
@@ -538,7 +585,7 @@ class Builder {
       tail_[static_cast<std::size_t>(r)].push_back(reduce_tail_[static_cast<std::size_t>(r)]);
       tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
     }
-    if (sharded_optimizer() && p_.zero_stage < 3 && p_.dp > 1) {
+    if (sharded_optimizer() && p_.zero_stage < 3 && p_.dp > 1 && !gathers_before_forward()) {
       for (int t = 0; t < tp_simulated(); ++t) {
         const auto group = dp_group(t, s);
         const auto members = simulated_of(group);
@@ -581,7 +628,8 @@ class Builder {
   std::vector<TaskId> reduce_tail_;       // per GPU: the last gradient reduction on its data-parallel stream
   std::vector<TaskId> gather_tail_;       // per GPU: the last ZeRO-3 parameter gather
   std::unordered_map<std::uint64_t, TaskId> inputs_;
-  std::vector<std::unordered_map<int, TaskId>> grad_ready_; // per GPU: item -> its gradient is complete
+  std::vector<std::unordered_map<int, TaskId>> grad_ready_;   // per GPU: item -> its gradient is complete
+  std::vector<std::unordered_map<int, TaskId>> params_ready_; // per GPU: item -> its parameters are gathered
 };
 
 } // namespace

@@ -110,6 +110,7 @@ std::vector<Kernel> core_backward(const Shape& x)
   if (x.flash) {
     Kernel k = core_forward(x).front();
     k.name = "flash attention backward";
+    k.kind = hardware::KernelKind::ATTENTION_BACKWARD;
     k.flops *= 2.5; // recomputes the scores: five matmuls to the forward's two
     k.bytes *= 2.0;
     return {k};

@@ -57,7 +57,11 @@ TEST_CASE("a TP-heavy step slows on A800, and its exposed TP time grows by the N
   const double exposed =
       a800["breakdown_s"]["tp_exposed"].get<double>() / a100["breakdown_s"]["tp_exposed"].get<double>();
   CHECK(exposed >= ratio);
-  CHECK(a800["breakdown_s"]["compute"].get<double>() == Approx(a100["breakdown_s"]["compute"].get<double>()));
+  // The same kernels, slowed a little longer by the SMs the longer collectives hold while they overlap compute.
+  const double compute_a100 = a100["breakdown_s"]["compute"].get<double>();
+  const double compute_a800 = a800["breakdown_s"]["compute"].get<double>();
+  CHECK(compute_a800 >= compute_a100);
+  CHECK(compute_a800 < 1.02 * compute_a100);
 }
 
 TEST_CASE("the same input gives byte-identical reports, but for simtrain's own wall time and memory")

@@ -191,3 +191,36 @@ TEST_CASE("a dependency cycle stops the replay with an error naming the stuck ta
     CHECK_THAT(std::string(e.what()), Catch::Contains("waiting: task 1 (compute on rank 0"));
   }
 }
+
+TEST_CASE("a kernel beside its GPU's own transfer runs on the SMs NCCL leaves it, and at full speed after")
+{
+  const auto spec = sim::scenario::load_cluster("dgx-a100", test::options());
+  const auto graph = sim::topology::build_graph(spec, 1);
+  sim::workload::TaskGraph g;
+  g.gpus = 8;
+  g.cluster_gpus = 8;
+  g.stage_leaders = {0};
+  const auto begin = g.add(sim::workload::Task{});
+  sim::workload::Task kernel;
+  kernel.kind = sim::workload::TaskKind::COMPUTE;
+  kernel.rank = 0;
+  kernel.duration_s = 10e-3;
+  const auto compute = g.add(kernel);
+  sim::workload::Task send;
+  send.kind = sim::workload::TaskKind::TRANSFER;
+  send.rank = 0;
+  send.peer = 1;
+  send.bytes = 1e9; // 1e9 / (300 GB/s x 0.767) = 4.35 ms on NVLink
+  const auto transfer = g.add(send);
+  for (auto t : {compute, transfer})
+    g.depend(t, begin);
+  g.step_end = g.add(sim::workload::Task{});
+  g.depend(g.step_end, compute);
+  g.depend(g.step_end, transfer);
+  g.finalize();
+  const auto tl = sim::engine::replay(g, graph);
+  const double transfer_s = tl.tasks[transfer].end_s;
+  CHECK(transfer_s == Approx(1e9 / (300e9 * 0.767)).epsilon(1e-6));
+  // While the transfer runs, 16 of 108 SMs are NCCL's: the kernel loses 16/108 of that time.
+  CHECK(tl.tasks[compute].end_s == Approx(10e-3 + 16.0 / 108.0 * transfer_s).epsilon(1e-6));
+}

@@ -358,3 +358,39 @@ TEST_CASE("a flat ring that mixes NVLink and network edges is simulated GPU by G
   CHECK_FALSE(build({{"tp", 16}, {"global_batch", 1}, {"collective_algorithm", "ring"}}, tiny_model(), "dgx-a100", true)
                   .tasks.folded);
 }
+
+TEST_CASE("with overlap_param_gather the updated parameters arrive during the first forward, not after the optimizer")
+{
+  const auto plain = build({{"dp", 2}, {"global_batch", 4}, {"distributed_optimizer", true}});
+  const auto overlapped =
+      build({{"dp", 2}, {"global_batch", 4}, {"distributed_optimizer", true}, {"overlap_param_gather", true}});
+  const auto gathers = [](const sim::workload::TaskGraph& g, bool after_optimizer) {
+    int n = 0;
+    for (const auto& c : g.collectives()) {
+      const std::string& label = g.label_text(c.label);
+      if (label.starts_with("parameter all-gather"))
+        n += (label == "parameter all-gather") == after_optimizer ? 1 : 0;
+    }
+    return n;
+  };
+  CHECK(gathers(plain.tasks, true) > 0);
+  CHECK(gathers(plain.tasks, false) == 0);
+  CHECK(gathers(overlapped.tasks, true) == 0);
+  CHECK(gathers(overlapped.tasks, false) > 0);
+  // The bytes gathered are the same: every parameter once.
+  CHECK(collective_payload(overlapped.tasks, Category::DP, 0) ==
+        Approx(collective_payload(plain.tasks, Category::DP, 0)));
+  // The first layer's first forward kernel waits for a gather.
+  const auto& g = overlapped.tasks;
+  for (sim::workload::TaskId t = 0; t < g.size(); ++t) {
+    if (g[t].kind != TaskKind::COMPUTE || g[t].category != Category::FORWARD || g[t].layer != 0 ||
+        g[t].microbatch != 0 || g[t].rank != 0)
+      continue;
+    bool waits = false;
+    for (auto d : g.dependencies(t))
+      waits = waits || (g[d].collective != sim::workload::no_task &&
+                        g.label_text(g.collectives()[g[d].collective].label).starts_with("parameter all-gather"));
+    CHECK(waits);
+    break;
+  }
+}
