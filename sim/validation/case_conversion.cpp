@@ -198,11 +198,11 @@ class Converter {
     else
       assume("FFN size not given: 4 x hidden");
     if (mentions(text(model, "name"), "mpt") || mentions(text(plan, "framework"), "llm-foundry")) {
-      m["position_embedding"] = "alibi";
+      // llm-foundry's benchmark models: their parameter counts grow with the sequence length, so learned positions.
       m["qkv_bias"] = false;
       m["linear_bias"] = false;
       m["dropout"] = false;
-      assume("MPT architecture: ALiBi, no biases, no dropout, tied embeddings (llm-foundry)");
+      assume("MPT architecture: no biases, no dropout, tied embeddings (llm-foundry)");
     }
     return m;
   }
@@ -310,7 +310,8 @@ class Converter {
     const std::string sharding = lower(text(plan, "fsdp_sharding"));
     if (!sharding.empty()) {
       p["zero_stage"] = sharding == "full_shard" ? 3 : sharding == "shard_grad_op" ? 2 : 0;
-      p["fp32_grad_accumulation"] = false; // FSDP reduces gradients in the parameters' 16-bit type
+      // Composer's FSDP reduces gradients in fp32 with autocast ("DEFAULT" mixed precision), else in 16 bits ("PURE").
+      p["fp32_grad_accumulation"] = precision.starts_with("amp");
     } else if (const auto zero = integer(plan, "zero_stage")) {
       p["zero_stage"] = *zero;
     } else if (mentions(text(plan, "overlap"), "overlap-param-gather")) {

@@ -80,7 +80,6 @@ TEST_CASE("an llm-foundry run becomes an MPT model under FSDP on the A100 40GB, 
   REQUIRE(c.unsupported.empty());
   CHECK(c.source == "MosaicML A100");
   const auto& s = c.runs.at(0).scenario;
-  CHECK(s["model"]["position_embedding"] == "alibi");
   CHECK(s["model"]["linear_bias"] == false);
   CHECK(s["model"]["dropout"] == false);
   CHECK(s["topology"]["node"]["gpu"] == "a100-sxm4-40gb");
