@@ -43,11 +43,15 @@ struct CommonOptions {
   std::string data_dir = default_data_dir().string();
   std::vector<std::string> overrides;
   std::string format = "text";
+  std::optional<double> tokens; // --tokens N: the scenario's training_tokens
 };
 
 LoadOptions load_options(const CommonOptions& o)
 {
-  return LoadOptions{o.data_dir, o.overrides};
+  auto overrides = o.overrides;
+  if (o.tokens)
+    overrides.push_back(fmt::format("training_tokens={}", *o.tokens));
+  return LoadOptions{o.data_dir, overrides};
 }
 
 void print_warnings(const std::vector<sim::core::Warning>& warnings)
@@ -258,6 +262,8 @@ int main(int argc, char** argv)
   run->add_option("--out", run_extra.out_dir, "Write report.json, trace.json and timeline.svg into this folder");
   run->add_option("--view", run_extra.view, "Also print a text picture of the pipeline")
       ->check(CLI::IsMember({"pipeline"}));
+  run->add_option("--tokens", run_opts.tokens, "A training budget in tokens: also print the time and cost to train it")
+      ->check(CLI::PositiveNumber);
   run->add_flag("--no-fold", run_extra.no_fold,
                 "Simulate every GPU even where identical GPUs fold into one per stage (slower, same result)");
   add_common(run, run_opts, {"text", "json"});

@@ -3,6 +3,7 @@
 #include "core/units.hpp"
 #include "model/param_count.hpp"
 #include "report/analysis.hpp"
+#include "report/cost.hpp"
 
 #include <fmt/format.h>
 
@@ -27,6 +28,93 @@ std::string name_of(E value, const std::array<core::Choice<E>, N>& choices)
 }
 
 } // namespace
+
+// Long durations in hours or days, short ones as core::format_time does.
+std::string duration(double s)
+{
+  if (s >= 2 * 86400.0)
+    return fmt::format("{:.1f} days", s / 86400.0);
+  if (s >= 2 * 3600.0)
+    return fmt::format("{:.1f} h", s / 3600.0);
+  if (s >= 120.0)
+    return fmt::format("{:.0f} min", s / 60.0);
+  return core::format_time(s);
+}
+
+std::string dollars(double usd)
+{
+  if (usd >= 1e6)
+    return fmt::format("${:.2f}M", usd / 1e6);
+  if (usd >= 1e4)
+    return fmt::format("${:.1f}k", usd / 1e3);
+  return fmt::format("${:.2f}", usd);
+}
+
+std::string count(double n)
+{
+  if (n >= 1e12)
+    return fmt::format("{:.2f}T", n / 1e12);
+  if (n >= 1e9)
+    return fmt::format("{:.2f}B", n / 1e9);
+  if (n >= 1e6)
+    return fmt::format("{:.2f}M", n / 1e6);
+  return fmt::format("{:.0f}", n);
+}
+
+template <class T>
+core::Json optional_json(const std::optional<T>& v)
+{
+  return v ? core::Json(*v) : core::Json(nullptr);
+}
+
+core::Json cost_json(const CostMetrics& c)
+{
+  core::Json j{{"usd_per_gpu_hour", optional_json(c.usd_per_gpu_hour)},
+               {"price_basis", c.price_basis},
+               {"cluster_usd_per_hour", c.cluster_usd_per_hour},
+               {"tokens_per_usd", c.tokens_per_usd},
+               {"training_tokens", optional_json(c.training_tokens)},
+               {"time_to_train_s", optional_json(c.time_to_train_s)},
+               {"cost_to_train_usd", optional_json(c.cost_to_train_usd)},
+               {"time_to_train_with_failures_s", optional_json(c.time_to_train_with_failures_s)}};
+  if (c.goodput)
+    j["goodput"] = {{"job_failures_per_day", c.goodput->job_failures_per_day},
+                    {"useful_fraction", c.goodput->useful_fraction},
+                    {"optimal_checkpoint_interval_s", optional_json(c.goodput->optimal_interval_s)},
+                    {"useful_fraction_at_optimum", optional_json(c.goodput->useful_fraction_at_optimum)}};
+  else
+    j["goodput"] = nullptr;
+  return j;
+}
+
+std::vector<std::string> cost_lines(const CostMetrics& c, const scenario::Scenario& s)
+{
+  std::vector<std::string> out;
+  if (c.usd_per_gpu_hour)
+    out.push_back(fmt::format("cost: {} per GPU-hour ({}), {} per hour for {} GPUs: {} tokens per dollar",
+                              dollars(*c.usd_per_gpu_hour), c.price_basis, dollars(c.cluster_usd_per_hour), s.gpus,
+                              count(c.tokens_per_usd)));
+  if (c.time_to_train_s)
+    out.push_back(fmt::format("training {} tokens: {}{}", count(*c.training_tokens), duration(*c.time_to_train_s),
+                              c.cost_to_train_usd ? ", " + dollars(*c.cost_to_train_usd) : ""));
+  if (c.goodput) {
+    const auto& r = *s.economics.reliability;
+    const auto& g = *c.goodput;
+    std::string optimum;
+    if (g.optimal_interval_s)
+      optimum = fmt::format(" (Young's interval {}: {})", duration(*g.optimal_interval_s),
+                            percent(*g.useful_fraction_at_optimum));
+    out.push_back(fmt::format("failures: {:.2f} per day over {} GPUs; checkpoints every {} ({} each), restarts of {}: "
+                              "{} of the time trains{}{}",
+                              g.job_failures_per_day, s.gpus, duration(r.checkpoint_interval_s),
+                              duration(r.checkpoint_time_s), duration(r.restart_time_s), percent(g.useful_fraction),
+                              optimum,
+                              c.time_to_train_with_failures_s
+                                  ? fmt::format("; {} to train", duration(*c.time_to_train_with_failures_s))
+                                  : ""));
+  }
+  return out;
+}
 
 core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost& cost)
 {
@@ -79,6 +167,7 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
                    {"peak_bytes", st.peak_bytes},
                    {"oom", st.oom}});
   j["memory"] = {{"per_stage", mem}, {"oom", m.memory.oom}, {"capacity_bytes", m.memory.capacity_bytes}};
+  j["cost"] = cost_json(cost_metrics(s.economics, s.cluster.gpu, s.gpus, m.tokens_per_s));
   j["tasks"] = cost.tasks;
   j["folded"] = cost.folded;
   j["sim_wall_s"] = cost.wall_s;
@@ -153,6 +242,8 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
       core::format_bytes(m.memory.capacity_bytes), worst.stage,
       m.memory.oom ? fmt::format("OUT OF MEMORY by {}", core::format_bytes(worst.peak_bytes - m.memory.capacity_bytes))
                    : "fits"));
+  for (const auto& l : cost_lines(cost_metrics(s.economics, s.cluster.gpu, s.gpus, m.tokens_per_s), s))
+    line(l);
   line(fmt::format("simulated {} tasks in {} (peak memory {}){}", cost.tasks, core::format_time(cost.wall_s),
                    core::format_bytes(cost.peak_rss_bytes),
                    cost.folded ? fmt::format("; one GPU per stage stood for its {} identical GPUs", p.tp * p.dp) : ""));

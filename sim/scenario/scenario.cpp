@@ -48,6 +48,7 @@ Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& fi
   }
   const core::Node plan_node = r.at("plan", "an object with the parallel plan");
   s.plan = plan::read_plan(plan_node, s.model, known_gpus);
+  s.economics = read_economics(r);
   r.finish();
 
   s.gpus = known_gpus.value_or(s.plan.gpus());

@@ -5,6 +5,7 @@
 #include "core/input_error.hpp"
 #include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
+#include "scenario/economics.hpp"
 #include "topology/cluster_spec.hpp"
 
 #include <filesystem>
@@ -25,6 +26,7 @@ struct Scenario {
   model::ModelSpec model;
   topology::ClusterSpec cluster;
   plan::ParallelPlan plan;
+  Economics economics;
   int gpus = 0;
   int nodes = 0;
   std::vector<core::Warning> warnings;

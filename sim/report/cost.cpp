@@ -1,0 +1,62 @@
+#include "report/cost.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace sim::report {
+namespace {
+
+constexpr double hours_per_year = 24.0 * 365.0;
+constexpr double seconds_per_day = 86400.0;
+
+double useful_fraction(double interval_s, double checkpoint_s, double restart_s, double failures_per_s)
+{
+  const double period = interval_s + checkpoint_s;
+  const double lost = failures_per_s * (restart_s + period / 2.0);
+  return interval_s / period * std::max(0.0, 1.0 - lost);
+}
+
+} // namespace
+
+Goodput goodput(const scenario::Reliability& r, int gpus)
+{
+  Goodput g;
+  g.job_failures_per_day = r.gpu_failures_per_day * gpus;
+  const double rate = g.job_failures_per_day / seconds_per_day;
+  g.useful_fraction = useful_fraction(r.checkpoint_interval_s, r.checkpoint_time_s, r.restart_time_s, rate);
+  if (rate > 0 && r.checkpoint_time_s > 0) {
+    g.optimal_interval_s = std::sqrt(2.0 * r.checkpoint_time_s / rate);
+    g.useful_fraction_at_optimum = useful_fraction(*g.optimal_interval_s, r.checkpoint_time_s, r.restart_time_s, rate);
+  }
+  return g;
+}
+
+CostMetrics cost_metrics(const scenario::Economics& e, const hardware::GpuSpec& gpu, int gpus, double tokens_per_s)
+{
+  CostMetrics c;
+  if (e.usd_per_gpu_hour) {
+    c.usd_per_gpu_hour = *e.usd_per_gpu_hour;
+    c.price_basis = "the scenario's price per GPU-hour";
+  } else if (gpu.list_price_usd) {
+    c.usd_per_gpu_hour = *gpu.list_price_usd / (e.amortization_years * hours_per_year);
+    c.price_basis = fmt::format("list price ${:.0f} over {:g} years", *gpu.list_price_usd, e.amortization_years);
+  }
+  if (c.usd_per_gpu_hour) {
+    c.cluster_usd_per_hour = *c.usd_per_gpu_hour * gpus;
+    c.tokens_per_usd = c.cluster_usd_per_hour > 0 ? tokens_per_s * 3600.0 / c.cluster_usd_per_hour : 0.0;
+  }
+  if (e.reliability)
+    c.goodput = goodput(*e.reliability, gpus);
+  if (e.training_tokens) {
+    c.training_tokens = *e.training_tokens;
+    c.time_to_train_s = *e.training_tokens / tokens_per_s;
+    if (c.usd_per_gpu_hour)
+      c.cost_to_train_usd = *c.time_to_train_s / 3600.0 * c.cluster_usd_per_hour;
+    if (c.goodput && c.goodput->useful_fraction > 0)
+      c.time_to_train_with_failures_s = *c.time_to_train_s / c.goodput->useful_fraction;
+  }
+  return c;
+}
+
+} // namespace sim::report

@@ -1,0 +1,38 @@
+// Money and time: the cluster's price per hour, tokens per dollar, the time and cost to train a token budget, and
+// the share of the cluster's time left to training when GPUs fail (checkpoint, restart, lost work).
+#pragma once
+
+#include "hardware/gpu_spec.hpp"
+#include "scenario/economics.hpp"
+
+#include <optional>
+#include <string>
+
+namespace sim::report {
+
+struct Goodput {
+  double job_failures_per_day = 0; // GPUs x failures per GPU per day
+  // Useful share of wall time: interval / (interval + checkpoint time) x (1 - failure rate x (restart time + half a
+  // period of lost work)).
+  double useful_fraction = 0;
+  std::optional<double> optimal_interval_s; // Young's sqrt(2 x checkpoint time / failure rate)
+  std::optional<double> useful_fraction_at_optimum;
+};
+
+struct CostMetrics {
+  std::optional<double> usd_per_gpu_hour; // none when neither a price nor a list price is known
+  std::string price_basis;
+  double cluster_usd_per_hour = 0;
+  double tokens_per_usd = 0;
+  std::optional<double> training_tokens;
+  std::optional<double> time_to_train_s; // at the simulated rate, without failures
+  std::optional<double> cost_to_train_usd;
+  std::optional<Goodput> goodput;
+  std::optional<double> time_to_train_with_failures_s;
+};
+
+Goodput goodput(const scenario::Reliability& r, int gpus);
+
+CostMetrics cost_metrics(const scenario::Economics& e, const hardware::GpuSpec& gpu, int gpus, double tokens_per_s);
+
+} // namespace sim::report
