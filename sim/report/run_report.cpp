@@ -104,14 +104,13 @@ std::vector<std::string> cost_lines(const CostMetrics& c, const scenario::Scenar
     if (g.optimal_interval_s)
       optimum = fmt::format(" (Young's interval {}: {})", duration(*g.optimal_interval_s),
                             percent(*g.useful_fraction_at_optimum));
-    out.push_back(fmt::format("failures: {:.2f} per day over {} GPUs; checkpoints every {} ({} each), restarts of {}: "
-                              "{} of the time trains{}{}",
-                              g.job_failures_per_day, s.gpus, duration(r.checkpoint_interval_s),
-                              duration(r.checkpoint_time_s), duration(r.restart_time_s), percent(g.useful_fraction),
-                              optimum,
-                              c.time_to_train_with_failures_s
-                                  ? fmt::format("; {} to train", duration(*c.time_to_train_with_failures_s))
-                                  : ""));
+    out.push_back(fmt::format(
+        "failures: {:.2f} per day over {} GPUs; checkpoints every {} ({} each), restarts of {}: "
+        "{} of the time trains{}{}",
+        g.job_failures_per_day, s.gpus, duration(r.checkpoint_interval_s), duration(r.checkpoint_time_s),
+        duration(r.restart_time_s), percent(g.useful_fraction), optimum,
+        c.time_to_train_with_failures_s ? fmt::format("; {} to train", duration(*c.time_to_train_with_failures_s))
+                                        : ""));
   }
   return out;
 }

@@ -1,94 +1,19 @@
 #include "validation/runner.hpp"
 
 #include "core/input_error.hpp"
+#include "study/process_pool.hpp"
 
-#include <cerrno>
-#include <cstdlib>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <fstream>
 #include <map>
-#include <spawn.h>
-#include <sstream>
-#include <sys/wait.h>
-#include <unistd.h>
-
-extern char** environ; // NOLINT: POSIX
 
 namespace sim::validation {
 namespace fs = std::filesystem;
+using study::Command;
+using study::file_stem;
+using study::first_line;
+using study::read_text;
 namespace {
-
-pid_t start(const Command& c)
-{
-  posix_spawn_file_actions_t files;
-  posix_spawn_file_actions_init(&files);
-  posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, c.stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&files, STDERR_FILENO, c.stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> argv;
-  for (const auto& a : c.argv)
-    argv.push_back(const_cast<char*>(a.c_str())); // NOLINT: posix_spawn's signature
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, argv[0], &files, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&files);
-  return rc == 0 ? pid : -1;
-}
-
-std::string read_text(const fs::path& path)
-{
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string first_line(const std::string& text)
-{
-  const auto end = text.find('\n');
-  return end == std::string::npos ? text : text.substr(0, end);
-}
-
-// A file name for a run: its name with anything but letters, digits, '.', '-' and '_' replaced.
-std::string file_stem(const std::string& run)
-{
-  std::string s = run;
-  for (char& ch : s)
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-' || ch == '_'))
-      ch = '_';
-  return s;
-}
-
-class WorkDir {
- public:
-  explicit WorkDir(const fs::path& keep)
-  {
-    if (!keep.empty()) {
-      fs::create_directories(keep);
-      path_ = keep;
-      return;
-    }
-    std::string pattern = (fs::temp_directory_path() / "simtrain-validate-XXXXXX").string();
-    if (!mkdtemp(pattern.data()))
-      throw core::InputError(core::Location{pattern, "", ""}, "cannot create a temporary folder", "",
-                             "a writable /tmp");
-    path_ = pattern;
-    temporary_ = true;
-  }
-  WorkDir(const WorkDir&) = delete;
-  WorkDir& operator=(const WorkDir&) = delete;
-  ~WorkDir()
-  {
-    std::error_code ec;
-    if (temporary_)
-      fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-  bool temporary_ = false;
-};
 
 // {"source": ..., "median": 0.3, "worst": 0.4} entries: a cases file's own accuracy bounds.
 std::vector<Target> read_targets(const core::Json& list, const std::string& where)
@@ -119,36 +44,6 @@ std::vector<Target> read_targets(const core::Json& list, const std::string& wher
 
 } // namespace
 
-std::vector<int> run_commands(const std::vector<Command>& commands, int parallel)
-{
-  std::vector<int> status(commands.size(), -1);
-  std::map<pid_t, std::size_t> running;
-  std::size_t next = 0;
-  while (next < commands.size() || !running.empty()) {
-    while (static_cast<int>(running.size()) < std::max(parallel, 1) && next < commands.size()) {
-      const pid_t pid = start(commands[next]);
-      if (pid > 0)
-        running[pid] = next;
-      ++next;
-    }
-    if (running.empty())
-      continue;
-    int raw = 0;
-    const pid_t done = waitpid(-1, &raw, 0);
-    if (done < 0) {
-      if (errno == EINTR)
-        continue;
-      break;
-    }
-    const auto it = running.find(done);
-    if (it == running.end())
-      continue;
-    status[it->second] = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-    running.erase(it);
-  }
-  return status;
-}
-
 ValidationResult run_validation(const ValidateOptions& options)
 {
   const core::Json file = core::read_json_file(options.cases_file);
@@ -169,7 +64,7 @@ ValidationResult run_validation(const ValidateOptions& options)
     conversions.push_back(convert_case(c, options.data_dir));
   }
 
-  const WorkDir work(options.keep_dir);
+  const study::WorkDir work(options.keep_dir, "simtrain-validate");
   std::vector<Command> commands;
   std::vector<std::string> names;
   for (const auto& c : conversions)
@@ -184,7 +79,7 @@ ValidationResult run_validation(const ValidateOptions& options)
       names.push_back(run.name);
     }
 
-  const auto status = run_commands(commands, options.jobs);
+  const auto status = study::run_commands(commands, options.jobs);
   std::map<std::string, RunOutcome> outcomes;
   for (std::size_t i = 0; i < commands.size(); ++i) {
     RunOutcome o;

@@ -23,15 +23,4 @@ struct ValidateOptions {
 // Throws core::InputError when the cases file cannot be read or is not an array of cases.
 ValidationResult run_validation(const ValidateOptions& options);
 
-// A command line and where its output goes.
-struct Command {
-  std::vector<std::string> argv; // argv[0]: the program's path
-  std::filesystem::path stdout_file;
-  std::filesystem::path stderr_file;
-};
-
-// Runs the commands, at most `parallel` at a time; their exit statuses in order (128 + signal when killed, -1 when
-// one could not start).
-std::vector<int> run_commands(const std::vector<Command>& commands, int parallel);
-
 } // namespace sim::validation

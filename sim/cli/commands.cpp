@@ -1,0 +1,159 @@
+#include "cli/commands.hpp"
+
+#include "core/input_error.hpp"
+#include "engine/replay.hpp"
+#include "report/analysis.hpp"
+#include "report/metrics.hpp"
+#include "report/pipeline_view.hpp"
+#include "report/run_report.hpp"
+#include "report/task_report.hpp"
+#include "report/topology_report.hpp"
+#include "topology/cluster_graph.hpp"
+#include "workload/builder.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <fstream>
+#include <iostream>
+#include <sys/resource.h>
+
+namespace sim::cli {
+namespace fs = std::filesystem;
+namespace {
+
+double peak_rss_bytes()
+{
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) * 1024.0;
+}
+
+} // namespace
+
+fs::path default_data_dir()
+{
+  if (const char* env = std::getenv("SIMTRAIN_DATA_DIR"); env && *env)
+    return env;
+  return SIMTRAIN_SOURCE_DIR;
+}
+
+scenario::LoadOptions load_options(const CommonOptions& o)
+{
+  auto overrides = o.overrides;
+  if (o.tokens)
+    overrides.push_back(fmt::format("training_tokens={}", *o.tokens));
+  return scenario::LoadOptions{o.data_dir, overrides};
+}
+
+void print_warnings(const std::vector<sim::core::Warning>& warnings)
+{
+  for (const auto& w : warnings)
+    std::cerr << sim::core::format_warning(w) << "\n";
+}
+
+int print_analysis(const fs::path& file, const CommonOptions& o)
+{
+  const auto s = sim::scenario::load_scenario(file, load_options(o));
+  const auto a = sim::report::analyse(s);
+  if (o.format == "json") {
+    print_warnings(s.warnings);
+    std::cout << sim::report::analysis_json(s, a).dump(2) << "\n";
+  } else {
+    std::cout << sim::report::analysis_text(s, a);
+  }
+  return 0;
+}
+
+int simulate(const fs::path& file, const CommonOptions& o, const RunOptions& r)
+{
+  const auto started = std::chrono::steady_clock::now();
+  const auto s = sim::scenario::load_scenario(file, load_options(o));
+  const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
+  sim::topology::check_graph(graph, s.cluster.name);
+  const auto tasks = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph, {!r.no_fold});
+  const auto timeline = sim::engine::replay(tasks, graph);
+  const auto metrics = sim::report::compute_metrics(s, tasks, graph, timeline);
+  sim::report::RunCost cost;
+  cost.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  cost.peak_rss_bytes = peak_rss_bytes();
+  cost.tasks = tasks.size();
+  cost.folded = tasks.folded;
+  const auto json = sim::report::run_json(s, metrics, cost);
+  const auto boxes = sim::report::pass_boxes(s, tasks, timeline);
+  if (o.format == "json") {
+    print_warnings(s.warnings);
+    std::cout << json.dump(2) << "\n";
+  } else {
+    std::cout << sim::report::run_text(s, metrics, cost);
+    if (r.view == "pipeline")
+      std::cout << "\n" << sim::report::pipeline_text(s, metrics, boxes);
+  }
+  if (!r.out_dir.empty()) {
+    const fs::path dir = r.out_dir;
+    fs::create_directories(dir);
+    std::ofstream(dir / "report.json") << json.dump(2) << "\n";
+    std::ofstream trace(dir / "trace.json");
+    sim::report::write_trace(trace, s, tasks, graph, timeline);
+    std::ofstream(dir / "timeline.svg") << sim::report::pipeline_svg(s, metrics, boxes);
+    if (o.format != "json")
+      std::cout << "wrote " << (dir / "report.json").string()
+                << ", trace.json (open in ui.perfetto.dev), timeline.svg\n";
+  }
+  return 0;
+}
+
+int check(const std::vector<std::string>& files, const CommonOptions& o)
+{
+  int failed = 0;
+  for (const auto& file : files) {
+    try {
+      const auto checked = sim::scenario::check_file(file, load_options(o));
+      std::cout << fmt::format("ok    {} ({} '{}')\n", file, sim::scenario::describe(checked.kind), checked.name);
+      for (const auto& w : checked.warnings)
+        std::cout << "      " << sim::core::format_warning(w) << "\n";
+    } catch (const sim::core::InputError& e) {
+      std::cout << "error " << e.what() << "\n";
+      ++failed;
+    }
+  }
+  if (files.size() > 1)
+    std::cout << fmt::format("{} of {} files valid\n", files.size() - static_cast<std::size_t>(failed), files.size());
+  return failed == 0 ? 0 : 1;
+}
+
+int inspect(const std::string& reference, int gpus, const CommonOptions& o)
+{
+  const auto spec = sim::scenario::load_cluster(reference, load_options(o));
+  const int nodes = sim::scenario::nodes_for(spec, gpus, "--gpus " + std::to_string(gpus));
+  const auto graph = sim::topology::build_graph(spec, nodes);
+  sim::topology::check_graph(graph, spec.name);
+  if (o.format == "dot") {
+    std::cout << sim::topology::to_dot(graph, spec.name);
+    return 0;
+  }
+  const auto summary = sim::topology::summarize(graph);
+  if (o.format == "json")
+    std::cout << sim::report::topology_json(spec, summary).dump(2) << "\n";
+  else
+    std::cout << sim::report::topology_text(spec, summary);
+  return 0;
+}
+
+int tasks(const fs::path& file, std::optional<int> rank, const CommonOptions& o)
+{
+  const auto s = sim::scenario::load_scenario(file, load_options(o));
+  print_warnings(s.warnings);
+  const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
+  const auto g = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph);
+  if (rank && (*rank < 0 || *rank >= g.gpus))
+    throw sim::core::InputError({"--rank", "", ""}, "no such rank", std::to_string(*rank),
+                                fmt::format("0 to {}", g.gpus - 1));
+  if (o.format == "json")
+    sim::report::write_tasks_json(std::cout, g, rank);
+  else
+    std::cout << sim::report::task_summary_text(g, rank);
+  return 0;
+}
+
+} // namespace sim::cli

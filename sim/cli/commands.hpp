@@ -1,0 +1,57 @@
+// The commands of simtrain's command line, each a function from parsed options to an exit code that prints its
+// results; main.cpp only parses arguments and maps errors to exit codes.
+#pragma once
+
+#include "scenario/scenario.hpp"
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sim::cli {
+
+// Where models/, topologies/ and scenarios/ live: $SIMTRAIN_DATA_DIR, else this repository.
+std::filesystem::path default_data_dir();
+
+struct CommonOptions {
+  std::string data_dir = default_data_dir().string();
+  std::vector<std::string> overrides;
+  std::string format = "text";
+  std::optional<double> tokens; // --tokens N: the scenario's training_tokens
+};
+
+scenario::LoadOptions load_options(const CommonOptions& o);
+void print_warnings(const std::vector<core::Warning>& warnings);
+
+inline int default_jobs()
+{
+  return static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
+}
+
+struct RunOptions {
+  std::string out_dir;
+  std::string view;
+  bool no_fold = false;
+};
+
+int simulate(const std::filesystem::path& file, const CommonOptions& o, const RunOptions& r);
+int print_analysis(const std::filesystem::path& file, const CommonOptions& o);
+int check(const std::vector<std::string>& files, const CommonOptions& o);
+int inspect(const std::string& reference, int gpus, const CommonOptions& o);
+int tasks(const std::filesystem::path& file, std::optional<int> rank, const CommonOptions& o);
+
+struct ValidateArgs {
+  std::string cases;
+  int jobs = default_jobs();
+  std::string only;
+  std::string keep;
+  std::string markdown;
+  std::string readme;
+  bool check = false;
+};
+
+int validate(const ValidateArgs& a, const CommonOptions& o);
+
+} // namespace sim::cli

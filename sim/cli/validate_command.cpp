@@ -1,0 +1,63 @@
+#include "cli/commands.hpp"
+
+#include "core/input_error.hpp"
+#include "study/process_pool.hpp"
+#include "validation/runner.hpp"
+
+#include <chrono>
+#include <fmt/format.h>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace sim::cli {
+namespace fs = std::filesystem;
+namespace {
+
+// Replaces what lies between README's validation markers by `table`.
+void update_readme(const fs::path& readme, const std::string& table)
+{
+  const std::string begin = "<!-- validation:begin -->\n";
+  const std::string end = "<!-- validation:end -->";
+  std::ifstream in(readme);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string s = text.str();
+  const auto from = s.find(begin);
+  const auto to = s.find(end);
+  if (!in || from == std::string::npos || to == std::string::npos || to < from)
+    throw sim::core::InputError({sim::core::display_path(readme), "", ""}, "no validation section to update", "",
+                                "the lines <!-- validation:begin --> and <!-- validation:end -->");
+  s.replace(from + begin.size(), to - from - begin.size(), table);
+  std::ofstream(readme) << s;
+}
+
+} // namespace
+
+int validate(const ValidateArgs& a, const CommonOptions& o)
+{
+  const auto started = std::chrono::steady_clock::now();
+  sim::validation::ValidateOptions v;
+  v.cases_file = a.cases;
+  v.data_dir = o.data_dir;
+  v.simtrain = study::self_path();
+  v.jobs = a.jobs;
+  v.only = a.only;
+  v.keep_dir = a.keep;
+  const auto result = sim::validation::run_validation(v);
+  if (o.format == "json") {
+    std::cout << sim::validation::render_json(result).dump(2) << "\n";
+  } else {
+    std::cout << sim::validation::render_text(result);
+    std::cout << fmt::format("\n{} cases, {} comparisons, {} not simulated, {} failed runs; {:.1f} s with {} jobs\n",
+                             result.cases, result.comparisons.size(), result.unsupported.size(), result.failed.size(),
+                             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), a.jobs);
+  }
+  if (!a.markdown.empty())
+    std::ofstream(a.markdown) << sim::validation::render_markdown(result, true);
+  if (!a.readme.empty())
+    update_readme(a.readme, sim::validation::render_markdown(result, false));
+  return a.check && !result.targets_met() ? 4 : 0;
+}
+
+} // namespace sim::cli
