@@ -54,4 +54,10 @@ struct ValidateArgs {
 
 int validate(const ValidateArgs& a, const CommonOptions& o);
 
+struct CompareArgs {
+  std::vector<std::string> scenarios; // one (compared with itself under two --set values) or two
+};
+
+int compare(const CompareArgs& a, const CommonOptions& o);
+
 } // namespace sim::cli

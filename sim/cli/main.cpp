@@ -98,6 +98,16 @@ int main(int argc, char** argv)
                          "Exit with 4 when a source misses its accuracy target or a run fails");
   add_common(validate_cmd, validate_opts, {"text", "json"});
 
+  CommonOptions compare_opts;
+  CompareArgs compare_args;
+  auto* compare_cmd = app.add_subcommand(
+      "compare", "Two scenarios side by side (or one under two values of a --set path), with the deltas and why");
+  compare_cmd->add_option("scenarios", compare_args.scenarios, "One or two scenario files")->required()->expected(1, 2);
+  compare_cmd
+      ->add_option("--tokens", compare_opts.tokens, "A training budget in tokens: compare time and cost to train")
+      ->check(CLI::PositiveNumber);
+  add_common(compare_cmd, compare_opts, {"text", "json"});
+
   // `simtrain` alone, or `simtrain SCENARIO.json`, runs the main job.
   std::vector<std::string> args(argv + 1, argv + argc);
   const auto is_subcommand = [&app](const std::string& word) {
@@ -140,6 +150,8 @@ int main(int argc, char** argv)
       return tasks(tasks_file, tasks_rank, tasks_opts);
     if (*validate_cmd)
       return validate(validate_args, validate_opts);
+    if (*compare_cmd)
+      return compare(compare_args, compare_opts);
   } catch (const sim::core::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

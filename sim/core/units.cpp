@@ -176,4 +176,24 @@ std::string format_count(double count)
   return fmt::format("{:.0f}", count);
 }
 
+std::string format_duration(double s)
+{
+  if (s >= 2 * 86400.0)
+    return fmt::format("{:.1f} days", s / 86400.0);
+  if (s >= 2 * 3600.0)
+    return fmt::format("{:.1f} h", s / 3600.0);
+  if (s >= 120.0)
+    return fmt::format("{:.0f} min", s / 60.0);
+  return format_time(s);
+}
+
+std::string format_usd(double usd)
+{
+  if (usd >= 1e6)
+    return fmt::format("${:.2f}M", usd / 1e6);
+  if (usd >= 1e4)
+    return fmt::format("${:.1f}k", usd / 1e3);
+  return fmt::format("${:.2f}", usd);
+}
+
 } // namespace sim::core

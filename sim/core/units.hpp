@@ -33,6 +33,11 @@ inline std::string format_time(double seconds)
 {
   return format_quantity(seconds, Dimension::TIME);
 }
+// Durations of a training run: minutes, hours or days beyond two of each, else as format_time.
+std::string format_duration(double seconds);
+// "$12.34", "$45.6k", "$1.23M".
+std::string format_usd(double usd);
+
 inline std::string format_flop_rate(double flop_per_s)
 {
   return format_quantity(flop_per_s, Dimension::FLOP_RATE);

@@ -29,27 +29,6 @@ std::string name_of(E value, const std::array<core::Choice<E>, N>& choices)
 
 } // namespace
 
-// Long durations in hours or days, short ones as core::format_time does.
-std::string duration(double s)
-{
-  if (s >= 2 * 86400.0)
-    return fmt::format("{:.1f} days", s / 86400.0);
-  if (s >= 2 * 3600.0)
-    return fmt::format("{:.1f} h", s / 3600.0);
-  if (s >= 120.0)
-    return fmt::format("{:.0f} min", s / 60.0);
-  return core::format_time(s);
-}
-
-std::string dollars(double usd)
-{
-  if (usd >= 1e6)
-    return fmt::format("${:.2f}M", usd / 1e6);
-  if (usd >= 1e4)
-    return fmt::format("${:.1f}k", usd / 1e3);
-  return fmt::format("${:.2f}", usd);
-}
-
 std::string count(double n)
 {
   if (n >= 1e12)
@@ -92,25 +71,28 @@ std::vector<std::string> cost_lines(const CostMetrics& c, const scenario::Scenar
   std::vector<std::string> out;
   if (c.usd_per_gpu_hour)
     out.push_back(fmt::format("cost: {} per GPU-hour ({}), {} per hour for {} GPUs: {} tokens per dollar",
-                              dollars(*c.usd_per_gpu_hour), c.price_basis, dollars(c.cluster_usd_per_hour), s.gpus,
-                              count(c.tokens_per_usd)));
+                              core::format_usd(*c.usd_per_gpu_hour), c.price_basis,
+                              core::format_usd(c.cluster_usd_per_hour), s.gpus, count(c.tokens_per_usd)));
   if (c.time_to_train_s)
-    out.push_back(fmt::format("training {} tokens: {}{}", count(*c.training_tokens), duration(*c.time_to_train_s),
-                              c.cost_to_train_usd ? ", " + dollars(*c.cost_to_train_usd) : ""));
+    out.push_back(fmt::format("training {} tokens: {}{}", count(*c.training_tokens),
+                              core::format_duration(*c.time_to_train_s),
+                              c.cost_to_train_usd ? ", " + core::format_usd(*c.cost_to_train_usd) : ""));
   if (c.goodput) {
     const auto& r = *s.economics.reliability;
     const auto& g = *c.goodput;
     std::string optimum;
     if (g.optimal_interval_s)
-      optimum = fmt::format(" (Young's interval {}: {})", duration(*g.optimal_interval_s),
+      optimum = fmt::format(" (Young's interval {}: {})", core::format_duration(*g.optimal_interval_s),
                             percent(*g.useful_fraction_at_optimum));
-    out.push_back(fmt::format(
-        "failures: {:.2f} per day over {} GPUs; checkpoints every {} ({} each), restarts of {}: "
-        "{} of the time trains{}{}",
-        g.job_failures_per_day, s.gpus, duration(r.checkpoint_interval_s), duration(r.checkpoint_time_s),
-        duration(r.restart_time_s), percent(g.useful_fraction), optimum,
-        c.time_to_train_with_failures_s ? fmt::format("; {} to train", duration(*c.time_to_train_with_failures_s))
-                                        : ""));
+    out.push_back(
+        fmt::format("failures: {:.2f} per day over {} GPUs; checkpoints every {} ({} each), restarts of {}: "
+                    "{} of the time trains{}{}",
+                    g.job_failures_per_day, s.gpus, core::format_duration(r.checkpoint_interval_s),
+                    core::format_duration(r.checkpoint_time_s), core::format_duration(r.restart_time_s),
+                    percent(g.useful_fraction), optimum,
+                    c.time_to_train_with_failures_s
+                        ? fmt::format("; {} to train", core::format_duration(*c.time_to_train_with_failures_s))
+                        : ""));
   }
   return out;
 }

@@ -169,3 +169,20 @@ TEST_CASE("validate --check exits with 4 when a source misses its target, and --
   CHECK(text.find("old") == std::string::npos);
   CHECK(text.find("Korthikanti Table 4") != std::string::npos);
 }
+
+TEST_CASE("compare puts A100 and A800 side by side and blames the exposed TP communication")
+{
+  const auto r = run("compare " + scenario("whatif/a100-tp-heavy.json") + " " + scenario("whatif/a800-tp-heavy.json") +
+                     " --format json");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["b"]["step_time_s"].get<double>() > j["a"]["step_time_s"].get<double>());
+  CHECK(j["contributions"][0]["part"] == "exposed TP communication");
+  CHECK(j["explanation"].get<std::string>().starts_with("B is "));
+  // One scenario under two values of a path.
+  const auto same = run("compare " + scenario("default.json") + " --set plan.tp=8 --set plan.tp=4");
+  CHECK(same.status == 0);
+  CHECK(same.out.find("B - A") != std::string::npos);
+  CHECK(run("compare " + scenario("default.json")).status == 1);
+}

@@ -27,8 +27,7 @@ TEST_CASE("a GPU-hour costs the list price spread over the amortization years, o
   CHECK_FALSE(sim::report::cost_metrics({}, unpriced, 8, 1e6).usd_per_gpu_hour);
 }
 
-TEST_CASE(
-    "goodput: each failure costs a restart and half a checkpoint period; Young's interval is sqrt(2 delta/lambda)")
+TEST_CASE("goodput: a failure costs a restart and half a checkpoint period, Young's interval is sqrt(2 delta/lambda)")
 {
   sim::scenario::Reliability r{0.0027, 3600.0, 300.0, 600.0};
   const auto g = sim::report::goodput(r, 1024);

@@ -99,7 +99,7 @@ TEST_CASE("model FLOPs per token are 6 x matmul parameters plus the attention te
   CHECK(step.model() / s == Approx(6 * matmul_params + attention).epsilon(1e-9));
 }
 
-TEST_CASE("selective recomputation redoes exactly the attention core; full recomputation the whole layer")
+TEST_CASE("selective recomputation redoes exactly the attention core, full recomputation the whole layer")
 {
   const ModelSpec m = load_model(test::source_dir() / "models/gpt3-175b.json");
   const auto layer = sim::model::layer_forward_flops(m, 2048, 8);

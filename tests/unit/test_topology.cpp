@@ -32,7 +32,7 @@ TEST_CASE("every topology preset expands into a connected graph with positive ba
   }
 }
 
-TEST_CASE("on NVSwitch two GPUs talk through the switch; across nodes through their NICs and leaf")
+TEST_CASE("on NVSwitch two GPUs talk through the switch, across nodes through their NICs and leaf")
 {
   const auto g = cluster("dgx-a100", 2);
   CHECK(names(g, sim::topology::route(g, 0, 5)) ==

@@ -350,7 +350,7 @@ TEST_CASE("GPUs that share NVLink lanes or NICs are not folded")
         "GPUs share NVLink lanes (no NVSwitch)");
 }
 
-TEST_CASE("a flat ring that mixes NVLink and network edges is simulated GPU by GPU; a hierarchical one folds")
+TEST_CASE("a flat ring that mixes NVLink and network edges is simulated GPU by GPU, a hierarchical one folds")
 {
   // Hierarchical: every GPU reduces inside its node, then over its own NIC, then gathers: symmetric.
   CHECK(build({{"tp", 16}, {"global_batch", 1}}, tiny_model(), "dgx-a100", true).tasks.folded);

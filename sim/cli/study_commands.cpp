@@ -1,0 +1,90 @@
+#include "cli/commands.hpp"
+
+#include "core/input_error.hpp"
+#include "engine/replay.hpp"
+#include "study/compare.hpp"
+#include "study/process_pool.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <iostream>
+
+namespace sim::cli {
+namespace fs = std::filesystem;
+namespace {
+
+// A child `simtrain run FILE --format json` with `overrides`; its report, or the error it printed (rethrown with
+// the child's exit code's meaning).
+std::vector<core::Json> run_children(const std::vector<std::pair<std::string, std::vector<std::string>>>& runs,
+                                     const CommonOptions& o, int jobs)
+{
+  const study::WorkDir work({}, "simtrain-compare");
+  std::vector<study::Command> commands;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    study::Command c;
+    c.argv = {study::self_path().string(), "run", runs[i].first, "--format", "json", "--data-dir", o.data_dir};
+    for (const auto& s : runs[i].second) {
+      c.argv.push_back("--set");
+      c.argv.push_back(s);
+    }
+    c.stdout_file = work.path() / fmt::format("{}.json", i);
+    c.stderr_file = work.path() / fmt::format("{}.log", i);
+    commands.push_back(c);
+  }
+  const auto status = study::run_commands(commands, jobs);
+  std::vector<core::Json> reports;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const std::string log = study::read_text(commands[i].stderr_file);
+    std::string message = study::first_line(log);
+    for (const char* prefix : {"error: ", "simulation failed: "})
+      if (message.starts_with(prefix))
+        message = message.substr(std::string(prefix).size());
+    if (status[i] == 1)
+      throw core::InputError({runs[i].first, "", ""}, message.empty() ? "could not be loaded" : message);
+    if (status[i] != 0)
+      throw engine::SimulationError(fmt::format("{}: {}", runs[i].first, message));
+    reports.push_back(core::Json::parse(study::read_text(commands[i].stdout_file)));
+  }
+  return reports;
+}
+
+std::string side_name(const std::string& file, const std::vector<std::string>& sets, const CommonOptions& o)
+{
+  std::vector<std::string> own;
+  for (const auto& s : sets)
+    if (std::find(o.overrides.begin(), o.overrides.end(), s) == o.overrides.end() ||
+        std::count(o.overrides.begin(), o.overrides.end(), s) != 1 ||
+        std::count_if(o.overrides.begin(), o.overrides.end(),
+                      [&s](const std::string& x) { return x.substr(0, x.find('=')) == s.substr(0, s.find('=')); }) == 2)
+      own.push_back("--set " + s);
+  return own.empty() ? file : fmt::format("{} {}", file, fmt::join(own, " "));
+}
+
+} // namespace
+
+int compare(const CompareArgs& a, const CommonOptions& o)
+{
+  auto overrides = o.overrides;
+  if (o.tokens)
+    overrides.push_back(fmt::format("training_tokens={}", *o.tokens));
+  std::vector<std::pair<std::string, std::vector<std::string>>> runs;
+  if (a.scenarios.size() == 2) {
+    runs = {{a.scenarios[0], overrides}, {a.scenarios[1], overrides}};
+  } else {
+    const auto split = study::split_overrides(overrides);
+    runs = {{a.scenarios.at(0), split.a}, {a.scenarios.at(0), split.b}};
+  }
+  // Bad input is reported before anything runs, naming its file and pointer.
+  for (const auto& [file, sets] : runs)
+    scenario::load_scenario(file, scenario::LoadOptions{o.data_dir, sets});
+  const auto reports = run_children(runs, o, 2);
+  const auto c = study::compare_reports(reports[0], reports[1], side_name(runs[0].first, runs[0].second, o),
+                                        side_name(runs[1].first, runs[1].second, o));
+  if (o.format == "json")
+    std::cout << study::comparison_json(c, reports[0], reports[1]).dump(2) << "\n";
+  else
+    std::cout << study::comparison_text(c);
+  return 0;
+}
+
+} // namespace sim::cli

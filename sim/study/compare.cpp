@@ -1,0 +1,256 @@
+#include "study/compare.hpp"
+
+#include "core/input_error.hpp"
+#include "core/units.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <map>
+#include <set>
+
+namespace sim::study {
+namespace {
+
+using core::Json;
+
+double number_at(const Json& j, const Json::json_pointer& p)
+{
+  return j.contains(p) && j.at(p).is_number() ? j.at(p).get<double>() : 0.0;
+}
+
+double peak_memory(const Json& r)
+{
+  double peak = 0;
+  for (const auto& s : r.at("memory").at("per_stage"))
+    peak = std::max(peak, s.at("peak_bytes").get<double>());
+  return peak;
+}
+
+std::string format(Unit unit, double v)
+{
+  switch (unit) {
+    case Unit::TIME:
+      return core::format_time(v);
+    case Unit::RATE:
+      return v >= 1e6   ? fmt::format("{:.2f}M", v / 1e6)
+             : v >= 1e3 ? fmt::format("{:.1f}k", v / 1e3)
+                        : fmt::format("{:.2f}", v);
+    case Unit::FLOP_RATE:
+      return fmt::format("{:.1f} TF/s", v / 1e12);
+    case Unit::FRACTION:
+      return fmt::format("{:.1f}%", 100.0 * v);
+    case Unit::BYTES:
+      return core::format_bytes(v);
+    case Unit::COUNT:
+      return fmt::format("{:.0f}", v);
+    case Unit::DURATION:
+      return core::format_duration(v);
+    case Unit::USD:
+      return core::format_usd(v);
+  }
+  return "";
+}
+
+std::string delta(Unit unit, double a, double b)
+{
+  double d = b - a;
+  if (std::abs(d) <= 1e-9 * std::max(std::abs(a), std::abs(b)))
+    d = 0;
+  if (unit == Unit::FRACTION)
+    return fmt::format("{:+.1f} pt", 100.0 * d);
+  std::string abs = d == 0 ? "0" : (d > 0 ? "+" : "-") + format(unit, std::abs(d));
+  if (a != 0)
+    abs += fmt::format(" ({:+.1f}%)", 100.0 * d / a);
+  return abs;
+}
+
+const std::vector<std::pair<std::string, std::string>>& parts()
+{
+  static const std::vector<std::pair<std::string, std::string>> p{{"compute", "compute"},
+                                                                  {"tp_exposed", "exposed TP communication"},
+                                                                  {"pp_exposed", "exposed PP communication"},
+                                                                  {"dp_exposed", "exposed DP communication"},
+                                                                  {"bubble", "pipeline bubble"},
+                                                                  {"optimizer", "optimizer"}};
+  return p;
+}
+
+} // namespace
+
+Comparison compare_reports(const Json& a, const Json& b, std::string a_name, std::string b_name)
+{
+  Comparison c;
+  c.a_name = std::move(a_name);
+  c.b_name = std::move(b_name);
+  const auto add = [&](const std::string& label, const char* pointer, Unit unit, int indent = 0) {
+    const Json::json_pointer p(pointer);
+    c.rows.push_back({label, number_at(a, p), number_at(b, p), unit, indent});
+  };
+  add("step time", "/step_time_s", Unit::TIME);
+  add("tokens/s", "/tokens_per_s", Unit::RATE);
+  add("TFLOP/s per GPU", "/tflops_per_gpu", Unit::COUNT);
+  c.rows.back().a *= 1e12;
+  c.rows.back().b *= 1e12;
+  c.rows.back().unit = Unit::FLOP_RATE;
+  add("MFU", "/mfu", Unit::FRACTION);
+  add("pipeline bubble (mean)", "/bubble/mean", Unit::FRACTION);
+  c.rows.push_back({"peak memory per GPU", peak_memory(a), peak_memory(b), Unit::BYTES, 0});
+  c.rows.push_back({"where the step goes", 0, 0, Unit::TIME, -1});
+  for (const auto& [key, label] : parts())
+    add(label, ("/breakdown_s/" + key).c_str(), Unit::TIME, 1);
+  c.rows.push_back({"communication in flight", 0, 0, Unit::TIME, -1});
+  for (const char* kind : {"tp", "pp", "dp"})
+    add(fmt::format("{} (overlapped or not)", kind == std::string("tp")   ? "TP"
+                                              : kind == std::string("pp") ? "PP"
+                                                                          : "DP"),
+        (std::string("/comm_s/") + kind).c_str(), Unit::TIME, 1);
+  std::set<std::string> classes;
+  for (const auto* r : {&a, &b})
+    for (const auto& [cls, value] : r->at("links").items())
+      classes.insert(cls);
+  if (!classes.empty())
+    c.rows.push_back({"links: bytes, average utilisation", 0, 0, Unit::TIME, -1});
+  for (const auto& cls : classes) {
+    add(cls + " bytes", ("/links/" + cls + "/bytes").c_str(), Unit::BYTES, 1);
+    add(cls + " average utilisation", ("/links/" + cls + "/avg_util").c_str(), Unit::FRACTION, 1);
+  }
+  const auto has = [&](const char* p) {
+    const Json::json_pointer ptr(p);
+    return a.contains(ptr) && b.contains(ptr) && a.at(ptr).is_number() && b.at(ptr).is_number();
+  };
+  if (has("/cost/tokens_per_usd") && number_at(a, Json::json_pointer("/cost/tokens_per_usd")) > 0) {
+    c.rows.push_back({"cost", 0, 0, Unit::TIME, -1});
+    add("tokens per dollar", "/cost/tokens_per_usd", Unit::RATE, 1);
+    add("cluster $ per hour", "/cost/cluster_usd_per_hour", Unit::USD, 1);
+  }
+  if (has("/cost/time_to_train_s"))
+    add("time to train", "/cost/time_to_train_s", Unit::DURATION, 1);
+
+  // Which parts of the step moved, and by how much of the difference.
+  const double step_a = number_at(a, Json::json_pointer("/step_time_s"));
+  const double step_b = number_at(b, Json::json_pointer("/step_time_s"));
+  const double diff = step_b - step_a;
+  for (const auto& [key, label] : parts()) {
+    const Json::json_pointer p("/breakdown_s/" + key);
+    const double d = number_at(b, p) - number_at(a, p);
+    if (d != 0)
+      c.contributions.push_back({label, d, diff != 0 ? d / diff : 0.0});
+  }
+  std::sort(c.contributions.begin(), c.contributions.end(), [](const Contribution& x, const Contribution& y) {
+    return std::abs(x.delta_s) != std::abs(y.delta_s) ? std::abs(x.delta_s) > std::abs(y.delta_s) : x.part < y.part;
+  });
+
+  if (step_a <= 0 || std::abs(diff) < 1e-9 * step_a) {
+    c.explanation = "B takes as long as A.";
+    return c;
+  }
+  std::string text =
+      fmt::format("B is {:.1f}% {} than A ({}{} per step)", 100.0 * std::abs(diff) / step_a,
+                  diff > 0 ? "slower" : "faster", diff > 0 ? "+" : "-", core::format_time(std::abs(diff)));
+  std::vector<std::string> reasons;
+  double covered = 0;
+  for (const auto& k : c.contributions) {
+    if (covered >= 0.8 || reasons.size() == 3)
+      break;
+    if (k.share <= 0)
+      continue;
+    reasons.push_back(fmt::format("{} {}{} ({:.0f}% of the difference)", k.part, k.delta_s > 0 ? "+" : "-",
+                                  core::format_time(std::abs(k.delta_s)), 100.0 * k.share));
+    covered += k.share;
+  }
+  if (!reasons.empty())
+    text += ": " + fmt::format("{}", fmt::join(reasons, "; "));
+  // The link class whose utilisation moved most.
+  std::string busiest;
+  double moved = 0;
+  for (const auto& cls : classes) {
+    const Json::json_pointer p("/links/" + cls + "/avg_util");
+    const double d = number_at(b, p) - number_at(a, p);
+    if (std::abs(d) > std::abs(moved)) {
+      moved = d;
+      busiest = fmt::format("; {} links average {:.1f}% busy in A, {:.1f}% in B", cls, 100.0 * number_at(a, p),
+                            100.0 * number_at(b, p));
+    }
+  }
+  c.explanation = text + busiest + ".";
+  const double mem_a = peak_memory(a);
+  const double mem_b = peak_memory(b);
+  const bool oom_a = a.at("memory").at("oom").get<bool>();
+  const bool oom_b = b.at("memory").at("oom").get<bool>();
+  if (oom_a != oom_b)
+    c.explanation += fmt::format(" {} does not fit in GPU memory ({} per GPU).", oom_a ? "A" : "B",
+                                 core::format_bytes(oom_a ? mem_a : mem_b));
+  return c;
+}
+
+std::string comparison_text(const Comparison& c)
+{
+  std::string out;
+  const auto line = [&out](const std::string& s) { out += s + "\n"; };
+  line(fmt::format("A: {}", c.a_name));
+  line(fmt::format("B: {}", c.b_name));
+  line("");
+  line(fmt::format("{:<38} {:>14} {:>14}  {}", "", "A", "B", "B - A"));
+  for (const auto& r : c.rows) {
+    if (r.indent < 0) {
+      line(r.label);
+      continue;
+    }
+    const std::string label = std::string(static_cast<std::size_t>(2 * r.indent), ' ') + r.label;
+    line(fmt::format("{:<38} {:>14} {:>14}  {}", label, format(r.unit, r.a), format(r.unit, r.b),
+                     delta(r.unit, r.a, r.b)));
+  }
+  line("");
+  line(c.explanation);
+  return out;
+}
+
+Json comparison_json(const Comparison& c, const Json& a, const Json& b)
+{
+  Json contributions = Json::array();
+  for (const auto& k : c.contributions)
+    contributions.push_back({{"part", k.part}, {"delta_s", k.delta_s}, {"share", k.share}});
+  Json rows = Json::array();
+  for (const auto& r : c.rows)
+    if (r.indent >= 0)
+      rows.push_back({{"label", r.label}, {"a", r.a}, {"b", r.b}, {"delta", r.b - r.a}});
+  return {{"kind", "comparison"},
+          {"a_name", c.a_name},
+          {"b_name", c.b_name},
+          {"rows", rows},
+          {"contributions", contributions},
+          {"explanation", c.explanation},
+          {"a", a},
+          {"b", b}};
+}
+
+SplitOverrides split_overrides(const std::vector<std::string>& overrides)
+{
+  std::map<std::string, int> seen;
+  for (const auto& o : overrides)
+    ++seen[o.substr(0, o.find('='))];
+  SplitOverrides s;
+  std::map<std::string, int> used;
+  bool any = false;
+  for (const auto& o : overrides) {
+    const std::string path = o.substr(0, o.find('='));
+    if (seen[path] == 1) {
+      s.a.push_back(o);
+      s.b.push_back(o);
+      continue;
+    }
+    if (seen[path] != 2)
+      throw core::InputError({"--set " + o, "", ""}, fmt::format("{} is given {} times", path, seen[path]), "",
+                             "a path given once (both sides) or twice (A's value, then B's)");
+    any = true;
+    (used[path]++ == 0 ? s.a : s.b).push_back(o);
+  }
+  if (!any)
+    throw core::InputError({"compare", "", ""}, "nothing to compare", "one scenario and no --set path given twice",
+                           "two scenarios, or one with a --set path given twice: --set plan.tp=4 --set plan.tp=8");
+  return s;
+}
+
+} // namespace sim::study
