@@ -60,4 +60,29 @@ struct CompareArgs {
 
 int compare(const CompareArgs& a, const CommonOptions& o);
 
+struct SweepArgs {
+  std::string scenario;
+  std::vector<std::string> vary; // PATH=V1,V2,...
+  bool automatic = false;        // --auto: every valid layout
+  int jobs = default_jobs();
+  int top = 10;
+  bool all = false; // simulate every candidate, no pruning
+  std::string rank_by = "tokens_per_s";
+  std::string shard; // "I/N"
+  std::string out_dir;
+  bool save_runs = false;
+  bool quiet = false;       // no progress on stderr
+  bool given_order = false; // the table lists every layout in the order given, not the top ranked
+};
+
+int sweep(const SweepArgs& a, const CommonOptions& o);
+
+struct MergeArgs {
+  std::vector<std::string> parts; // sweep.json files
+  std::string out_dir;
+  int top = 10;
+};
+
+int merge(const MergeArgs& a, const CommonOptions& o);
+
 } // namespace sim::cli

@@ -108,6 +108,53 @@ int main(int argc, char** argv)
       ->check(CLI::PositiveNumber);
   add_common(compare_cmd, compare_opts, {"text", "json"});
 
+  CommonOptions sweep_opts;
+  SweepArgs sweep_args;
+  auto* sweep_cmd = app.add_subcommand(
+      "sweep",
+      "Simulate many layouts of one scenario (--vary values, or every valid layout with --auto) and rank them");
+  sweep_cmd->add_option("scenario", sweep_args.scenario, "Scenario file")->required();
+  sweep_cmd
+      ->add_option("--vary", sweep_args.vary,
+                   "A path and its values, comma-separated (repeatable: the cross product), e.g. --vary plan.tp=2,4,8")
+      ->type_name("PATH=V1,V2,...")
+      ->allow_extra_args(false);
+  sweep_cmd->add_flag("--auto", sweep_args.automatic,
+                      "Every valid layout of the model on the scenario's GPUs: tp, pp, dp, micro-batch, schedule, "
+                      "ZeRO stage, recomputation, sequence parallelism");
+  sweep_cmd->add_option("--jobs,-j", sweep_args.jobs, "Simulations at a time")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sweep_cmd->add_option("--top", sweep_args.top, "Layouts shown, and the ranking that must be exact")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sweep_cmd->add_flag("--all", sweep_args.all,
+                      "Simulate every layout that fits (default: skip those whose kernels alone cannot make the top)");
+  sweep_cmd->add_option("--rank-by", sweep_args.rank_by, "Ranking metric")
+      ->check(CLI::IsMember({"tokens_per_s", "tokens_per_usd"}))
+      ->capture_default_str();
+  sweep_cmd->add_option("--shard", sweep_args.shard, "Take only every N-th layout from the I-th (1-based); see merge")
+      ->type_name("I/N");
+  sweep_cmd->add_option("--out", sweep_args.out_dir, "Write sweep.csv and sweep.json into this folder");
+  sweep_cmd->add_flag("--save-runs", sweep_args.save_runs,
+                      "Keep each simulated layout's report, trace and timeline under OUT/runs/");
+  sweep_cmd->add_flag("--quiet,-q", sweep_args.quiet, "No progress bar on stderr");
+  sweep_cmd->add_flag("--in-order", sweep_args.given_order,
+                      "List every layout in the order of the --vary values (with their ranks) instead of the top");
+  sweep_cmd
+      ->add_option("--tokens", sweep_opts.tokens, "A training budget in tokens: time and cost to train it per layout")
+      ->check(CLI::PositiveNumber);
+  add_common(sweep_cmd, sweep_opts, {"text", "json", "csv"});
+
+  CommonOptions merge_opts;
+  MergeArgs merge_args;
+  auto* merge_cmd =
+      app.add_subcommand("merge", "Join the sweep.json files of a sweep's shards (--shard I/N) into one ranking");
+  merge_cmd->add_option("parts", merge_args.parts, "sweep.json files")->required();
+  merge_cmd->add_option("--out", merge_args.out_dir, "Write the merged sweep.csv and sweep.json into this folder");
+  merge_cmd->add_option("--top", merge_args.top, "Layouts shown")->check(CLI::PositiveNumber)->capture_default_str();
+  add_common(merge_cmd, merge_opts, {"text", "json", "csv"});
+
   // `simtrain` alone, or `simtrain SCENARIO.json`, runs the main job.
   std::vector<std::string> args(argv + 1, argv + argc);
   const auto is_subcommand = [&app](const std::string& word) {
@@ -152,6 +199,10 @@ int main(int argc, char** argv)
       return validate(validate_args, validate_opts);
     if (*compare_cmd)
       return compare(compare_args, compare_opts);
+    if (*sweep_cmd)
+      return sweep(sweep_args, sweep_opts);
+    if (*merge_cmd)
+      return merge(merge_args, merge_opts);
   } catch (const sim::core::InputError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

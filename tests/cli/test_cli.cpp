@@ -186,3 +186,85 @@ TEST_CASE("compare puts A100 and A800 side by side and blames the exposed TP com
   CHECK(same.out.find("B - A") != std::string::npos);
   CHECK(run("compare " + scenario("default.json")).status == 1);
 }
+
+TEST_CASE("sweep ranks layouts by tokens/s and reports those that do not fit, with by how much")
+{
+  const auto dir = test::scratch_dir();
+  const auto r = run("sweep " + scenario("default.json") +
+                     " --vary plan.tp=1,2,4,8 --vary plan.micro_batch=1,2 --jobs 2 --out " + dir.string());
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("sweep of ") != std::string::npos);
+  CHECK(r.out.find("do not fit in GPU memory (closest: tp=1 micro_batch=1, over by") != std::string::npos);
+  const auto j = nlohmann::json::parse(std::ifstream(dir / "sweep.json"));
+  REQUIRE(j["rows"].size() == 8);
+  double previous = 1e300;
+  int ranked = 0;
+  for (const auto& row : j["rows"]) {
+    if (row["outcome"] == "ranked") {
+      ++ranked;
+      CHECK(row["rank"] == ranked);
+      CHECK(row["tokens_per_s"].get<double>() <= previous);
+      previous = row["tokens_per_s"].get<double>();
+      // The row's numbers are its own simulation's.
+      const auto report = run_json(scenario("default.json") + " --set " + row["overrides"][0].get<std::string>() +
+                                   " --set " + row["overrides"][1].get<std::string>());
+      CHECK(row["step_time_s"].get<double>() == Approx(report["step_time_s"].get<double>()).epsilon(1e-12));
+    } else {
+      CHECK(row["outcome"] == "out_of_memory");
+      CHECK(row["memory_over_bytes"].get<double>() > 0);
+    }
+  }
+  CHECK(ranked >= 4);
+  CHECK(std::filesystem::exists(dir / "sweep.csv"));
+}
+
+TEST_CASE("a sweep in shards, merged, ranks as the whole sweep; pruning keeps the top exact")
+{
+  const auto dir = test::scratch_dir();
+  const std::string sweep = "sweep " + scenario("default.json") +
+                            " --vary plan.tp=2,4,8 --vary plan.micro_batch=1,2 --vary plan.recompute=none,full "
+                            "--jobs 2 --format json";
+  const auto whole = run(sweep + " --top 3 --all");
+  REQUIRE(whole.status == 0);
+  for (int i = 1; i <= 3; ++i)
+    REQUIRE(run(sweep + " --top 3 --shard " + std::to_string(i) + "/3 --out " + (dir / std::to_string(i)).string())
+                .status == 0);
+  const auto merged =
+      run("merge " + (dir / "1" / "sweep.json").string() + " " + (dir / "2" / "sweep.json").string() + " " +
+          (dir / "3" / "sweep.json").string() + " --format json --out " + (dir / "merged").string());
+  INFO(merged.out);
+  REQUIRE(merged.status == 0);
+  const auto a = nlohmann::json::parse(whole.out)["rows"];
+  const auto b = nlohmann::json::parse(merged.out)["rows"];
+  REQUIRE(b.size() == a.size());
+  for (int k = 0; k < 3; ++k) {
+    CHECK(b[k]["label"] == a[k]["label"]);
+    CHECK(b[k]["tokens_per_s"] == a[k]["tokens_per_s"]);
+  }
+  // With --top 1, layouts whose kernels alone cannot beat the best simulated one are skipped; the winner stays.
+  const auto best = run(sweep + " --top 1");
+  REQUIRE(best.status == 0);
+  const auto c = nlohmann::json::parse(best.out)["rows"];
+  CHECK(c[0]["label"] == a[0]["label"]);
+  int pruned = 0;
+  for (const auto& row : c)
+    pruned += row["outcome"] == "not_simulated" ? 1 : 0;
+  CHECK(pruned > 0);
+  // A missing shard is named; a file that is not a sweep is refused.
+  CHECK(run("merge " + (dir / "1" / "sweep.json").string()).status == 0);
+  CHECK(run("merge " + scenario("default.json")).status == 1);
+}
+
+TEST_CASE("sweep refuses what it cannot do with exit code 1, and reports invalid layouts in its table")
+{
+  CHECK(run("sweep " + scenario("default.json")).status == 1);                     // nothing to vary
+  CHECK(run("sweep " + scenario("default.json") + " --vary plan.tp").status == 1); // no values
+  CHECK(run("sweep " + scenario("default.json") + " --vary plan.tp=8 --shard 3/2").status == 1);
+  CHECK(run("sweep " + scenario("default.json") + " --vary plan.tp=8 --save-runs").status == 1); // no --out
+  const auto r = run("sweep " + scenario("default.json") + " --vary plan.tp=3,8 --format csv");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find(",invalid,0,") != std::string::npos);
+  CHECK(r.out.find(",ranked,1,") != std::string::npos);
+}

@@ -1,0 +1,657 @@
+#include "study/sweep.hpp"
+
+#include "core/input_error.hpp"
+#include "core/units.hpp"
+#include "memory/memory_model.hpp"
+#include "report/cost.hpp"
+#include "study/process_pool.hpp"
+#include "workload/compute_bound.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <fmt/format.h>
+#include <map>
+#include <set>
+
+namespace sim::study {
+namespace {
+
+using core::Json;
+
+std::string path_of(const std::string& expression)
+{
+  return expression.substr(0, expression.find('='));
+}
+
+std::string value_of(const std::string& expression)
+{
+  const auto eq = expression.find('=');
+  return eq == std::string::npos ? "" : expression.substr(eq + 1);
+}
+
+// Splits at `sep` outside brackets, braces and double quotes.
+std::vector<std::string> split_values(const std::string& text, char sep = ',')
+{
+  std::vector<std::string> out;
+  std::string current;
+  int depth = 0;
+  bool quoted = false;
+  for (char c : text) {
+    if (c == '"')
+      quoted = !quoted;
+    else if (!quoted && (c == '[' || c == '{'))
+      ++depth;
+    else if (!quoted && (c == ']' || c == '}'))
+      --depth;
+    if (c == sep && depth == 0 && !quoted) {
+      out.push_back(current);
+      current.clear();
+      continue;
+    }
+    current += c;
+  }
+  out.push_back(current);
+  return out;
+}
+
+double metric(const SweepRow& row, RankBy by)
+{
+  return by == RankBy::TOKENS_PER_S ? row.tokens_per_s : row.tokens_per_usd;
+}
+
+double number_at(const Json& j, const char* pointer)
+{
+  const Json::json_pointer p(pointer);
+  return j.contains(p) && j.at(p).is_number() ? j.at(p).get<double>() : 0.0;
+}
+
+std::string metric_text(double v, RankBy by)
+{
+  return by == RankBy::TOKENS_PER_S ? fmt::format("{:.0f} tokens/s", v) : fmt::format("{:.0f} tokens/$", v);
+}
+
+// 1st, 2nd, 3rd, 4th, 11th, 21st
+std::string ordinal(int n)
+{
+  const int tens = n % 100;
+  const int ones = n % 10;
+  const char* suffix = (tens >= 11 && tens <= 13) ? "th"
+                       : ones == 1                ? "st"
+                       : ones == 2                ? "nd"
+                       : ones == 3                ? "rd"
+                                                  : "th";
+  return fmt::format("{}{}", n, suffix);
+}
+
+std::string csv_field(const std::string& s)
+{
+  if (s.find_first_of(",\"\n") == std::string::npos)
+    return s;
+  std::string out = "\"";
+  for (char c : s)
+    out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string short_name(const std::string& path)
+{
+  const auto dot = path.rfind('.');
+  return dot == std::string::npos ? path : path.substr(dot + 1);
+}
+
+// A column heading: the path's last component, shortened for the plan keys a sweep varies most.
+std::string heading(const std::string& path)
+{
+  static const std::map<std::string, std::string> shorter{{"plan.micro_batch", "mbs"},
+                                                          {"plan.virtual_stages", "v"},
+                                                          {"plan.zero_stage", "zero"},
+                                                          {"plan.sequence_parallel", "sp"},
+                                                          {"plan.global_batch", "batch"}};
+  const auto it = shorter.find(path);
+  return it == shorter.end() ? short_name(path) : it->second;
+}
+
+// The row's value of each column (empty when its layout does not set it).
+std::vector<std::string> column_values(const SweepRow& row, const std::vector<std::string>& columns)
+{
+  std::map<std::string, std::string> values;
+  for (const auto& o : row.layout.overrides)
+    values[path_of(o)] = value_of(o);
+  std::vector<std::string> out;
+  for (const auto& c : columns)
+    out.push_back(values.count(c) ? values[c] : "");
+  return out;
+}
+
+// Where a simulated layout's report, trace and timeline go under --save-runs.
+std::string run_folder(const SweepRow& row)
+{
+  return fmt::format("{:04d}-{}", row.index, file_stem(layout_label(row.layout)));
+}
+
+class Sweep {
+ public:
+  explicit Sweep(const SweepOptions& o) : o_(o), started_(std::chrono::steady_clock::now()) {}
+
+  SweepResult run()
+  {
+    SweepResult r;
+    r.scenario = core::display_path(o_.scenario);
+    r.rank_by = o_.rank_by;
+    r.top = o_.top;
+    r.layouts_total = static_cast<int>(o_.layouts.size());
+    if (o_.shard_count > 1)
+      r.shard = fmt::format("{}/{}", o_.shard_index, o_.shard_count);
+    std::set<std::string> seen;
+    for (const auto& l : o_.layouts)
+      for (const auto& e : l.overrides)
+        if (seen.insert(path_of(e)).second)
+          r.columns.push_back(path_of(e));
+    for (std::size_t i = 0; i < o_.layouts.size(); ++i)
+      if (static_cast<int>(i % static_cast<std::size_t>(o_.shard_count)) == o_.shard_index - 1) {
+        SweepRow row;
+        row.index = static_cast<int>(i);
+        row.layout = o_.layouts[i];
+        r.rows.push_back(row);
+      }
+    std::vector<std::size_t> candidates;
+    for (std::size_t k = 0; k < r.rows.size(); ++k) {
+      if (screen(r.rows[k]))
+        candidates.push_back(k);
+      ++progress_.screened;
+      if (progress_.screened % 64 == 0)
+        report();
+    }
+    progress_.candidates = static_cast<int>(candidates.size());
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [&r](std::size_t a, std::size_t b) { return r.rows[a].bound_metric > r.rows[b].bound_metric; });
+    simulate(r, candidates);
+    rank_rows(r);
+    report();
+    return r;
+  }
+
+ private:
+  // Loads the layout's scenario: an invalid plan or one that does not fit ends here; the rest get their bound.
+  bool screen(SweepRow& row)
+  {
+    std::vector<std::string> overrides = o_.base_overrides;
+    overrides.insert(overrides.end(), row.layout.overrides.begin(), row.layout.overrides.end());
+    scenario::Scenario s;
+    try {
+      s = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, overrides});
+    } catch (const core::InputError& e) {
+      row.outcome = Outcome::INVALID;
+      row.reason = e.where().pointer.empty() ? e.problem() : fmt::format("{}: {}", e.where().pointer, e.problem());
+      return false;
+    }
+    const auto memory = memory::estimate_memory(s.model, s.plan, s.cluster.gpu);
+    for (const auto& st : memory.per_stage) {
+      row.peak_memory_bytes = std::max(row.peak_memory_bytes, st.peak_bytes);
+      row.activation_bytes = std::max(row.activation_bytes, st.activations_bytes);
+    }
+    if (memory.oom) {
+      row.outcome = Outcome::OUT_OF_MEMORY;
+      row.memory_over_bytes = row.peak_memory_bytes - memory.capacity_bytes;
+      row.reason = fmt::format("needs {} of {} per GPU (over by {})", core::format_bytes(row.peak_memory_bytes),
+                               core::format_bytes(memory.capacity_bytes), core::format_bytes(row.memory_over_bytes));
+      return false;
+    }
+    row.bound_s = workload::compute_lower_bound_s(s.model, s.plan, s.cluster.gpu);
+    const double tokens = static_cast<double>(s.plan.global_batch) * static_cast<double>(s.plan.seq_length);
+    row.bound_metric = tokens / row.bound_s;
+    if (o_.rank_by == RankBy::TOKENS_PER_USD) {
+      const auto cost = report::cost_metrics(s.economics, s.cluster.gpu, s.gpus, row.bound_metric);
+      if (!cost.usd_per_gpu_hour)
+        throw core::InputError({core::display_path(o_.scenario), "/cost", ""},
+                               fmt::format("no price for {}: cannot rank by tokens per dollar", s.cluster.gpu.name), "",
+                               "cost.usd_per_gpu_hour in the scenario, or list_price_usd in the GPU catalogue");
+      row.bound_metric = cost.tokens_per_usd;
+    }
+    return true;
+  }
+
+  void simulate(SweepResult& r, const std::vector<std::size_t>& candidates)
+  {
+    const WorkDir work({}, "simtrain-sweep");
+    ProcessPool pool(o_.jobs);
+    std::vector<double> best; // metrics of the ranked rows, best first
+    std::map<int, std::size_t> running;
+    std::size_t next = 0;
+    const auto kth = [&]() { return best.size() >= static_cast<std::size_t>(o_.top) ? best[o_.top - 1] : -1.0; };
+    for (;;) {
+      while (pool.has_room() && next < candidates.size()) {
+        SweepRow& row = r.rows[candidates[next]];
+        ++next;
+        if (!o_.simulate_all && kth() >= 0 && row.bound_metric <= kth()) {
+          row.outcome = Outcome::PRUNED;
+          row.reason = fmt::format("its kernels alone take {}, at most {}: not better than the {} best ({})",
+                                   core::format_time(row.bound_s), metric_text(row.bound_metric, o_.rank_by),
+                                   ordinal(o_.top), metric_text(kth(), o_.rank_by));
+          ++progress_.pruned;
+          continue;
+        }
+        const auto stem = work.path() / fmt::format("{}", row.index);
+        Command c;
+        c.argv = {self_path().string(), "--log-level", "off",        "run",      o_.scenario.string(),
+                  "--format",           "json",        "--data-dir", o_.data_dir};
+        for (const auto& e : o_.base_overrides)
+          c.argv.insert(c.argv.end(), {"--set", e});
+        for (const auto& e : row.layout.overrides)
+          c.argv.insert(c.argv.end(), {"--set", e});
+        if (!o_.runs_dir.empty())
+          c.argv.insert(c.argv.end(), {"--out", (o_.runs_dir / run_folder(row)).string()});
+        c.stdout_file = stem.string() + ".json";
+        c.stderr_file = stem.string() + ".log";
+        if (!pool.start(row.index, c)) {
+          row.outcome = Outcome::FAILED;
+          row.reason = "could not start simtrain";
+          continue;
+        }
+        running[row.index] = candidates[next - 1];
+        ++progress_.running;
+      }
+      if (!pool.busy())
+        break;
+      const auto done = pool.wait_any();
+      if (!done)
+        break;
+      SweepRow& row = r.rows[running.at(done->first)];
+      running.erase(done->first);
+      --progress_.running;
+      ++progress_.simulated;
+      const auto stem = work.path() / fmt::format("{}", row.index);
+      if (done->second != 0) {
+        row.outcome = Outcome::FAILED;
+        row.reason = first_line(read_text(stem.string() + ".log"));
+      } else {
+        read_report(row, Json::parse(read_text(stem.string() + ".json")));
+        best.insert(std::upper_bound(best.begin(), best.end(), metric(row, o_.rank_by), std::greater<>()),
+                    metric(row, o_.rank_by));
+      }
+      report();
+    }
+  }
+
+  static void read_report(SweepRow& row, const Json& j)
+  {
+    row.outcome = Outcome::RANKED;
+    row.step_time_s = number_at(j, "/step_time_s");
+    row.tokens_per_s = number_at(j, "/tokens_per_s");
+    row.mfu = number_at(j, "/mfu");
+    row.bubble = number_at(j, "/bubble/mean");
+    row.bubble_theory = number_at(j, "/bubble/theory");
+    row.tokens_per_usd = number_at(j, "/cost/tokens_per_usd");
+  }
+
+  void report()
+  {
+    if (!o_.on_progress)
+      return;
+    progress_.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    o_.on_progress(progress_);
+  }
+
+  const SweepOptions& o_;
+  SweepProgress progress_;
+  std::chrono::steady_clock::time_point started_;
+};
+
+} // namespace
+
+std::string layout_label(const Layout& layout)
+{
+  std::string out;
+  for (const auto& e : layout.overrides) {
+    std::string value = value_of(e);
+    if (value == "null")
+      continue;
+    if (!out.empty())
+      out += ' ';
+    out += short_name(path_of(e)) + "=" + value;
+  }
+  return out;
+}
+
+std::vector<Layout> vary_layouts(const std::vector<std::string>& specs)
+{
+  std::vector<Layout> layouts{Layout{}};
+  for (const auto& spec : specs) {
+    const auto eq = spec.find('=');
+    const auto paths = split_values(spec.substr(0, eq), ':');
+    const auto values = eq == std::string::npos ? std::vector<std::string>{} : split_values(spec.substr(eq + 1));
+    const auto empty = [](const std::string& v) { return v.empty(); };
+    bool ok = !values.empty() && std::none_of(paths.begin(), paths.end(), empty);
+    std::vector<std::vector<std::string>> tuples; // one value per path
+    for (const auto& v : values) {
+      tuples.push_back(split_values(v, ':'));
+      ok =
+          ok && tuples.back().size() == paths.size() && std::none_of(tuples.back().begin(), tuples.back().end(), empty);
+    }
+    if (!ok)
+      throw core::InputError({"--vary " + spec, "", ""}, "not a variation", spec,
+                             "PATH=V1,V2,... such as plan.tp=2,4,8, or linked paths P1:P2=A1:A2,B1:B2");
+    std::vector<Layout> next;
+    for (const auto& l : layouts)
+      for (const auto& tuple : tuples) {
+        Layout x = l;
+        for (std::size_t i = 0; i < paths.size(); ++i)
+          x.overrides.push_back(paths[i] + "=" + tuple[i]);
+        next.push_back(x);
+      }
+    layouts = std::move(next);
+  }
+  return layouts;
+}
+
+std::vector<Layout> auto_layouts(const scenario::Scenario& base)
+{
+  const auto& m = base.model;
+  const int gpus = base.gpus;
+  const std::int64_t global_batch = base.plan.global_batch;
+  std::vector<Layout> out;
+  for (int tp = 1; tp <= base.cluster.node.gpus && tp <= gpus; tp *= 2) {
+    if (m.num_attention_heads % tp != 0 || m.num_kv_heads % tp != 0 || m.ffn_hidden_size % tp != 0)
+      continue;
+    for (int pp = 1; pp <= m.num_layers && tp * pp <= gpus; ++pp) {
+      if (gpus % (tp * pp) != 0)
+        continue;
+      const int dp = gpus / (tp * pp);
+      if (global_batch % dp != 0)
+        continue;
+      for (int mbs : {1, 2, 4, 8, 16}) {
+        if ((global_batch / dp) % mbs != 0)
+          continue;
+        const std::int64_t microbatches = global_batch / dp / mbs;
+        std::vector<std::pair<std::string, int>> schedules{{"1f1b", 1}};
+        if (pp > 1)
+          for (int v : {2, 4})
+            if (m.num_layers % (pp * v) == 0 && microbatches % pp == 0)
+              schedules.emplace_back("interleaved", v);
+        for (const auto& [schedule, v] : schedules)
+          for (int zero = 0; zero <= (pp == 1 ? 3 : 1); ++zero)
+            for (const char* recompute : {"none", "selective", "full"})
+              for (bool sp : tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false})
+                out.push_back(
+                    Layout{{fmt::format("plan.tp={}", tp), fmt::format("plan.pp={}", pp), fmt::format("plan.dp={}", dp),
+                            fmt::format("plan.micro_batch={}", mbs), fmt::format("plan.schedule={}", schedule),
+                            fmt::format("plan.virtual_stages={}", v), fmt::format("plan.zero_stage={}", zero),
+                            fmt::format("plan.recompute={}", recompute),
+                            fmt::format("plan.sequence_parallel={}", sp ? "true" : "false"),
+                            "plan.distributed_optimizer=null", "plan.layers_per_stage=null"}});
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<Layout> combine(const std::vector<Layout>& a, const std::vector<Layout>& b)
+{
+  if (a.empty())
+    return b;
+  if (b.empty())
+    return a;
+  std::vector<Layout> out;
+  for (const auto& x : a)
+    for (const auto& y : b) {
+      Layout l = x;
+      l.overrides.insert(l.overrides.end(), y.overrides.begin(), y.overrides.end());
+      out.push_back(l);
+    }
+  return out;
+}
+
+std::string_view outcome_name(Outcome o)
+{
+  switch (o) {
+    case Outcome::RANKED:
+      return "ranked";
+    case Outcome::OUT_OF_MEMORY:
+      return "out_of_memory";
+    case Outcome::INVALID:
+      return "invalid";
+    case Outcome::PRUNED:
+      return "not_simulated";
+    case Outcome::FAILED:
+      return "failed";
+  }
+  return "?";
+}
+
+std::string_view rank_by_name(RankBy r)
+{
+  return r == RankBy::TOKENS_PER_S ? "tokens_per_s" : "tokens_per_usd";
+}
+
+SweepResult run_sweep(const SweepOptions& options)
+{
+  return Sweep(options).run();
+}
+
+void rank_rows(SweepResult& r)
+{
+  std::stable_sort(r.rows.begin(), r.rows.end(), [&r](const SweepRow& a, const SweepRow& b) {
+    const bool ra = a.outcome == Outcome::RANKED;
+    const bool rb = b.outcome == Outcome::RANKED;
+    if (ra != rb)
+      return ra;
+    if (ra && metric(a, r.rank_by) != metric(b, r.rank_by))
+      return metric(a, r.rank_by) > metric(b, r.rank_by);
+    return a.index < b.index;
+  });
+  int rank = 0;
+  for (auto& row : r.rows)
+    row.rank = row.outcome == Outcome::RANKED ? ++rank : 0;
+}
+
+SweepResult merge_sweeps(const std::vector<SweepResult>& parts)
+{
+  SweepResult merged;
+  std::set<int> indices;
+  for (const auto& p : parts) {
+    if (merged.scenario.empty()) {
+      merged.scenario = p.scenario;
+      merged.rank_by = p.rank_by;
+      merged.layouts_total = p.layouts_total;
+      merged.top = p.top;
+      merged.columns = p.columns;
+    } else if (p.rank_by != merged.rank_by || p.layouts_total != merged.layouts_total) {
+      throw core::InputError(
+          {"merge", "", ""}, "the parts are not shards of one sweep",
+          fmt::format("{} layouts ranked by {}", p.layouts_total, rank_by_name(p.rank_by)),
+          fmt::format("{} layouts ranked by {}", merged.layouts_total, rank_by_name(merged.rank_by)));
+    }
+    for (const auto& row : p.rows)
+      if (indices.insert(row.index).second)
+        merged.rows.push_back(row);
+  }
+  rank_rows(merged);
+  return merged;
+}
+
+std::string sweep_text(const SweepResult& r, int top, bool given_order)
+{
+  std::string out;
+  const auto line = [&out](const std::string& s) { out += s + "\n"; };
+  std::map<Outcome, int> counts;
+  for (const auto& row : r.rows)
+    ++counts[row.outcome];
+  line(fmt::format("sweep of {}: {} layouts{}", r.scenario, r.layouts_total,
+                   r.shard.empty() ? "" : fmt::format(", shard {} ({} of them)", r.shard, r.rows.size())));
+  if (counts[Outcome::OUT_OF_MEMORY] > 0) {
+    const SweepRow* closest = nullptr;
+    for (const auto& row : r.rows)
+      if (row.outcome == Outcome::OUT_OF_MEMORY && (!closest || row.memory_over_bytes < closest->memory_over_bytes))
+        closest = &row;
+    line(fmt::format("  {} {} not fit in GPU memory (closest: {}, over by {})", counts[Outcome::OUT_OF_MEMORY],
+                     counts[Outcome::OUT_OF_MEMORY] == 1 ? "does" : "do", layout_label(closest->layout),
+                     core::format_bytes(closest->memory_over_bytes)));
+  }
+  if (counts[Outcome::INVALID] > 0) {
+    std::map<std::string, int> reasons;
+    for (const auto& row : r.rows)
+      if (row.outcome == Outcome::INVALID)
+        ++reasons[row.reason];
+    std::vector<std::pair<int, std::string>> sorted;
+    for (const auto& [why, n] : reasons)
+      sorted.emplace_back(-n, why);
+    std::sort(sorted.begin(), sorted.end());
+    line(fmt::format("  {} {}", counts[Outcome::INVALID],
+                     counts[Outcome::INVALID] == 1 ? "is not a valid plan:" : "are not valid plans, most often:"));
+    for (std::size_t i = 0; i < std::min<std::size_t>(3, sorted.size()); ++i)
+      line(fmt::format("    {} x {}", -sorted[i].first, sorted[i].second));
+  }
+  line(fmt::format("  {} simulated{}", counts[Outcome::RANKED] + counts[Outcome::FAILED],
+                   counts[Outcome::PRUNED] > 0
+                       ? fmt::format(", {} not simulated: their kernels alone cannot beat the {} best",
+                                     counts[Outcome::PRUNED], ordinal(r.top))
+                       : ""));
+  for (const auto& row : r.rows)
+    if (row.outcome == Outcome::FAILED)
+      line(fmt::format("  failed: {}: {}", layout_label(row.layout), row.reason));
+  line("");
+  const bool usd = std::any_of(r.rows.begin(), r.rows.end(), [](const SweepRow& x) { return x.tokens_per_usd > 0; });
+  // The rows in the table: the top ranked ones, or every row in the order the layouts were given.
+  std::vector<const SweepRow*> listed;
+  for (const auto& row : r.rows)
+    if (given_order || (row.rank > 0 && row.rank <= top))
+      listed.push_back(&row);
+  if (given_order)
+    std::sort(listed.begin(), listed.end(), [](const SweepRow* a, const SweepRow* b) { return a->index < b->index; });
+  // Columns that a listed row sets to a value (not just back to its default with null).
+  std::vector<std::string> shown;
+  std::vector<std::size_t> widths;
+  std::string header = fmt::format("{:>4}", "rank");
+  for (const auto& c : r.columns) {
+    std::size_t w = heading(c).size();
+    bool used = false;
+    for (const auto* row : listed)
+      for (const auto& v : column_values(*row, {c})) {
+        w = std::max(w, v.size());
+        used = used || (!v.empty() && v != "null");
+      }
+    if (!used)
+      continue;
+    shown.push_back(c);
+    widths.push_back(w);
+    header += fmt::format("  {:>{}}", heading(c), w);
+  }
+  header += fmt::format("  {:>11} {:>10} {:>6} {:>14} {:>10} {:>11}{}", "step time", "tokens/s", "MFU", "bubble (th.)",
+                        "activations", "peak memory", usd ? "   tokens/$" : "");
+  line(header);
+  for (const auto* p : listed) {
+    const SweepRow& row = *p;
+    std::string text = row.rank > 0 ? fmt::format("{:>4}", row.rank) : fmt::format("{:>4}", "-");
+    const auto values = column_values(row, shown);
+    for (std::size_t i = 0; i < values.size(); ++i)
+      text += fmt::format("  {:>{}}", values[i], widths[i]);
+    if (row.outcome != Outcome::RANKED) {
+      line(fmt::format("{}  {}: {}", text, outcome_name(row.outcome), row.reason));
+      continue;
+    }
+    text += fmt::format("  {:>11} {:>10.0f} {:>5.1f}% {:>6.1f}% ({:>4.1f}%) {:>10} {:>11}",
+                        core::format_time(row.step_time_s), row.tokens_per_s, 100.0 * row.mfu, 100.0 * row.bubble,
+                        100.0 * row.bubble_theory, core::format_bytes(row.activation_bytes),
+                        core::format_bytes(row.peak_memory_bytes));
+    if (usd)
+      text += fmt::format(" {:>11.0f}", row.tokens_per_usd);
+    line(text);
+  }
+  return out;
+}
+
+std::string sweep_csv(const SweepResult& r)
+{
+  std::string out = "index,label";
+  for (const auto& c : r.columns)
+    out += "," + csv_field(c);
+  out += ",outcome,rank,step_time_s,tokens_per_s,mfu,bubble,bubble_theory,activation_bytes,peak_memory_bytes,"
+         "memory_over_bytes,tokens_per_usd,bound_s,reason\n";
+  for (const auto& row : r.rows) {
+    out += fmt::format("{},{}", row.index, csv_field(layout_label(row.layout)));
+    for (const auto& v : column_values(row, r.columns))
+      out += "," + csv_field(v);
+    out += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{},{}\n", outcome_name(row.outcome), row.rank,
+                       row.step_time_s, row.tokens_per_s, row.mfu, row.bubble, row.bubble_theory, row.activation_bytes,
+                       row.peak_memory_bytes, row.memory_over_bytes, row.tokens_per_usd, row.bound_s,
+                       csv_field(row.reason));
+  }
+  return out;
+}
+
+Json sweep_json(const SweepResult& r)
+{
+  Json rows = Json::array();
+  for (const auto& row : r.rows)
+    rows.push_back({{"index", row.index},
+                    {"label", layout_label(row.layout)},
+                    {"overrides", row.layout.overrides},
+                    {"outcome", outcome_name(row.outcome)},
+                    {"rank", row.rank},
+                    {"reason", row.reason},
+                    {"step_time_s", row.step_time_s},
+                    {"tokens_per_s", row.tokens_per_s},
+                    {"mfu", row.mfu},
+                    {"bubble", row.bubble},
+                    {"bubble_theory", row.bubble_theory},
+                    {"activation_bytes", row.activation_bytes},
+                    {"peak_memory_bytes", row.peak_memory_bytes},
+                    {"memory_over_bytes", row.memory_over_bytes},
+                    {"tokens_per_usd", row.tokens_per_usd},
+                    {"bound_s", row.bound_s}});
+  return {{"kind", "sweep"},
+          {"scenario", r.scenario},
+          {"rank_by", rank_by_name(r.rank_by)},
+          {"shard", r.shard},
+          {"layouts_total", r.layouts_total},
+          {"top", r.top},
+          {"columns", r.columns},
+          {"rows", rows}};
+}
+
+SweepResult sweep_from_json(const Json& j, const std::string& where)
+{
+  const auto bad = [&where](const std::string& what) {
+    throw core::InputError({where, "", ""}, "not a sweep.json", what, "the sweep.json of simtrain sweep --out");
+  };
+  if (!j.is_object() || j.value("kind", "") != "sweep" || !j.contains("rows"))
+    bad("no \"kind\": \"sweep\" with rows");
+  SweepResult r;
+  try {
+    r.scenario = j.at("scenario").get<std::string>();
+    r.rank_by = j.at("rank_by") == "tokens_per_usd" ? RankBy::TOKENS_PER_USD : RankBy::TOKENS_PER_S;
+    r.shard = j.at("shard").get<std::string>();
+    r.layouts_total = j.at("layouts_total").get<int>();
+    r.top = j.at("top").get<int>();
+    r.columns = j.at("columns").get<std::vector<std::string>>();
+    const std::map<std::string, Outcome> outcomes{{"ranked", Outcome::RANKED},
+                                                  {"out_of_memory", Outcome::OUT_OF_MEMORY},
+                                                  {"invalid", Outcome::INVALID},
+                                                  {"not_simulated", Outcome::PRUNED},
+                                                  {"failed", Outcome::FAILED}};
+    for (const auto& x : j.at("rows")) {
+      SweepRow row;
+      row.index = x.at("index").get<int>();
+      row.layout.overrides = x.at("overrides").get<std::vector<std::string>>();
+      row.outcome = outcomes.at(x.at("outcome").get<std::string>());
+      row.reason = x.at("reason").get<std::string>();
+      row.rank = x.at("rank").get<int>();
+      row.step_time_s = x.at("step_time_s").get<double>();
+      row.tokens_per_s = x.at("tokens_per_s").get<double>();
+      row.mfu = x.at("mfu").get<double>();
+      row.bubble = x.at("bubble").get<double>();
+      row.bubble_theory = x.at("bubble_theory").get<double>();
+      row.activation_bytes = x.at("activation_bytes").get<double>();
+      row.peak_memory_bytes = x.at("peak_memory_bytes").get<double>();
+      row.memory_over_bytes = x.at("memory_over_bytes").get<double>();
+      row.tokens_per_usd = x.at("tokens_per_usd").get<double>();
+      row.bound_s = x.at("bound_s").get<double>();
+      r.rows.push_back(row);
+    }
+  } catch (const std::exception& e) {
+    bad(e.what());
+  }
+  return r;
+}
+
+} // namespace sim::study

@@ -1,0 +1,45 @@
+#include "workload/compute_bound.hpp"
+
+#include "memory/memory_model.hpp"
+#include "workload/layer_program.hpp"
+
+#include <algorithm>
+
+namespace sim::workload {
+namespace {
+
+double kernel_time(const Program& program)
+{
+  double s = 0;
+  for (const auto& step : program)
+    if (step.kind != Step::Kind::COLLECTIVE)
+      s += step.duration_s;
+  return s;
+}
+
+} // namespace
+
+double compute_lower_bound_s(const model::ModelSpec& model, const plan::ParallelPlan& plan,
+                             const hardware::GpuSpec& gpu)
+{
+  const LayerPrograms programs = build_programs(model, plan, gpu);
+  const double layer = kernel_time(programs.layer_forward) + kernel_time(programs.layer_backward);
+  const double embedding = kernel_time(programs.embedding_forward) + kernel_time(programs.embedding_backward);
+  const double head = kernel_time(programs.head_forward) + kernel_time(programs.head_backward);
+  const double microbatches = static_cast<double>(plan.microbatches());
+  const bool sharded = plan.zero_stage >= 1 || plan.distributed_optimizer;
+  const auto memory = memory::estimate_memory(model, plan, gpu);
+  double busiest = 0;
+  for (int s = 0; s < plan.pp; ++s) {
+    double per_microbatch = plan.layers_on_stage(s) * layer;
+    if (s == 0)
+      per_microbatch += embedding;
+    if (s == plan.pp - 1)
+      per_microbatch += head;
+    const double params = memory.per_stage[static_cast<std::size_t>(s)].params / (sharded ? plan.dp : 1);
+    busiest = std::max(busiest, microbatches * per_microbatch + params * programs.optimizer_s_per_param);
+  }
+  return busiest;
+}
+
+} // namespace sim::workload

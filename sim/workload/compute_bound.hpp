@@ -1,0 +1,14 @@
+// A lower bound on a step's time without simulating it: the kernel time of the busiest GPU, as if it never waited
+// for a collective, a pipeline transfer or another stage. A sweep skips layouts whose bound cannot beat what it has.
+#pragma once
+
+#include "hardware/gpu_spec.hpp"
+#include "model/model_spec.hpp"
+#include "plan/parallel_plan.hpp"
+
+namespace sim::workload {
+
+double compute_lower_bound_s(const model::ModelSpec& model, const plan::ParallelPlan& plan,
+                             const hardware::GpuSpec& gpu);
+
+} // namespace sim::workload
