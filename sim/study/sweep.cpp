@@ -276,6 +276,9 @@ class Sweep {
   static void read_report(SweepRow& row, const Json& j)
   {
     row.outcome = Outcome::RANKED;
+    row.schedule = j.value(Json::json_pointer("/plan/schedule"), "");
+    row.virtual_stages = static_cast<int>(number_at(j, "/plan/virtual_stages"));
+    row.microbatches = static_cast<int>(number_at(j, "/plan/microbatches"));
     row.step_time_s = number_at(j, "/step_time_s");
     row.tokens_per_s = number_at(j, "/tokens_per_s");
     row.mfu = number_at(j, "/mfu");
@@ -565,16 +568,17 @@ std::string sweep_csv(const SweepResult& r)
   std::string out = "index,label";
   for (const auto& c : r.columns)
     out += "," + csv_field(c);
-  out += ",outcome,rank,step_time_s,tokens_per_s,mfu,bubble,bubble_theory,activation_bytes,peak_memory_bytes,"
+  out += ",outcome,rank,schedule,virtual_stages,microbatches,step_time_s,tokens_per_s,mfu,bubble,bubble_theory,"
+         "activation_bytes,peak_memory_bytes,"
          "memory_over_bytes,tokens_per_usd,bound_s,reason\n";
   for (const auto& row : r.rows) {
     out += fmt::format("{},{}", row.index, csv_field(layout_label(row.layout)));
     for (const auto& v : column_values(row, r.columns))
       out += "," + csv_field(v);
-    out += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{},{}\n", outcome_name(row.outcome), row.rank,
-                       row.step_time_s, row.tokens_per_s, row.mfu, row.bubble, row.bubble_theory, row.activation_bytes,
-                       row.peak_memory_bytes, row.memory_over_bytes, row.tokens_per_usd, row.bound_s,
-                       csv_field(row.reason));
+    out += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", outcome_name(row.outcome), row.rank,
+                       row.schedule, row.virtual_stages, row.microbatches, row.step_time_s, row.tokens_per_s, row.mfu,
+                       row.bubble, row.bubble_theory, row.activation_bytes, row.peak_memory_bytes,
+                       row.memory_over_bytes, row.tokens_per_usd, row.bound_s, csv_field(row.reason));
   }
   return out;
 }
@@ -588,6 +592,9 @@ Json sweep_json(const SweepResult& r)
                     {"overrides", row.layout.overrides},
                     {"outcome", outcome_name(row.outcome)},
                     {"rank", row.rank},
+                    {"schedule", row.schedule},
+                    {"virtual_stages", row.virtual_stages},
+                    {"microbatches", row.microbatches},
                     {"reason", row.reason},
                     {"step_time_s", row.step_time_s},
                     {"tokens_per_s", row.tokens_per_s},
@@ -636,6 +643,9 @@ SweepResult sweep_from_json(const Json& j, const std::string& where)
       row.outcome = outcomes.at(x.at("outcome").get<std::string>());
       row.reason = x.at("reason").get<std::string>();
       row.rank = x.at("rank").get<int>();
+      row.schedule = x.at("schedule").get<std::string>();
+      row.virtual_stages = x.at("virtual_stages").get<int>();
+      row.microbatches = x.at("microbatches").get<int>();
       row.step_time_s = x.at("step_time_s").get<double>();
       row.tokens_per_s = x.at("tokens_per_s").get<double>();
       row.mfu = x.at("mfu").get<double>();

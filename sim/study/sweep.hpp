@@ -47,8 +47,11 @@ struct SweepRow {
   int index = 0; // in enumeration order, before sharding
   Layout layout;
   Outcome outcome = Outcome::INVALID;
-  std::string reason; // why it was not ranked
-  int rank = 0;       // 1 = best; 0 when not ranked
+  std::string reason;     // why it was not ranked
+  int rank = 0;           // 1 = best; 0 when not ranked
+  std::string schedule;   // from the simulated plan (ranked rows)
+  int virtual_stages = 0; // ditto
+  int microbatches = 0;   // per pipeline per step; ditto
   double step_time_s = 0;
   double tokens_per_s = 0;
   double mfu = 0;

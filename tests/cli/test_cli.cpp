@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 
 namespace {
@@ -219,7 +220,7 @@ TEST_CASE("sweep ranks layouts by tokens/s and reports those that do not fit, wi
   CHECK(std::filesystem::exists(dir / "sweep.csv"));
 }
 
-TEST_CASE("a sweep in shards, merged, ranks as the whole sweep; pruning keeps the top exact")
+TEST_CASE("a sweep in shards, merged, ranks as the whole sweep, and pruning keeps the top exact")
 {
   const auto dir = test::scratch_dir();
   const std::string sweep = "sweep " + scenario("default.json") +
@@ -267,4 +268,75 @@ TEST_CASE("sweep refuses what it cannot do with exit code 1, and reports invalid
   REQUIRE(r.status == 0);
   CHECK(r.out.find(",invalid,0,") != std::string::npos);
   CHECK(r.out.find(",ranked,1,") != std::string::npos);
+}
+
+TEST_CASE("the shipped what-if studies: the NVLink cap hurts TP-heavy layouts, not DP-heavy ones, and a layout wins "
+          "most of it back")
+{
+  const auto tokens = [](const std::string& name) {
+    return run_json(scenario("whatif/" + name))["tokens_per_s"].get<double>();
+  };
+  for (const std::string pair : {"a", "h"}) {
+    INFO(pair + "100 vs " + pair + "800");
+    const double tp_full = tokens(pair + "100-tp-heavy.json");
+    const double tp_capped = tokens(pair + "800-tp-heavy.json");
+    const double dp_full = tokens(pair + "100-dp-heavy.json");
+    const double dp_capped = tokens(pair + "800-dp-heavy.json");
+    const double recovered = tokens(pair + "800-tp-heavy-recovered.json");
+    const double tp_loss = 1.0 - tp_capped / tp_full;
+    const double dp_loss = 1.0 - dp_capped / dp_full;
+    CHECK(tp_loss > 0.03);
+    CHECK(dp_loss >= 0.0);
+    CHECK(dp_loss < tp_loss / 2.0);
+    // The recovered layout runs on the same capped GPUs and regains at least half of what the cap cost.
+    CHECK((recovered - tp_capped) / (tp_full - tp_capped) > 0.5);
+  }
+}
+
+TEST_CASE("the teaching study: bubbles follow the formula, 1F1B caps the activations, interleaving divides the bubble")
+{
+  const auto r = run("sweep " + scenario("teaching/1f1b.json") +
+                     " --vary plan.schedule:plan.virtual_stages=gpipe:1,1f1b:1,interleaved:2"
+                     " --vary plan.global_batch=1,4,8,16 --all --jobs 2 --format json");
+  INFO(r.out);
+  REQUIRE(r.status == 0);
+  std::map<std::string, nlohmann::json> rows; // "1f1b 8" -> row
+  const auto sweep = nlohmann::json::parse(r.out);
+  for (const auto& row : sweep["rows"]) {
+    const auto& o = row["overrides"];
+    rows[o[0].get<std::string>().substr(14) + " " + o[2].get<std::string>().substr(18)] = row;
+  }
+  REQUIRE(rows.size() == 12);
+  CHECK(rows["interleaved 1"]["outcome"] == "invalid");
+  for (const std::string m : {"1", "4", "8", "16"})
+    for (const std::string schedule : {"gpipe", "1f1b"}) {
+      const auto& row = rows[schedule + " " + m];
+      INFO(schedule + " m=" + m);
+      REQUIRE(row["outcome"] == "ranked");
+      const double p = 4;
+      CHECK(row["bubble_theory"].get<double>() == Approx((p - 1) / (std::stod(m) + p - 1)));
+      CHECK(row["bubble"].get<double>() >= row["bubble_theory"].get<double>() - 0.005);
+      CHECK(row["bubble"].get<double>() <= row["bubble_theory"].get<double>() + 0.06);
+      if (m != "1")
+        CHECK(rows["interleaved " + m]["bubble"].get<double>() < row["bubble"].get<double>());
+    }
+  const auto activations = [&rows](const std::string& key) { return rows[key]["activation_bytes"].get<double>(); };
+  CHECK(activations("gpipe 16") / activations("gpipe 4") == Approx(4.0).epsilon(0.01));
+  CHECK(activations("1f1b 16") == activations("1f1b 4"));
+  CHECK(activations("gpipe 16") > 4.0 * activations("1f1b 16"));
+}
+
+TEST_CASE("a sweep ranked by tokens per dollar prefers the cheaper part where the cap costs little")
+{
+  const std::string sweep = "sweep " + scenario("whatif/a100-dp-heavy.json") +
+                            " --vary topology=dgx-a100,hgx-a800 --jobs 2 --format json --rank-by ";
+  const auto by_speed = run(sweep + "tokens_per_s");
+  const auto by_cost = run(sweep + "tokens_per_usd");
+  REQUIRE(by_speed.status == 0);
+  REQUIRE(by_cost.status == 0);
+  const auto speed = nlohmann::json::parse(by_speed.out);
+  const auto cost = nlohmann::json::parse(by_cost.out);
+  CHECK(speed["rows"][0]["label"] == "topology=dgx-a100");
+  CHECK(cost["rows"][0]["label"] == "topology=hgx-a800");
+  CHECK(cost["rows"][0]["tokens_per_usd"].get<double>() > cost["rows"][1]["tokens_per_usd"].get<double>());
 }

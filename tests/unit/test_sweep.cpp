@@ -49,7 +49,7 @@ std::vector<int> indices(const SweepResult& r)
 
 } // namespace
 
-TEST_CASE("--vary takes the cross product, the last path varying fastest")
+TEST_CASE("varying paths takes the cross product, the last path varying fastest")
 {
   const auto layouts = vary_layouts({"plan.tp=2,4", "plan.schedule=1f1b,gpipe,interleaved"});
   REQUIRE(layouts.size() == 6);
@@ -69,7 +69,7 @@ TEST_CASE("--vary takes the cross product, the last path varying fastest")
         std::vector<std::string>{"plan.schedule=interleaved", "plan.virtual_stages=2", "plan.tp=2"});
 }
 
-TEST_CASE("a malformed --vary names itself")
+TEST_CASE("a malformed variation names itself")
 {
   CHECK(test::error_of([] { vary_layouts({"plan.tp"}); }).find("--vary plan.tp") != std::string::npos);
   CHECK(test::error_of([] { vary_layouts({"plan.tp=2,,4"}); }).find("not a variation") != std::string::npos);
@@ -89,7 +89,7 @@ TEST_CASE("combining two lists of layouts pairs each with each, an empty list be
   CHECK(combine(a, b)[1].overrides == std::vector<std::string>{"plan.tp=2", "plan.micro_batch=2"});
 }
 
-TEST_CASE("--auto enumerates only valid plans, with the scenario's own layout among them")
+TEST_CASE("the automatic layouts are valid plans, with the scenario's own layout among them")
 {
   const auto path = test::source_dir() / "scenarios" / "default.json";
   const auto base = sim::scenario::load_scenario(path, test::options());
@@ -164,7 +164,7 @@ TEST_CASE("sweep.json reads back as it was written, and the CSV has a row per la
   const auto csv = sweep_csv(r);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
   CHECK(csv.starts_with("index,label,plan.tp,outcome,rank,"));
-  CHECK(csv.find("1,tp=1,1,out_of_memory,0,") != std::string::npos);
+  CHECK(csv.find("1,tp=1,1,out_of_memory,0,,0,0,") != std::string::npos);
   CHECK(csv.find("\"needs 90 GiB of 80 GiB per GPU, over by 10 GiB\"") != std::string::npos);
   CHECK(test::error_of([] { sweep_from_json(nlohmann::json::object(), "x.json"); }).find("not a sweep.json") !=
         std::string::npos);
