@@ -153,7 +153,9 @@ int main(int argc, char** argv)
   merge_cmd->add_option("parts", merge_args.parts, "sweep.json files")->required();
   merge_cmd->add_option("--out", merge_args.out_dir, "Write the merged sweep.csv and sweep.json into this folder");
   merge_cmd->add_option("--top", merge_args.top, "Layouts shown")->check(CLI::PositiveNumber)->capture_default_str();
-  add_common(merge_cmd, merge_opts, {"text", "json", "csv"});
+  merge_cmd->add_option("--format", merge_opts.format, "Output format")
+      ->check(CLI::IsMember({"text", "json", "csv"}))
+      ->capture_default_str();
 
   // `simtrain` alone, or `simtrain SCENARIO.json`, runs the main job.
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -285,6 +285,8 @@ class Sweep {
     row.bubble = number_at(j, "/bubble/mean");
     row.bubble_theory = number_at(j, "/bubble/theory");
     row.tokens_per_usd = number_at(j, "/cost/tokens_per_usd");
+    row.time_to_train_s = number_at(j, "/cost/time_to_train_s");
+    row.cost_to_train_usd = number_at(j, "/cost/cost_to_train_usd");
   }
 
   void report()
@@ -514,6 +516,8 @@ std::string sweep_text(const SweepResult& r, int top, bool given_order)
       line(fmt::format("  failed: {}: {}", layout_label(row.layout), row.reason));
   line("");
   const bool usd = std::any_of(r.rows.begin(), r.rows.end(), [](const SweepRow& x) { return x.tokens_per_usd > 0; });
+  const bool budget =
+      std::any_of(r.rows.begin(), r.rows.end(), [](const SweepRow& x) { return x.time_to_train_s > 0; });
   // The rows in the table: the top ranked ones, or every row in the order the layouts were given.
   std::vector<const SweepRow*> listed;
   for (const auto& row : r.rows)
@@ -541,6 +545,8 @@ std::string sweep_text(const SweepResult& r, int top, bool given_order)
   }
   header += fmt::format("  {:>11} {:>10} {:>6} {:>14} {:>10} {:>11}{}", "step time", "tokens/s", "MFU", "bubble (th.)",
                         "activations", "peak memory", usd ? "   tokens/$" : "");
+  if (budget)
+    header += fmt::format(" {:>14}{}", "time to train", usd ? fmt::format(" {:>13}", "cost to train") : "");
   line(header);
   for (const auto* p : listed) {
     const SweepRow& row = *p;
@@ -558,6 +564,9 @@ std::string sweep_text(const SweepResult& r, int top, bool given_order)
                         core::format_bytes(row.peak_memory_bytes));
     if (usd)
       text += fmt::format(" {:>11.0f}", row.tokens_per_usd);
+    if (budget)
+      text += fmt::format(" {:>14}{}", core::format_duration(row.time_to_train_s),
+                          usd ? fmt::format(" {:>13}", core::format_usd(row.cost_to_train_usd)) : "");
     line(text);
   }
   return out;
@@ -570,15 +579,16 @@ std::string sweep_csv(const SweepResult& r)
     out += "," + csv_field(c);
   out += ",outcome,rank,schedule,virtual_stages,microbatches,step_time_s,tokens_per_s,mfu,bubble,bubble_theory,"
          "activation_bytes,peak_memory_bytes,"
-         "memory_over_bytes,tokens_per_usd,bound_s,reason\n";
+         "memory_over_bytes,tokens_per_usd,time_to_train_s,cost_to_train_usd,bound_s,reason\n";
   for (const auto& row : r.rows) {
     out += fmt::format("{},{}", row.index, csv_field(layout_label(row.layout)));
     for (const auto& v : column_values(row, r.columns))
       out += "," + csv_field(v);
-    out += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", outcome_name(row.outcome), row.rank,
-                       row.schedule, row.virtual_stages, row.microbatches, row.step_time_s, row.tokens_per_s, row.mfu,
-                       row.bubble, row.bubble_theory, row.activation_bytes, row.peak_memory_bytes,
-                       row.memory_over_bytes, row.tokens_per_usd, row.bound_s, csv_field(row.reason));
+    out +=
+        fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", outcome_name(row.outcome), row.rank,
+                    row.schedule, row.virtual_stages, row.microbatches, row.step_time_s, row.tokens_per_s, row.mfu,
+                    row.bubble, row.bubble_theory, row.activation_bytes, row.peak_memory_bytes, row.memory_over_bytes,
+                    row.tokens_per_usd, row.time_to_train_s, row.cost_to_train_usd, row.bound_s, csv_field(row.reason));
   }
   return out;
 }
@@ -605,6 +615,8 @@ Json sweep_json(const SweepResult& r)
                     {"peak_memory_bytes", row.peak_memory_bytes},
                     {"memory_over_bytes", row.memory_over_bytes},
                     {"tokens_per_usd", row.tokens_per_usd},
+                    {"time_to_train_s", row.time_to_train_s},
+                    {"cost_to_train_usd", row.cost_to_train_usd},
                     {"bound_s", row.bound_s}});
   return {{"kind", "sweep"},
           {"scenario", r.scenario},
@@ -655,6 +667,8 @@ SweepResult sweep_from_json(const Json& j, const std::string& where)
       row.peak_memory_bytes = x.at("peak_memory_bytes").get<double>();
       row.memory_over_bytes = x.at("memory_over_bytes").get<double>();
       row.tokens_per_usd = x.at("tokens_per_usd").get<double>();
+      row.time_to_train_s = x.at("time_to_train_s").get<double>();
+      row.cost_to_train_usd = x.at("cost_to_train_usd").get<double>();
       row.bound_s = x.at("bound_s").get<double>();
       r.rows.push_back(row);
     }
