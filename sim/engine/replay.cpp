@@ -44,14 +44,13 @@ class Replayer {
   {
     track_links();
     sg4::Engine::on_time_advance_cb([this](double delta) {
-      const double now = sg4::Engine::get_clock();
-      for (std::size_t i = 0; i < tracked_.size(); ++i) {
-        // The rates of the interval that just elapsed, [now - delta, now).
+      // The rates of the interval that just elapsed, [now - delta, now), on the links that carry a flow (the others
+      // carry nothing: their usage went to 0 when their last flow ended).
+      const double from = sg4::Engine::get_clock() - delta;
+      for (std::uint32_t i : busy_) {
         const double usage = tracked_[i]->get_usage();
-        LinkUsage& u = timeline_.usage[i];
-        u.peak = std::max(u.peak, usage);
-        if (u.changes.empty() || u.changes.back().second != usage)
-          u.changes.emplace_back(now - delta, usage);
+        timeline_.usage[i].peak = std::max(timeline_.usage[i].peak, usage);
+        record(timeline_.usage[i], from, usage);
       }
     });
     sg4::Activity::on_completion_cb([this](const sg4::Activity& a) {
@@ -121,6 +120,11 @@ class Replayer {
     comm->set_data(&ids_[t]);
     comm->vetoable_start();
     running_[t] = comm;
+    for (std::uint32_t i : tracked_route(task))
+      if (flows_[i]++ == 0) {
+        busy_at_[i] = static_cast<std::uint32_t>(busy_.size());
+        busy_.push_back(i);
+      }
     for (int gpu : ends(task))
       if (gpu >= 0 && in_flight_[static_cast<std::size_t>(gpu)]++ == 0)
         platform_.gpu[static_cast<std::size_t>(gpu)]->set_pstate(1);
@@ -144,6 +148,14 @@ class Replayer {
     }
     if (task.kind == TaskKind::TRANSFER && task.bytes > 0) {
       account(task);
+      for (std::uint32_t i : tracked_route(task))
+        if (--flows_[i] == 0) {
+          const std::uint32_t last = busy_.back();
+          busy_[busy_at_[i]] = last;
+          busy_at_[last] = busy_at_[i];
+          busy_.pop_back();
+          record(timeline_.usage[i], timeline_.tasks[t].end_s, 0.0);
+        }
       for (int gpu : ends(task))
         if (gpu >= 0 && --in_flight_[static_cast<std::size_t>(gpu)] == 0)
           platform_.gpu[static_cast<std::size_t>(gpu)]->set_pstate(0);
@@ -171,6 +183,36 @@ class Replayer {
       (forward ? timeline_.link_bytes_forward : timeline_.link_bytes_backward)[id] += task.bytes;
   }
 
+  // The tracked links (indices into tracked_) on the transfer's SimGrid route.
+  const std::vector<std::uint32_t>& tracked_route(const workload::Task& task)
+  {
+    const std::uint64_t key = (static_cast<std::uint64_t>(task.rank) << 32) | static_cast<std::uint32_t>(task.peer);
+    auto it = tracked_routes_.find(key);
+    if (it == tracked_routes_.end()) {
+      std::vector<sg4::Link*> links;
+      platform_.gpu[static_cast<std::size_t>(task.rank)]->route_to(platform_.gpu[static_cast<std::size_t>(task.peer)],
+                                                                   links, nullptr);
+      std::vector<std::uint32_t> indices;
+      for (const auto* link : links)
+        if (const auto found = tracked_index_.find(link); found != tracked_index_.end())
+          indices.push_back(found->second);
+      it = tracked_routes_.emplace(key, std::move(indices)).first;
+    }
+    return it->second;
+  }
+
+  // A link's usage from `time` on; a second change at the same time replaces the first.
+  static void record(LinkUsage& u, double time, double usage)
+  {
+    if (u.changes.back().first == time) {
+      u.changes.back().second = usage;
+      if (u.changes.size() >= 2 && u.changes[u.changes.size() - 2].second == usage)
+        u.changes.pop_back();
+    } else if (u.changes.back().second != usage) {
+      u.changes.emplace_back(time, usage);
+    }
+  }
+
   void track_links()
   {
     std::set<std::size_t> ids;
@@ -189,10 +231,14 @@ class Replayer {
       if (link == nullptr) // not in this (folded) platform
         continue;
       for (bool forward : {true, false}) {
+        tracked_index_[forward ? link->get_link_up() : link->get_link_down()] =
+            static_cast<std::uint32_t>(tracked_.size());
         tracked_.push_back(forward ? link->get_link_up() : link->get_link_down());
-        timeline_.usage.push_back(LinkUsage{id, forward, 0.0, {}});
+        timeline_.usage.push_back(LinkUsage{id, forward, 0.0, {{0.0, 0.0}}});
       }
     }
+    flows_.assign(tracked_.size(), 0);
+    busy_at_.assign(tracked_.size(), 0);
   }
 
   void check_complete() const
@@ -228,6 +274,11 @@ class Replayer {
   std::size_t finished_ = 0;
   std::unordered_map<std::uint64_t, std::vector<std::pair<std::size_t, bool>>> routes_;
   std::vector<sg4::Link*> tracked_;
+  std::unordered_map<const sg4::Link*, std::uint32_t> tracked_index_;
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> tracked_routes_;
+  std::vector<std::uint32_t> flows_;   // per tracked link, flows on it now
+  std::vector<std::uint32_t> busy_;    // the tracked links with flows, in no order
+  std::vector<std::uint32_t> busy_at_; // per tracked link with flows, its place in busy_
   Timeline timeline_;
 };
 
