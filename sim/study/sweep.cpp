@@ -3,6 +3,7 @@
 #include "core/input_error.hpp"
 #include "core/units.hpp"
 #include "memory/memory_model.hpp"
+#include "report/analysis.hpp"
 #include "report/cost.hpp"
 #include "study/process_pool.hpp"
 #include "workload/compute_bound.hpp"
@@ -123,6 +124,17 @@ std::vector<std::string> column_values(const SweepRow& row, const std::vector<st
   return out;
 }
 
+// What makes two scenarios one layout: the model, the cluster, the GPU count and the plan. The distributed optimizer
+// and ZeRO-1 count as one: both shard the optimizer state, and simtrain simulates them alike.
+std::string layout_fingerprint(const scenario::Scenario& s)
+{
+  Json plan = report::plan_json(s.plan);
+  if (plan.value("distributed_optimizer", false))
+    plan["zero_stage"] = std::max(1, plan.value("zero_stage", 0));
+  plan.erase("distributed_optimizer");
+  return fmt::format("{}|{}|{}|{}|{}", s.model.name, s.cluster.name, s.cluster.gpu.name, s.gpus, plan.dump());
+}
+
 // Where a simulated layout's report, trace and timeline go under --save-runs.
 std::string run_folder(const SweepRow& row)
 {
@@ -154,6 +166,8 @@ class Sweep {
         row.layout = o_.layouts[i];
         r.rows.push_back(row);
       }
+    base_ =
+        layout_fingerprint(scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, o_.base_overrides}));
     std::vector<std::size_t> candidates;
     for (std::size_t k = 0; k < r.rows.size(); ++k) {
       if (screen(r.rows[k]))
@@ -185,6 +199,8 @@ class Sweep {
       row.reason = e.where().pointer.empty() ? e.problem() : fmt::format("{}: {}", e.where().pointer, e.problem());
       return false;
     }
+    if (!base_found_ && layout_fingerprint(s) == base_)
+      row.baseline = base_found_ = true;
     const auto memory = memory::estimate_memory(s.model, s.plan, s.cluster.gpu);
     for (const auto& st : memory.per_stage) {
       row.peak_memory_bytes = std::max(row.peak_memory_bytes, st.peak_bytes);
@@ -223,7 +239,7 @@ class Sweep {
       while (pool.has_room() && next < candidates.size()) {
         SweepRow& row = r.rows[candidates[next]];
         ++next;
-        if (!o_.simulate_all && kth() >= 0 && row.bound_metric <= kth()) {
+        if (!o_.simulate_all && !row.baseline && kth() >= 0 && row.bound_metric <= kth()) {
           row.outcome = Outcome::PRUNED;
           row.reason = fmt::format("its kernels alone take {}, at most {}: not better than the {} best ({})",
                                    core::format_time(row.bound_s), metric_text(row.bound_metric, o_.rank_by),
@@ -298,6 +314,8 @@ class Sweep {
   }
 
   const SweepOptions& o_;
+  std::string base_; // the scenario's own layout
+  bool base_found_ = false;
   SweepProgress progress_;
   std::chrono::steady_clock::time_point started_;
 };
@@ -470,8 +488,35 @@ SweepResult merge_sweeps(const std::vector<SweepResult>& parts)
       if (indices.insert(row.index).second)
         merged.rows.push_back(row);
   }
+  // Each shard marks its first layout equal to the scenario's own; the whole sweep's is the first of those.
+  const SweepRow* first = nullptr;
+  for (const auto& row : merged.rows)
+    if (row.baseline && (!first || row.index < first->index))
+      first = &row;
+  for (auto& row : merged.rows)
+    row.baseline = &row == first;
   rank_rows(merged);
   return merged;
+}
+
+// Where the scenario's own layout stands.
+std::string baseline_text(const SweepResult& r)
+{
+  const auto it = std::find_if(r.rows.begin(), r.rows.end(), [](const SweepRow& x) { return x.baseline; });
+  if (it == r.rows.end())
+    return r.shard.empty() ? "  the scenario's own layout is not among these"
+                           : "  the scenario's own layout is not in this shard";
+  const std::string label = layout_label(it->layout).empty() ? "as it is" : layout_label(it->layout);
+  if (it->outcome != Outcome::RANKED)
+    return fmt::format("  the scenario's own layout ({}): {}: {}", label, outcome_name(it->outcome), it->reason);
+  if (it->rank == 1)
+    return fmt::format("  the scenario's own layout ({}) is the best (marked *)", label);
+  const double best = metric(r.rows.front(), r.rank_by);
+  const bool pruned =
+      std::any_of(r.rows.begin(), r.rows.end(), [](const SweepRow& x) { return x.outcome == Outcome::PRUNED; });
+  return fmt::format("  the scenario's own layout ({}) ranks {}{} (marked *): {}; the best is {:.1f}% better", label,
+                     ordinal(it->rank), pruned ? " of those simulated" : "",
+                     metric_text(metric(*it, r.rank_by), r.rank_by), 100.0 * (best / metric(*it, r.rank_by) - 1.0));
 }
 
 std::string sweep_text(const SweepResult& r, int top, bool given_order)
@@ -514,6 +559,7 @@ std::string sweep_text(const SweepResult& r, int top, bool given_order)
   for (const auto& row : r.rows)
     if (row.outcome == Outcome::FAILED)
       line(fmt::format("  failed: {}: {}", layout_label(row.layout), row.reason));
+  line(baseline_text(r));
   line("");
   const bool usd = std::any_of(r.rows.begin(), r.rows.end(), [](const SweepRow& x) { return x.tokens_per_usd > 0; });
   const bool budget =
@@ -550,7 +596,8 @@ std::string sweep_text(const SweepResult& r, int top, bool given_order)
   line(header);
   for (const auto* p : listed) {
     const SweepRow& row = *p;
-    std::string text = row.rank > 0 ? fmt::format("{:>4}", row.rank) : fmt::format("{:>4}", "-");
+    std::string text =
+        fmt::format("{:>4}", (row.rank > 0 ? std::to_string(row.rank) : std::string("-")) + (row.baseline ? "*" : ""));
     const auto values = column_values(row, shown);
     for (std::size_t i = 0; i < values.size(); ++i)
       text += fmt::format("  {:>{}}", values[i], widths[i]);
@@ -577,18 +624,19 @@ std::string sweep_csv(const SweepResult& r)
   std::string out = "index,label";
   for (const auto& c : r.columns)
     out += "," + csv_field(c);
-  out += ",outcome,rank,schedule,virtual_stages,microbatches,step_time_s,tokens_per_s,mfu,bubble,bubble_theory,"
-         "activation_bytes,peak_memory_bytes,"
-         "memory_over_bytes,tokens_per_usd,time_to_train_s,cost_to_train_usd,bound_s,reason\n";
+  out +=
+      ",outcome,rank,baseline,schedule,virtual_stages,microbatches,step_time_s,tokens_per_s,mfu,bubble,bubble_theory,"
+      "activation_bytes,peak_memory_bytes,"
+      "memory_over_bytes,tokens_per_usd,time_to_train_s,cost_to_train_usd,bound_s,reason\n";
   for (const auto& row : r.rows) {
     out += fmt::format("{},{}", row.index, csv_field(layout_label(row.layout)));
     for (const auto& v : column_values(row, r.columns))
       out += "," + csv_field(v);
-    out +=
-        fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", outcome_name(row.outcome), row.rank,
-                    row.schedule, row.virtual_stages, row.microbatches, row.step_time_s, row.tokens_per_s, row.mfu,
-                    row.bubble, row.bubble_theory, row.activation_bytes, row.peak_memory_bytes, row.memory_over_bytes,
-                    row.tokens_per_usd, row.time_to_train_s, row.cost_to_train_usd, row.bound_s, csv_field(row.reason));
+    out += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", outcome_name(row.outcome),
+                       row.rank, row.baseline, row.schedule, row.virtual_stages, row.microbatches, row.step_time_s,
+                       row.tokens_per_s, row.mfu, row.bubble, row.bubble_theory, row.activation_bytes,
+                       row.peak_memory_bytes, row.memory_over_bytes, row.tokens_per_usd, row.time_to_train_s,
+                       row.cost_to_train_usd, row.bound_s, csv_field(row.reason));
   }
   return out;
 }
@@ -602,6 +650,7 @@ Json sweep_json(const SweepResult& r)
                     {"overrides", row.layout.overrides},
                     {"outcome", outcome_name(row.outcome)},
                     {"rank", row.rank},
+                    {"baseline", row.baseline},
                     {"schedule", row.schedule},
                     {"virtual_stages", row.virtual_stages},
                     {"microbatches", row.microbatches},
@@ -655,6 +704,7 @@ SweepResult sweep_from_json(const Json& j, const std::string& where)
       row.outcome = outcomes.at(x.at("outcome").get<std::string>());
       row.reason = x.at("reason").get<std::string>();
       row.rank = x.at("rank").get<int>();
+      row.baseline = x.at("baseline").get<bool>();
       row.schedule = x.at("schedule").get<std::string>();
       row.virtual_stages = x.at("virtual_stages").get<int>();
       row.microbatches = x.at("microbatches").get<int>();

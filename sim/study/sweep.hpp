@@ -49,6 +49,7 @@ struct SweepRow {
   Outcome outcome = Outcome::INVALID;
   std::string reason;     // why it was not ranked
   int rank = 0;           // 1 = best; 0 when not ranked
+  bool baseline = false;  // the scenario's own layout (never pruned)
   std::string schedule;   // from the simulated plan (ranked rows)
   int virtual_stages = 0; // ditto
   int microbatches = 0;   // per pipeline per step; ditto

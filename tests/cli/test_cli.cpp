@@ -218,6 +218,15 @@ TEST_CASE("sweep ranks layouts by tokens/s and reports those that do not fit, wi
   }
   CHECK(ranked >= 4);
   CHECK(std::filesystem::exists(dir / "sweep.csv"));
+  // default.json is TP 8 with micro-batch 1: that row is the scenario's own layout, and the table says where it ranks.
+  int baselines = 0;
+  for (const auto& row : j["rows"])
+    if (row["baseline"].get<bool>()) {
+      ++baselines;
+      CHECK(row["label"] == "tp=8 micro_batch=1");
+    }
+  CHECK(baselines == 1);
+  CHECK(r.out.find("the scenario's own layout (tp=8 micro_batch=1)") != std::string::npos);
 }
 
 TEST_CASE("a sweep in shards, merged, ranks as the whole sweep, and pruning keeps the top exact")

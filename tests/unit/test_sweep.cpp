@@ -144,6 +144,12 @@ TEST_CASE("merging shards gives the whole sweep's ranking, and refuses parts of 
   CHECK(indices(merged) == std::vector<int>{3, 0, 1, 2});
   CHECK(merged.rows[0].rank == 1);
   CHECK(merged.shard.empty());
+  // Each shard may mark its first layout equal to the scenario's own: the merged sweep keeps the first of them.
+  odd.rows[0].baseline = true;
+  even.rows[1].baseline = true;
+  const auto marked = merge_sweeps({odd, even});
+  CHECK(std::count_if(marked.rows.begin(), marked.rows.end(), [](const SweepRow& x) { return x.baseline; }) == 1);
+  CHECK(std::find_if(marked.rows.begin(), marked.rows.end(), [](const SweepRow& x) { return x.baseline; })->index == 1);
   // The same row twice (a shard given twice) counts once.
   CHECK(merge_sweeps({odd, odd, even}).rows.size() == 4);
   auto other = result({ranked(0, 1, {})}, 7);
@@ -164,11 +170,15 @@ TEST_CASE("sweep.json reads back as it was written, and the CSV has a row per la
   const auto csv = sweep_csv(r);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
   CHECK(csv.starts_with("index,label,plan.tp,outcome,rank,"));
-  CHECK(csv.find("1,tp=1,1,out_of_memory,0,,0,0,") != std::string::npos);
+  CHECK(csv.find("1,tp=1,1,out_of_memory,0,false,,0,0,") != std::string::npos);
   CHECK(csv.find("\"needs 90 GiB of 80 GiB per GPU, over by 10 GiB\"") != std::string::npos);
   CHECK(test::error_of([] { sweep_from_json(nlohmann::json::object(), "x.json"); }).find("not a sweep.json") !=
         std::string::npos);
+  CHECK(csv.find(",ranked,1,false,") != std::string::npos); // no baseline marked
+  r.rows[0].baseline = true;
+  CHECK(sweep_from_json(sweep_json(r), "sweep.json").rows[0].baseline);
   const auto text = sweep_text(r, 10);
+  CHECK(text.find("the scenario's own layout (tp=8) is the best (marked *)") != std::string::npos);
+  CHECK(text.find("  1*   8") != std::string::npos);
   CHECK(text.find("1 does not fit in GPU memory (closest: tp=1, over by 10.00 GiB)") != std::string::npos);
-  CHECK(text.find("   1   8") != std::string::npos);
 }
