@@ -102,7 +102,10 @@ int main(int argc, char** argv)
   CompareArgs compare_args;
   auto* compare_cmd = app.add_subcommand(
       "compare", "Two scenarios side by side (or one under two values of a --set path), with the deltas and why");
-  compare_cmd->add_option("scenarios", compare_args.scenarios, "One or two scenario files")->required()->expected(1, 2);
+  compare_cmd
+      ->add_option("scenarios", compare_args.scenarios, "One or two scenario files, or two saved reports (report.json)")
+      ->required()
+      ->expected(1, 2);
   compare_cmd
       ->add_option("--tokens", compare_opts.tokens, "A training budget in tokens: compare time and cost to train")
       ->check(CLI::PositiveNumber);

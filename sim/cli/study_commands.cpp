@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <iostream>
+#include <optional>
 
 namespace sim::cli {
 namespace fs = std::filesystem;
@@ -62,8 +63,49 @@ std::string side_name(const std::string& file, const std::vector<std::string>& s
 
 } // namespace
 
+namespace {
+
+// A report written by `simtrain run --out` or `--format json` (compared as it is), or nothing for a scenario.
+std::optional<core::Json> saved_report(const std::string& file)
+{
+  try {
+    auto j = core::Json::parse(study::read_text(file));
+    if (j.is_object() && j.value("kind", "") == "simulation" && j.contains("step_time_s"))
+      return j;
+  } catch (const std::exception&) {
+    // Not JSON, or unreadable: the scenario loader says what is wrong with it.
+  }
+  return std::nullopt;
+}
+
+void print_comparison(const core::Json& a, const core::Json& b, const std::string& name_a, const std::string& name_b,
+                      const std::string& format)
+{
+  const auto c = study::compare_reports(a, b, name_a, name_b);
+  if (format == "json")
+    std::cout << study::comparison_json(c, a, b).dump(2) << "\n";
+  else
+    std::cout << study::comparison_text(c);
+}
+
+} // namespace
+
 int compare(const CompareArgs& a, const CommonOptions& o)
 {
+  if (a.scenarios.size() == 2) {
+    auto ra = saved_report(a.scenarios[0]);
+    auto rb = saved_report(a.scenarios[1]);
+    if (ra && rb) {
+      if (!o.overrides.empty() || o.tokens)
+        throw core::InputError({"compare", "", ""}, "reports are compared as they are", "--set or --tokens",
+                               "two scenarios to simulate under --set, or two reports without it");
+      print_comparison(*ra, *rb, a.scenarios[0], a.scenarios[1], o.format);
+      return 0;
+    }
+    if (ra || rb)
+      throw core::InputError({ra ? a.scenarios[0] : a.scenarios[1], "", ""}, "a report beside a scenario",
+                             "one report.json", "two scenarios, or two reports");
+  }
   auto overrides = o.overrides;
   if (o.tokens)
     overrides.push_back(fmt::format("training_tokens={}", *o.tokens));
@@ -78,12 +120,8 @@ int compare(const CompareArgs& a, const CommonOptions& o)
   for (const auto& [file, sets] : runs)
     scenario::load_scenario(file, scenario::LoadOptions{o.data_dir, sets});
   const auto reports = run_children(runs, o, 2);
-  const auto c = study::compare_reports(reports[0], reports[1], side_name(runs[0].first, runs[0].second, o),
-                                        side_name(runs[1].first, runs[1].second, o));
-  if (o.format == "json")
-    std::cout << study::comparison_json(c, reports[0], reports[1]).dump(2) << "\n";
-  else
-    std::cout << study::comparison_text(c);
+  print_comparison(reports[0], reports[1], side_name(runs[0].first, runs[0].second, o),
+                   side_name(runs[1].first, runs[1].second, o), o.format);
   return 0;
 }
 

@@ -186,6 +186,15 @@ TEST_CASE("compare puts A100 and A800 side by side and blames the exposed TP com
   CHECK(same.status == 0);
   CHECK(same.out.find("B - A") != std::string::npos);
   CHECK(run("compare " + scenario("default.json")).status == 1);
+  // Two saved reports are compared as they are, without simulating again.
+  const auto dir = test::scratch_dir();
+  REQUIRE(run("run " + scenario("whatif/a100-tp-heavy.json") + " --out " + (dir / "a").string()).status == 0);
+  REQUIRE(run("run " + scenario("whatif/a800-tp-heavy.json") + " --out " + (dir / "b").string()).status == 0);
+  const auto saved = run("compare " + (dir / "a" / "report.json").string() + " " +
+                         (dir / "b" / "report.json").string() + " --format json");
+  REQUIRE(saved.status == 0);
+  CHECK(nlohmann::json::parse(saved.out)["contributions"] == j["contributions"]);
+  CHECK(run("compare " + (dir / "a" / "report.json").string() + " " + scenario("default.json")).status == 1);
 }
 
 TEST_CASE("sweep ranks layouts by tokens/s and reports those that do not fit, with by how much")
