@@ -476,17 +476,11 @@ class Builder {
     for (int c = p_.virtual_stages - 1; c >= 0; --c)
       for (int item : pass_items(virtual_stage(p_, s, c), false))
         order.push_back(item);
-    const double bucket_params = p_.dp_bucket_bytes / grad_bytes_;
     const CollectiveKind kind = sharded_optimizer() ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE;
     const Where w{Category::DP, s, -1, mb, -1};
-    std::size_t i = 0;
-    for (int bucket = 0; i < order.size(); ++bucket) {
-      std::vector<int> items;
-      double params = 0;
-      while (i < order.size() && (items.empty() || params < bucket_params)) {
-        params += item_params(order[i], s);
-        items.push_back(order[i++]);
-      }
+    const auto all = buckets(order, s);
+    for (std::size_t bucket = 0; bucket < all.size(); ++bucket) {
+      const auto& [items, params] = all[bucket];
       const std::string label = fmt::format("dp gradient bucket {}", bucket);
       for (int t = 0; t < tp_simulated(); ++t) {
         const auto group = dp_group(t, s);
@@ -507,6 +501,21 @@ class Builder {
     }
   }
 
+  // Items of stage s in `order`, grouped into data-parallel buckets of at least dp_bucket_size worth of gradients
+  // (the last may be smaller), each with its parameter count.
+  std::vector<std::pair<std::vector<int>, double>> buckets(const std::vector<int>& order, int s) const
+  {
+    const double bucket_params = p_.dp_bucket_bytes / grad_bytes_;
+    std::vector<std::pair<std::vector<int>, double>> out;
+    for (int item : order) {
+      if (out.empty() || out.back().second >= bucket_params)
+        out.emplace_back();
+      out.back().first.push_back(item);
+      out.back().second += item_params(item, s);
+    }
+    return out;
+  }
+
   // Megatron-LM's --overlap-param-gather: the previous step's updated parameters arrive bucket by bucket, in forward
   // order, while the first forward pass runs; each item's first forward waits for its bucket.
   bool gathers_before_forward() const
@@ -520,16 +529,10 @@ class Builder {
     for (int c = 0; c < p_.virtual_stages; ++c)
       for (int item : pass_items(virtual_stage(p_, s, c), true))
         order.push_back(item);
-    const double bucket_params = p_.dp_bucket_bytes / grad_bytes_;
     const Where w{Category::DP, s, -1, -1, -1};
-    std::size_t i = 0;
-    for (int bucket = 0; i < order.size(); ++bucket) {
-      std::vector<int> items;
-      double params = 0;
-      while (i < order.size() && (items.empty() || params < bucket_params)) {
-        params += item_params(order[i], s);
-        items.push_back(order[i++]);
-      }
+    const auto all = buckets(order, s);
+    for (std::size_t bucket = 0; bucket < all.size(); ++bucket) {
+      const auto& [items, params] = all[bucket];
       for (int t = 0; t < tp_simulated(); ++t) {
         const auto group = dp_group(t, s);
         const auto members = simulated_of(group);
