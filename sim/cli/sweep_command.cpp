@@ -4,7 +4,6 @@
 #include "core/input_error.hpp"
 #include "core/units.hpp"
 #include "engine/replay.hpp"
-#include "study/process_pool.hpp"
 #include "study/sweep.hpp"
 
 #include <algorithm>
@@ -161,17 +160,8 @@ int sweep(const SweepArgs& a, const CommonOptions& o)
 int merge(const MergeArgs& a, const CommonOptions& o)
 {
   std::vector<study::SweepResult> parts;
-  for (const auto& file : a.parts) {
-    if (!fs::is_regular_file(file))
-      throw core::InputError({file, "", ""}, "no such file", "", "a sweep.json written by simtrain sweep --out");
-    core::Json j;
-    try {
-      j = core::Json::parse(study::read_text(file));
-    } catch (const core::Json::parse_error& e) {
-      throw core::InputError({file, "", ""}, "not JSON", e.what(), "a sweep.json written by simtrain sweep --out");
-    }
-    parts.push_back(study::sweep_from_json(j, file));
-  }
+  for (const auto& file : a.parts)
+    parts.push_back(study::sweep_from_json(core::read_json_file(file), core::display_path(file)));
   const auto merged = study::merge_sweeps(parts);
   if (static_cast<int>(merged.rows.size()) < merged.layouts_total)
     std::cerr << fmt::format("warning: {} of the sweep's {} layouts are in these files: a shard is missing\n",

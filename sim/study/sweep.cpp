@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -426,24 +427,12 @@ std::vector<Layout> combine(const std::vector<Layout>& a, const std::vector<Layo
 
 std::string_view outcome_name(Outcome o)
 {
-  switch (o) {
-    case Outcome::RANKED:
-      return "ranked";
-    case Outcome::OUT_OF_MEMORY:
-      return "out_of_memory";
-    case Outcome::INVALID:
-      return "invalid";
-    case Outcome::PRUNED:
-      return "not_simulated";
-    case Outcome::FAILED:
-      return "failed";
-  }
-  return "?";
+  return core::choice_name(o, outcome_choices);
 }
 
 std::string_view rank_by_name(RankBy r)
 {
-  return r == RankBy::TOKENS_PER_S ? "tokens_per_s" : "tokens_per_usd";
+  return core::choice_name(r, rank_by_choices);
 }
 
 SweepResult run_sweep(const SweepOptions& options)
@@ -679,52 +668,57 @@ Json sweep_json(const SweepResult& r)
 
 SweepResult sweep_from_json(const Json& j, const std::string& where)
 {
-  const auto bad = [&where](const std::string& what) {
-    throw core::InputError({where, "", ""}, "not a sweep.json", what, "the sweep.json of simtrain sweep --out");
+  if (!j.is_object() || j.value("kind", "") != "sweep")
+    throw core::InputError({where, "/kind", ""}, "not a sweep.json", "no \"kind\": \"sweep\"",
+                           "the sweep.json of simtrain sweep --out");
+  core::Provenance provenance;
+  provenance.add_source("", where);
+  core::ObjectReader file(core::Node(j, "", provenance));
+  const double inf = std::numeric_limits<double>::infinity();
+  const auto strings = [](const core::Node& list) {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < list.array_size(); ++i)
+      out.push_back(list.element(i).as_string());
+    return out;
   };
-  if (!j.is_object() || j.value("kind", "") != "sweep" || !j.contains("rows"))
-    bad("no \"kind\": \"sweep\" with rows");
   SweepResult r;
-  try {
-    r.scenario = j.at("scenario").get<std::string>();
-    r.rank_by = j.at("rank_by") == "tokens_per_usd" ? RankBy::TOKENS_PER_USD : RankBy::TOKENS_PER_S;
-    r.shard = j.at("shard").get<std::string>();
-    r.layouts_total = j.at("layouts_total").get<int>();
-    r.top = j.at("top").get<int>();
-    r.columns = j.at("columns").get<std::vector<std::string>>();
-    const std::map<std::string, Outcome> outcomes{{"ranked", Outcome::RANKED},
-                                                  {"out_of_memory", Outcome::OUT_OF_MEMORY},
-                                                  {"invalid", Outcome::INVALID},
-                                                  {"not_simulated", Outcome::PRUNED},
-                                                  {"failed", Outcome::FAILED}};
-    for (const auto& x : j.at("rows")) {
-      SweepRow row;
-      row.index = x.at("index").get<int>();
-      row.layout.overrides = x.at("overrides").get<std::vector<std::string>>();
-      row.outcome = outcomes.at(x.at("outcome").get<std::string>());
-      row.reason = x.at("reason").get<std::string>();
-      row.rank = x.at("rank").get<int>();
-      row.baseline = x.at("baseline").get<bool>();
-      row.schedule = x.at("schedule").get<std::string>();
-      row.virtual_stages = x.at("virtual_stages").get<int>();
-      row.microbatches = x.at("microbatches").get<int>();
-      row.step_time_s = x.at("step_time_s").get<double>();
-      row.tokens_per_s = x.at("tokens_per_s").get<double>();
-      row.mfu = x.at("mfu").get<double>();
-      row.bubble = x.at("bubble").get<double>();
-      row.bubble_theory = x.at("bubble_theory").get<double>();
-      row.activation_bytes = x.at("activation_bytes").get<double>();
-      row.peak_memory_bytes = x.at("peak_memory_bytes").get<double>();
-      row.memory_over_bytes = x.at("memory_over_bytes").get<double>();
-      row.tokens_per_usd = x.at("tokens_per_usd").get<double>();
-      row.time_to_train_s = x.at("time_to_train_s").get<double>();
-      row.cost_to_train_usd = x.at("cost_to_train_usd").get<double>();
-      row.bound_s = x.at("bound_s").get<double>();
-      r.rows.push_back(row);
-    }
-  } catch (const std::exception& e) {
-    bad(e.what());
+  file.allow({"kind"});
+  r.scenario = file.text("scenario");
+  r.rank_by = file.choice<RankBy>("rank_by", rank_by_choices);
+  r.shard = file.text("shard");
+  r.layouts_total = static_cast<int>(file.integer("layouts_total", 0, INT32_MAX));
+  r.top = static_cast<int>(file.integer("top", 1, INT32_MAX));
+  r.columns = strings(file.at("columns", "a list of paths"));
+  const core::Node rows = file.at("rows", "a list of layouts");
+  for (std::size_t i = 0; i < rows.array_size(); ++i) {
+    core::ObjectReader x(rows.element(i));
+    SweepRow row;
+    x.allow({"label"});
+    row.index = static_cast<int>(x.integer("index", 0, INT32_MAX));
+    row.layout.overrides = strings(x.at("overrides", "a list of PATH=VALUE"));
+    row.outcome = x.choice<Outcome>("outcome", outcome_choices);
+    row.reason = x.text("reason");
+    row.rank = static_cast<int>(x.integer("rank", 0, INT32_MAX));
+    row.baseline = x.at("baseline", "true or false").as_bool();
+    row.schedule = x.text("schedule");
+    row.virtual_stages = static_cast<int>(x.integer("virtual_stages", 0, INT32_MAX));
+    row.microbatches = static_cast<int>(x.integer("microbatches", 0, INT32_MAX));
+    row.step_time_s = x.number("step_time_s", 0, inf);
+    row.tokens_per_s = x.number("tokens_per_s", 0, inf);
+    row.mfu = x.number("mfu", 0, inf);
+    row.bubble = x.number("bubble", 0, 1);
+    row.bubble_theory = x.number("bubble_theory", 0, 1);
+    row.activation_bytes = x.number("activation_bytes", 0, inf);
+    row.peak_memory_bytes = x.number("peak_memory_bytes", 0, inf);
+    row.memory_over_bytes = x.number("memory_over_bytes", 0, inf);
+    row.tokens_per_usd = x.number("tokens_per_usd", 0, inf);
+    row.time_to_train_s = x.number("time_to_train_s", 0, inf);
+    row.cost_to_train_usd = x.number("cost_to_train_usd", 0, inf);
+    row.bound_s = x.number("bound_s", 0, inf);
+    x.finish();
+    r.rows.push_back(row);
   }
+  file.finish();
   return r;
 }
 

@@ -5,8 +5,10 @@
 #pragma once
 
 #include "core/document.hpp"
+#include "core/json_reader.hpp"
 #include "scenario/scenario.hpp"
 
+#include <array>
 #include <filesystem>
 #include <functional>
 #include <string>
@@ -39,6 +41,14 @@ std::vector<Layout> combine(const std::vector<Layout>& a, const std::vector<Layo
 
 enum class Outcome { RANKED, OUT_OF_MEMORY, INVALID, PRUNED, FAILED };
 enum class RankBy { TOKENS_PER_S, TOKENS_PER_USD };
+
+inline constexpr std::array<core::Choice<Outcome>, 5> outcome_choices{{{"ranked", Outcome::RANKED},
+                                                                       {"out_of_memory", Outcome::OUT_OF_MEMORY},
+                                                                       {"invalid", Outcome::INVALID},
+                                                                       {"not_simulated", Outcome::PRUNED},
+                                                                       {"failed", Outcome::FAILED}}};
+inline constexpr std::array<core::Choice<RankBy>, 2> rank_by_choices{
+    {{"tokens_per_s", RankBy::TOKENS_PER_S}, {"tokens_per_usd", RankBy::TOKENS_PER_USD}}};
 
 std::string_view outcome_name(Outcome o);
 std::string_view rank_by_name(RankBy r);
@@ -114,6 +124,7 @@ SweepResult merge_sweeps(const std::vector<SweepResult>& parts);
 std::string sweep_text(const SweepResult& result, int top, bool given_order = false);
 std::string sweep_csv(const SweepResult& result);
 core::Json sweep_json(const SweepResult& result);
+// A sweep.json read back (`where` names it in errors, with the JSON pointer of what is wrong).
 SweepResult sweep_from_json(const core::Json& j, const std::string& where);
 
 } // namespace sim::study
