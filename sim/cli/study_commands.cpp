@@ -49,14 +49,13 @@ std::vector<core::Json> run_children(const std::vector<std::pair<std::string, st
   return reports;
 }
 
-std::string side_name(const std::string& file, const std::vector<std::string>& sets, const CommonOptions& o)
+// A side's name: its file, and the --set values that differ from the other side's.
+std::string side_name(const std::string& file, const std::vector<std::string>& mine,
+                      const std::vector<std::string>& theirs)
 {
   std::vector<std::string> own;
-  for (const auto& s : sets)
-    if (std::find(o.overrides.begin(), o.overrides.end(), s) == o.overrides.end() ||
-        std::count(o.overrides.begin(), o.overrides.end(), s) != 1 ||
-        std::count_if(o.overrides.begin(), o.overrides.end(),
-                      [&s](const std::string& x) { return x.substr(0, x.find('=')) == s.substr(0, s.find('=')); }) == 2)
+  for (const auto& s : mine)
+    if (std::find(theirs.begin(), theirs.end(), s) == theirs.end())
       own.push_back("--set " + s);
   return own.empty() ? file : fmt::format("{} {}", file, fmt::join(own, " "));
 }
@@ -120,8 +119,8 @@ int compare(const CompareArgs& a, const CommonOptions& o)
   for (const auto& [file, sets] : runs)
     scenario::load_scenario(file, scenario::LoadOptions{o.data_dir, sets});
   const auto reports = run_children(runs, o, 2);
-  print_comparison(reports[0], reports[1], side_name(runs[0].first, runs[0].second, o),
-                   side_name(runs[1].first, runs[1].second, o), o.format);
+  print_comparison(reports[0], reports[1], side_name(runs[0].first, runs[0].second, runs[1].second),
+                   side_name(runs[1].first, runs[1].second, runs[0].second), o.format);
   return 0;
 }
 
