@@ -120,7 +120,7 @@ class Replayer {
     comm->set_data(&ids_[t]);
     comm->vetoable_start();
     running_[t] = comm;
-    for (std::uint32_t i : tracked_route(task))
+    for (std::uint32_t i : route_of(task).tracked)
       if (flows_[i]++ == 0) {
         busy_at_[i] = static_cast<std::uint32_t>(busy_.size());
         busy_.push_back(i);
@@ -147,8 +147,11 @@ class Replayer {
       running_[t] = nullptr;
     }
     if (task.kind == TaskKind::TRANSFER && task.bytes > 0) {
-      account(task);
-      for (std::uint32_t i : tracked_route(task))
+      const Route& route = route_of(task);
+      // Own bookkeeping of the bytes on each link (exact, unlike SimGrid's link-load plugin).
+      for (const auto& [id, forward] : route.graph)
+        (forward ? timeline_.link_bytes_forward : timeline_.link_bytes_backward)[id] += task.bytes;
+      for (std::uint32_t i : route.tracked)
         if (--flows_[i] == 0) {
           const std::uint32_t last = busy_.back();
           busy_[busy_at_[i]] = last;
@@ -166,39 +169,31 @@ class Replayer {
         ready_.push_back(s);
   }
 
-  // Own bookkeeping of the bytes on each link (exact, unlike SimGrid's link-load plugin).
-  void account(const workload::Task& task)
+  // A transfer's route, computed once per pair of GPUs: the graph links with their direction, and the indices (into
+  // tracked_) of the tracked links on its SimGrid route.
+  struct Route {
+    std::vector<std::pair<std::size_t, bool>> graph;
+    std::vector<std::uint32_t> tracked;
+  };
+
+  const Route& route_of(const workload::Task& task)
   {
     const std::uint64_t key = (static_cast<std::uint64_t>(task.rank) << 32) | static_cast<std::uint32_t>(task.peer);
     auto it = routes_.find(key);
-    if (it == routes_.end()) {
-      const auto path = topology::route(cluster_, task.rank, task.peer);
-      const auto forward = topology::link_directions(cluster_, cluster_.gpu[static_cast<std::size_t>(task.rank)], path);
-      std::vector<std::pair<std::size_t, bool>> links;
-      for (std::size_t k = 0; k < path.size(); ++k)
-        links.emplace_back(cluster_.graph[path[k]].id, forward[k]);
-      it = routes_.emplace(key, std::move(links)).first;
-    }
-    for (const auto& [id, forward] : it->second)
-      (forward ? timeline_.link_bytes_forward : timeline_.link_bytes_backward)[id] += task.bytes;
-  }
-
-  // The tracked links (indices into tracked_) on the transfer's SimGrid route.
-  const std::vector<std::uint32_t>& tracked_route(const workload::Task& task)
-  {
-    const std::uint64_t key = (static_cast<std::uint64_t>(task.rank) << 32) | static_cast<std::uint32_t>(task.peer);
-    auto it = tracked_routes_.find(key);
-    if (it == tracked_routes_.end()) {
-      std::vector<sg4::Link*> links;
-      platform_.gpu[static_cast<std::size_t>(task.rank)]->route_to(platform_.gpu[static_cast<std::size_t>(task.peer)],
-                                                                   links, nullptr);
-      std::vector<std::uint32_t> indices;
-      for (const auto* link : links)
-        if (const auto found = tracked_index_.find(link); found != tracked_index_.end())
-          indices.push_back(found->second);
-      it = tracked_routes_.emplace(key, std::move(indices)).first;
-    }
-    return it->second;
+    if (it != routes_.end())
+      return it->second;
+    Route r;
+    const auto path = topology::route(cluster_, task.rank, task.peer);
+    const auto forward = topology::link_directions(cluster_, cluster_.gpu[static_cast<std::size_t>(task.rank)], path);
+    for (std::size_t k = 0; k < path.size(); ++k)
+      r.graph.emplace_back(cluster_.graph[path[k]].id, forward[k]);
+    std::vector<sg4::Link*> links;
+    platform_.gpu[static_cast<std::size_t>(task.rank)]->route_to(platform_.gpu[static_cast<std::size_t>(task.peer)],
+                                                                 links, nullptr);
+    for (const auto* link : links)
+      if (const auto found = tracked_index_.find(link); found != tracked_index_.end())
+        r.tracked.push_back(found->second);
+    return routes_.emplace(key, std::move(r)).first->second;
   }
 
   // A link's usage from `time` on; a second change at the same time replaces the first.
@@ -272,10 +267,9 @@ class Replayer {
   std::vector<int> in_flight_; // per GPU, transfers moving its bytes
   std::deque<TaskId> ready_;
   std::size_t finished_ = 0;
-  std::unordered_map<std::uint64_t, std::vector<std::pair<std::size_t, bool>>> routes_;
+  std::unordered_map<std::uint64_t, Route> routes_; // by (rank, peer)
   std::vector<sg4::Link*> tracked_;
   std::unordered_map<const sg4::Link*, std::uint32_t> tracked_index_;
-  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> tracked_routes_;
   std::vector<std::uint32_t> flows_;   // per tracked link, flows on it now
   std::vector<std::uint32_t> busy_;    // the tracked links with flows, in no order
   std::vector<std::uint32_t> busy_at_; // per tracked link with flows, its place in busy_
