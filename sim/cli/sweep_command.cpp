@@ -154,6 +154,15 @@ int sweep(const SweepArgs& a, const CommonOptions& o)
                                   [](const study::SweepRow& r) { return r.outcome == study::Outcome::RANKED; });
   const bool failed = std::any_of(result.rows.begin(), result.rows.end(),
                                   [](const study::SweepRow& r) { return r.outcome == study::Outcome::FAILED; });
+  const bool all_invalid = !result.rows.empty() &&
+                           std::all_of(result.rows.begin(), result.rows.end(),
+                                       [](const study::SweepRow& r) { return r.outcome == study::Outcome::INVALID; });
+  if (all_invalid) { // a mistyped --vary path or value: bad input, not an empty result
+    std::cerr << fmt::format("error: {}: none of the {} layouts is a valid plan (first: {}: {})\n",
+                             core::display_path(a.scenario), result.rows.size(),
+                             study::layout_label(result.rows.front().layout), result.rows.front().reason);
+    return 1;
+  }
   return failed && !ranked ? 2 : 0;
 }
 

@@ -197,7 +197,11 @@ class Sweep {
       s = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, overrides});
     } catch (const core::InputError& e) {
       row.outcome = Outcome::INVALID;
-      row.reason = e.where().pointer.empty() ? e.problem() : fmt::format("{}: {}", e.where().pointer, e.problem());
+      // The one-line error without the scenario's file name and the --set provenance: the row names its overrides.
+      std::string reason = e.what();
+      if (reason.starts_with(e.where().file + ":"))
+        reason = reason.substr(e.where().file.size() + 1);
+      row.reason = reason.substr(0, reason.find(" [set by "));
       return false;
     }
     if (!base_found_ && layout_fingerprint(s) == base_)
@@ -582,6 +586,8 @@ std::string sweep_text(const SweepResult& r, int top, bool given_order)
                         "activations", "peak memory", usd ? "   tokens/$" : "");
   if (budget)
     header += fmt::format(" {:>14}{}", "time to train", usd ? fmt::format(" {:>13}", "cost to train") : "");
+  if (listed.empty())
+    return out;
   line(header);
   for (const auto* p : listed) {
     const SweepRow& row = *p;

@@ -281,6 +281,7 @@ TEST_CASE("sweep refuses what it cannot do with exit code 1, and reports invalid
   CHECK(run("sweep " + scenario("default.json") + " --vary plan.tp").status == 1); // no values
   CHECK(run("sweep " + scenario("default.json") + " --vary plan.tp=8 --shard 3/2").status == 1);
   CHECK(run("sweep " + scenario("default.json") + " --vary plan.tp=8 --save-runs").status == 1); // no --out
+  CHECK(run("sweep " + scenario("default.json") + " --vary plan.tpp=1,2").status == 1); // no valid layout at all
   const auto r = run("sweep " + scenario("default.json") + " --vary plan.tp=3,8 --format csv");
   INFO(r.out);
   REQUIRE(r.status == 0);
