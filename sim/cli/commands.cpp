@@ -4,12 +4,14 @@
 #include "engine/replay.hpp"
 #include "report/analysis.hpp"
 #include "report/metrics.hpp"
+#include "report/kernel_report.hpp"
 #include "report/pipeline_view.hpp"
 #include "report/run_report.hpp"
 #include "report/task_report.hpp"
 #include "report/topology_report.hpp"
 #include "topology/cluster_graph.hpp"
 #include "workload/builder.hpp"
+#include "workload/layer_program.hpp"
 
 #include <chrono>
 #include <cstdlib>
@@ -137,6 +139,18 @@ int inspect(const std::string& reference, int gpus, const CommonOptions& o)
     std::cout << sim::report::topology_json(spec, summary).dump(2) << "\n";
   else
     std::cout << sim::report::topology_text(spec, summary);
+  return 0;
+}
+
+int kernels(const fs::path& file, const CommonOptions& o)
+{
+  const auto s = sim::scenario::load_scenario(file, load_options(o));
+  print_warnings(s.warnings);
+  const auto costs = sim::workload::kernel_costs(s.model, s.plan, s.cluster.gpu);
+  if (o.format == "json")
+    std::cout << sim::report::kernels_json(costs).dump(2) << "\n";
+  else
+    std::cout << sim::report::kernels_text(costs);
   return 0;
 }
 

@@ -41,6 +41,7 @@ int print_analysis(const std::filesystem::path& file, const CommonOptions& o);
 int check(const std::vector<std::string>& files, const CommonOptions& o);
 int inspect(const std::string& reference, int gpus, const CommonOptions& o);
 int tasks(const std::filesystem::path& file, std::optional<int> rank, const CommonOptions& o);
+int kernels(const std::filesystem::path& file, const CommonOptions& o);
 
 struct ValidateArgs {
   std::string cases;

@@ -72,6 +72,13 @@ int main(int argc, char** argv)
       ->check(CLI::NonNegativeNumber);
   add_common(inspect_cmd, inspect_opts, {"text", "json", "dot"});
 
+  CommonOptions kernels_opts;
+  std::string kernels_file;
+  auto* kernels_cmd = app.add_subcommand(
+      "kernels", "Every kernel of one micro-batch's layer, embedding and output layer: class, shape, rate, time");
+  kernels_cmd->add_option("scenario", kernels_file, "Scenario file")->required();
+  add_common(kernels_cmd, kernels_opts, {"text", "json"});
+
   CommonOptions tasks_opts;
   std::string tasks_file;
   std::optional<int> tasks_rank;
@@ -200,6 +207,8 @@ int main(int argc, char** argv)
       return inspect(inspect_ref, inspect_gpus, inspect_opts);
     if (*tasks_cmd)
       return tasks(tasks_file, tasks_rank, tasks_opts);
+    if (*kernels_cmd)
+      return kernels(kernels_file, kernels_opts);
     if (*validate_cmd)
       return validate(validate_args, validate_opts);
     if (*compare_cmd)

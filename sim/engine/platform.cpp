@@ -20,6 +20,8 @@ class PlatformBuilder {
     active_.assign(cg.gpu.size(), !folded_);
     for (int g : active)
       active_[static_cast<std::size_t>(g)] = true;
+    for (int k = 0; k < speed_levels; ++k)
+      speeds_.push_back(host_speed * (speed_levels - k) / speed_levels);
   }
 
   // The split-duplex SimGrid link of a graph edge, created on first use in `zone`.
@@ -58,9 +60,7 @@ class PlatformBuilder {
         gpus.push_back(g);
     for (int g : gpus) {
       const std::string name = cg_.device_name(cg_.gpu[static_cast<std::size_t>(g)]);
-      // Two speeds: alone (pstate 0), and beside the GPU's own collectives (pstate 1).
-      p_.gpu[static_cast<std::size_t>(g)] =
-          zone->create_host(name, std::vector<double>{1e9, 1e9 * cg_.compute_share_during_comm})->seal();
+      p_.gpu[static_cast<std::size_t>(g)] = zone->create_host(name, speeds_)->seal();
       if (folded_) {
         p_.gpu[static_cast<std::size_t>(topology::network_mirror(cg_, g))] =
             zone->create_host(name + ".network-mirror", 1e9)->seal();
@@ -192,6 +192,7 @@ class PlatformBuilder {
   Platform& p_;
   bool folded_ = false;
   std::vector<bool> active_;
+  std::vector<double> speeds_; // a GPU host's pstates
 };
 
 } // namespace

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <deque>
+#include <limits>
 #include <fmt/format.h>
 #include <set>
 #include <simgrid/kernel/Timer.hpp>
@@ -17,7 +18,27 @@ using workload::TaskKind;
 
 namespace {
 
-constexpr double host_speed = 1e9; // the platform's GPU hosts run durations as flops at this rate
+// What slows a GPU's compute while its own collectives run: the SMs NCCL holds (compute_share_during_comm) for the
+// arithmetic, and for the part of a kernel's time that streams memory, the HBM bandwidth NCCL takes: it moves
+// nccl_memory_traffic bytes through HBM per byte on its busiest link direction (capped at the GPU's port).
+struct GpuLoad {
+  int transfers = 0;        // in flight with this GPU as an end
+  double out = 0;           // their uncontended rates, sent and received
+  double in = 0;
+  double memory_share = 0;  // of the compute task running now
+  double port = 0;          // the GPU's fastest link: no more than this leaves or enters it
+  int pstate = 0;
+};
+
+double slowdown(const GpuLoad& l, const topology::ClusterGraph& cg)
+{
+  if (l.transfers == 0)
+    return 1.0;
+  const double bandwidth = cg.memory_bandwidth;
+  const double taken = cg.nccl_memory_traffic * std::min(std::max(l.out, l.in), l.port);
+  const double memory = bandwidth > 0 ? bandwidth / std::max(bandwidth - taken, 0.1 * bandwidth) : 1.0;
+  return (1.0 - l.memory_share) / cg.compute_share_during_comm + l.memory_share * memory;
+}
 
 class Replayer {
  public:
@@ -29,7 +50,13 @@ class Replayer {
     timeline_.tasks.resize(n);
     running_.resize(n);
     ids_.resize(n);
-    in_flight_.assign(platform_.gpu.size(), 0);
+    load_.assign(platform_.gpu.size(), GpuLoad{});
+    for (int g = 0; g < cluster.gpus(); ++g) {
+      const auto v = cluster.gpu[static_cast<std::size_t>(g)];
+      for (auto [e, end] = boost::out_edges(v, cluster.graph); e != end; ++e)
+        load_[static_cast<std::size_t>(g)].port =
+            std::max(load_[static_cast<std::size_t>(g)].port, cluster.graph[*e].bandwidth * cluster.graph[*e].efficiency);
+    }
     timeline_.link_bytes_forward.assign(boost::num_edges(cluster.graph), 0.0);
     timeline_.link_bytes_backward.assign(boost::num_edges(cluster.graph), 0.0);
     for (TaskId t = 0; t < n; ++t) {
@@ -103,8 +130,39 @@ class Replayer {
     exec->set_flops_amount(task.duration_s * host_speed);
     exec->set_host(platform_.gpu[static_cast<std::size_t>(task.rank)]);
     exec->set_data(&ids_[t]);
+    auto& load = load_[static_cast<std::size_t>(task.rank)];
+    load.memory_share = task.memory_share / 65535.0;
+    update_speed(task.rank);
     exec->start();
     running_[t] = exec;
+  }
+
+  // The GPU's pstate for its current compute and collectives (speed quantised to 1/speed_levels).
+  void update_speed(int gpu)
+  {
+    auto& load = load_[static_cast<std::size_t>(gpu)];
+    const double speed = 1.0 / slowdown(load, cluster_);
+    const int pstate = std::clamp(speed_levels - static_cast<int>(std::lround(speed * speed_levels)), 0, speed_levels - 1);
+    if (pstate != load.pstate) {
+      load.pstate = pstate;
+      platform_.gpu[static_cast<std::size_t>(gpu)]->set_pstate(pstate);
+    }
+  }
+
+  // A transfer starts (+1) or ends (-1) at its GPUs.
+  void account(const workload::Task& task, double rate, int sign)
+  {
+    const auto [sender, receiver] = ends(task);
+    for (int gpu : {sender, receiver}) {
+      if (gpu < 0)
+        continue;
+      auto& load = load_[static_cast<std::size_t>(gpu)];
+      load.transfers += sign;
+      (gpu == sender ? load.out : load.in) += sign * rate;
+      if (load.transfers == 0)
+        load.out = load.in = 0; // no rounding residue
+      update_speed(gpu);
+    }
   }
 
   void launch_transfer(TaskId t)
@@ -125,9 +183,7 @@ class Replayer {
         busy_at_[i] = static_cast<std::uint32_t>(busy_.size());
         busy_.push_back(i);
       }
-    for (int gpu : ends(task))
-      if (gpu >= 0 && in_flight_[static_cast<std::size_t>(gpu)]++ == 0)
-        platform_.gpu[static_cast<std::size_t>(gpu)]->set_pstate(1);
+    account(task, route_of(task).rate, +1);
   }
 
   // The GPUs whose NCCL kernels move a transfer's bytes: its sender and, unless a mirror, its receiver.
@@ -159,9 +215,7 @@ class Replayer {
           busy_.pop_back();
           record(timeline_.usage[i], timeline_.tasks[t].end_s, 0.0);
         }
-      for (int gpu : ends(task))
-        if (gpu >= 0 && --in_flight_[static_cast<std::size_t>(gpu)] == 0)
-          platform_.gpu[static_cast<std::size_t>(gpu)]->set_pstate(0);
+      account(task, route.rate, -1);
     }
     ++finished_;
     for (TaskId s : g_.successors(t))
@@ -174,6 +228,7 @@ class Replayer {
   struct Route {
     std::vector<std::pair<std::size_t, bool>> graph;
     std::vector<std::uint32_t> tracked;
+    double rate = 0; // its slowest link's achievable bandwidth: the flow's rate when alone
   };
 
   const Route& route_of(const workload::Task& task)
@@ -185,8 +240,12 @@ class Replayer {
     Route r;
     const auto path = topology::route(cluster_, task.rank, task.peer);
     const auto forward = topology::link_directions(cluster_, cluster_.gpu[static_cast<std::size_t>(task.rank)], path);
-    for (std::size_t k = 0; k < path.size(); ++k)
-      r.graph.emplace_back(cluster_.graph[path[k]].id, forward[k]);
+    r.rate = path.empty() ? 0.0 : std::numeric_limits<double>::infinity();
+    for (std::size_t k = 0; k < path.size(); ++k) {
+      const auto& link = cluster_.graph[path[k]];
+      r.graph.emplace_back(link.id, forward[k]);
+      r.rate = std::min(r.rate, link.bandwidth * link.efficiency);
+    }
     std::vector<sg4::Link*> links;
     platform_.gpu[static_cast<std::size_t>(task.rank)]->route_to(platform_.gpu[static_cast<std::size_t>(task.peer)],
                                                                  links, nullptr);
@@ -264,7 +323,7 @@ class Replayer {
   std::vector<sg4::ActivityPtr> running_;
   std::vector<sg4::ActivityPtr> released_;
   std::vector<TaskId> ids_;
-  std::vector<int> in_flight_; // per GPU, transfers moving its bytes
+  std::vector<GpuLoad> load_; // per GPU host
   std::deque<TaskId> ready_;
   std::size_t finished_ = 0;
   std::unordered_map<std::uint64_t, Route> routes_; // by (rank, peer)

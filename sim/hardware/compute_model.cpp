@@ -9,9 +9,41 @@ namespace {
 constexpr double tile = 128.0;
 constexpr double element_bytes = 2.0;
 
+bool sixteen_bit(Precision p)
+{
+  return p == Precision::BF16 || p == Precision::FP16;
+}
+
+// The measured table answers for 16-bit GEMMs when the GPU has one.
+const KernelTables* gemm_table(const Kernel& kernel, const GpuSpec& gpu, Precision precision)
+{
+  return kernel.kind == KernelKind::GEMM && gpu.kernel_tables && sixteen_bit(precision) ? gpu.kernel_tables.get()
+                                                                                         : nullptr;
+}
+
+double memory_time(const Kernel& kernel, const GpuSpec& gpu)
+{
+  const double efficiency = kernel.kind == KernelKind::MEMORY ? gpu.memory_kernel_efficiency(kernel.memory, kernel.backward)
+                                                              : gpu.memory_kernel_efficiency(MemoryKernel::ELEMENTWISE, false);
+  return kernel.bytes / (gpu.memory_bandwidth * efficiency);
+}
+
+double attention_rate(const Kernel& kernel, const GpuSpec& gpu, Precision precision)
+{
+  const bool backward = kernel.kind == KernelKind::ATTENTION_BACKWARD;
+  if (gpu.kernel_tables && sixteen_bit(precision))
+    if (auto rate =
+            gpu.kernel_tables->attention_rate(kernel.attention, backward, kernel.causal, kernel.seq, kernel.head_dim))
+      return *rate;
+  double efficiency = gpu.attention_efficiency > 0 ? gpu.attention_efficiency : gpu.gemm_efficiency;
+  if (backward && gpu.attention_backward_efficiency > 0)
+    efficiency = gpu.attention_backward_efficiency;
+  return gpu.peak(precision).value_or(0.0) * efficiency;
+}
+
 } // namespace
 
-Kernel gemm(std::string_view name, double m, double n, double k, double batch)
+Kernel gemm(std::string_view name, double m, double n, double k, double batch, GemmLayout layout)
 {
   Kernel g;
   g.name = name;
@@ -20,16 +52,19 @@ Kernel gemm(std::string_view name, double m, double n, double k, double batch)
   g.n = n;
   g.k = k;
   g.batch = batch;
+  g.layout = layout;
   g.flops = 2.0 * m * n * k * batch;
   g.bytes = element_bytes * (m * k + k * n + m * n) * batch;
   return g;
 }
 
-Kernel memory_bound(std::string_view name, double bytes)
+Kernel memory_bound(std::string_view name, double bytes, MemoryKernel memory, bool backward)
 {
   Kernel g;
   g.name = name;
   g.bytes = bytes;
+  g.memory = memory;
+  g.backward = backward;
   return g;
 }
 
@@ -44,30 +79,36 @@ double wave_efficiency(double m, double n, double batch, int sms)
 
 double kernel_time(const Kernel& kernel, const GpuSpec& gpu, Precision precision)
 {
-  return gpu.kernel_overhead_s + busy_time(kernel, gpu, precision);
+  const double overhead = gemm_table(kernel, gpu, precision) ? 0.0 : gpu.kernel_overhead_s;
+  return overhead + busy_time(kernel, gpu, precision);
 }
 
 double busy_time(const Kernel& kernel, const GpuSpec& gpu, Precision precision)
 {
-  const double memory_rate = gpu.memory_bandwidth * (gpu.memory_efficiency > 0 ? gpu.memory_efficiency : 1.0);
-  const double memory_time = kernel.bytes / memory_rate;
-  const double peak = gpu.peak(precision).value_or(0.0);
+  const double streaming = memory_time(kernel, gpu);
+  const double sustained = gpu.sustained_compute_ratio;
   switch (kernel.kind) {
     case KernelKind::GEMM: {
-      const double rate = peak * gpu.gemm_efficiency * wave_efficiency(kernel.m, kernel.n, kernel.batch, gpu.sms);
-      return std::max(kernel.flops / rate, memory_time);
+      double rate = 0;
+      if (const KernelTables* table = gemm_table(kernel, gpu, precision))
+        rate = table->gemm_rate(kernel.m, kernel.n, kernel.k, kernel.batch);
+      else
+        rate = gpu.peak(precision).value_or(0.0) * gpu.gemm_efficiency *
+               wave_efficiency(kernel.m, kernel.n, kernel.batch, gpu.sms);
+      return std::max(kernel.flops / (rate * sustained), streaming);
     }
     case KernelKind::ATTENTION:
-    case KernelKind::ATTENTION_BACKWARD: {
-      double efficiency = gpu.attention_efficiency > 0 ? gpu.attention_efficiency : gpu.gemm_efficiency;
-      if (kernel.kind == KernelKind::ATTENTION_BACKWARD && gpu.attention_backward_efficiency > 0)
-        efficiency = gpu.attention_backward_efficiency;
-      return std::max(kernel.flops / (peak * efficiency), memory_time);
-    }
+    case KernelKind::ATTENTION_BACKWARD:
+      return std::max(kernel.flops / (attention_rate(kernel, gpu, precision) * sustained), streaming);
     case KernelKind::MEMORY:
-      return memory_time;
+      return streaming;
   }
-  return memory_time;
+  return streaming;
+}
+
+double memory_bound_time(const Kernel& kernel, const GpuSpec& gpu, Precision precision)
+{
+  return kernel.kind == KernelKind::MEMORY ? busy_time(kernel, gpu, precision) : 0.0;
 }
 
 } // namespace sim::hardware

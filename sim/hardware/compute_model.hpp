@@ -1,7 +1,9 @@
-// How long a GPU kernel takes: a per-operation roofline on the GPU's catalogue data, plus a fixed per-kernel
-// overhead. GEMMs run at peak x measured large-GEMM efficiency, less the wave quantisation of their output tiles
-// over the SMs; fused attention at its own measured efficiency (the GEMM's when not measured); memory-bound
-// kernels at the achievable memory bandwidth. Every kernel is also bounded by its memory traffic.
+// How long a GPU kernel takes, from the catalogue's measurements. GEMMs: the chip's measured GEMM table interpolated
+// by shape (without one, the sustained large-GEMM efficiency less the wave quantisation of the output tiles over the
+// SMs). Fused attention: the measured curve of its implementation by sequence length and head size (without one, a
+// flat efficiency). Memory-bound kernels: the achieved bandwidth of their class. Every kernel is also bounded by its
+// memory traffic, tensor-core work runs at the node's sustained clock, and every kernel pays a fixed overhead except
+// table GEMMs, whose measured times already hold it.
 #pragma once
 
 #include "hardware/gpu_spec.hpp"
@@ -19,13 +21,22 @@ struct Kernel {
   double n = 0;
   double k = 0;
   double batch = 1;
+  GemmLayout layout = GemmLayout::FORWARD;
+  double seq = 0; // attention: sequence length, head size, causal mask, implementation
+  double head_dim = 0;
+  bool causal = true;
+  AttentionImpl attention = AttentionImpl::FLASH2;
+  MemoryKernel memory = MemoryKernel::ELEMENTWISE; // memory-bound: its class and pass
+  bool backward = false;
   double flops = 0; // as executed (GEMM: 2mnk x batch; attention: with the causal mask's saving)
   double bytes = 0; // memory traffic
 };
 
 // A GEMM of 16-bit operands: its FLOPs and the bytes of its three matrices.
-Kernel gemm(std::string_view name, double m, double n, double k, double batch = 1);
-Kernel memory_bound(std::string_view name, double bytes);
+Kernel gemm(std::string_view name, double m, double n, double k, double batch = 1,
+            GemmLayout layout = GemmLayout::FORWARD);
+Kernel memory_bound(std::string_view name, double bytes, MemoryKernel memory = MemoryKernel::ELEMENTWISE,
+                    bool backward = false);
 
 // Output tiles of 128 x 128 spread over the SMs in waves: useful work / work done (1 without an SM count).
 double wave_efficiency(double m, double n, double batch, int sms);
@@ -33,5 +44,8 @@ double wave_efficiency(double m, double n, double batch, int sms);
 // The kernel's fixed overhead plus its busy time, the slower of its arithmetic and its memory traffic.
 double kernel_time(const Kernel& kernel, const GpuSpec& gpu, Precision precision);
 double busy_time(const Kernel& kernel, const GpuSpec& gpu, Precision precision);
+// The part of kernel_time spent streaming memory (the busy time of memory-bound kernels): what contention for HBM
+// bandwidth slows down.
+double memory_bound_time(const Kernel& kernel, const GpuSpec& gpu, Precision precision);
 
 } // namespace sim::hardware

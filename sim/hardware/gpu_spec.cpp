@@ -1,5 +1,7 @@
 #include "hardware/gpu_spec.hpp"
 
+#include <fmt/format.h>
+
 namespace sim::hardware {
 
 std::optional<double> GpuSpec::peak(Precision p) const
@@ -9,6 +11,38 @@ std::optional<double> GpuSpec::peak(Precision p) const
     return std::nullopt;
   return it->second;
 }
+
+double GpuSpec::memory_kernel_efficiency(MemoryKernel kernel, bool backward) const
+{
+  const double stream = memory_efficiency > 0 ? memory_efficiency : 1.0;
+  const auto it = memory_kernels.find(kernel);
+  if (it == memory_kernels.end())
+    return stream;
+  return backward && it->second.backward > 0 ? it->second.backward : it->second.forward;
+}
+
+namespace {
+
+std::map<MemoryKernel, MemoryKernelRate> read_memory_kernels(const core::Node& node)
+{
+  core::ObjectReader r(node);
+  std::map<MemoryKernel, MemoryKernelRate> out;
+  for (const auto& c : memory_kernel_choices) {
+    auto entry = r.find(c.name);
+    if (!entry)
+      continue;
+    core::ObjectReader e(*entry);
+    MemoryKernelRate rate;
+    rate.forward = e.number("forward", 0.01, 1.0);
+    rate.backward = e.number_or("backward", 0.0, 0.01, 1.0);
+    e.finish();
+    out[c.value] = rate;
+  }
+  r.finish();
+  return out;
+}
+
+} // namespace
 
 GpuSpec read_gpu(const core::Node& node)
 {
@@ -37,14 +71,32 @@ GpuSpec read_gpu(const core::Node& node)
   g.attention_efficiency = r.number_or("attention_efficiency", 0.0, 0.0, 1.0);
   g.attention_backward_efficiency = r.number_or("attention_backward_efficiency", 0.0, 0.0, 1.0);
   g.kernel_overhead_s = r.quantity_or("kernel_overhead", core::Dimension::TIME, 0.0);
+  g.sustained_compute_ratio = r.number_or("sustained_compute_ratio", 1.0, 0.3, 1.0);
+  if (auto kernels = r.find("memory_kernels"))
+    g.memory_kernels = read_memory_kernels(*kernels);
+  if (auto tables = r.find("kernel_tables"); tables && !tables->json().is_null()) {
+    if (!tables->json().is_object())
+      tables->fail_found("not resolved", core::describe_type(tables->json()), "a kernels/v1 preset name or object");
+    g.kernel_tables = read_kernel_tables(*tables);
+    if (g.kernel_tables->sms != g.sms && g.sms > 0)
+      tables->fail_found("measured on another chip", fmt::format("{} SMs", g.kernel_tables->sms),
+                         fmt::format("tables of a chip with this GPU's {} SMs", g.sms));
+  }
   if (auto price = r.find("list_price_usd"))
     g.list_price_usd = price->as_number(0.0, 1e7);
 
+  // A source names a field, or a member of one as a path (memory_kernels/dropout).
   core::ObjectReader sources(r.at("sources", "an object: field name -> source"));
   for (const auto& item : sources.node().json().items()) {
     const core::Node field = *sources.find(item.key());
-    if (!node.json().contains(item.key()))
-      field.fail_found("names no field of this GPU", "\"" + item.key() + "\"", "the name of a field given above");
+    bool names_field = false;
+    try {
+      names_field = node.json().contains(core::Json::json_pointer("/" + item.key()));
+    } catch (const core::Json::exception&) {
+    }
+    if (!names_field)
+      field.fail_found("names no field of this GPU", "\"" + item.key() + "\"",
+                       "the name of a field given above, or a path to one of its members");
     g.sources[item.key()] = field.as_string();
   }
   r.finish();

@@ -2,9 +2,11 @@
 #pragma once
 
 #include "core/json_reader.hpp"
+#include "hardware/kernel_tables.hpp"
 
 #include <array>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -17,6 +19,12 @@ inline constexpr std::array<core::Choice<Precision>, 5> precision_choices{{{"bf1
                                                                            {"fp8", Precision::FP8},
                                                                            {"tf32", Precision::TF32},
                                                                            {"fp32", Precision::FP32}}};
+
+// Achieved bandwidth of a class of memory-bound kernels, as a fraction of the nominal HBM bandwidth.
+struct MemoryKernelRate {
+  double forward = 0;
+  double backward = 0;
+};
 
 struct GpuSpec {
   std::string name;
@@ -33,11 +41,18 @@ struct GpuSpec {
   double attention_backward_efficiency = 0; // its backward pass's; 0: the forward's
   double kernel_overhead_s = 0;             // fixed time of every kernel (launch, prologue, tail)
   double nccl_nvlink_efficiency = 0;        // NCCL all-reduce bus bandwidth / NVLink nominal; 0 when not measured
+  // Tensor-core throughput of a node under sustained training load, relative to the short benchmarks the
+  // efficiencies and tables come from (power and thermal limits lower the clock); 1 when not measured.
+  double sustained_compute_ratio = 1;
+  std::map<MemoryKernel, MemoryKernelRate> memory_kernels; // measured classes; the others stream at memory_efficiency
+  std::shared_ptr<const KernelTables> kernel_tables;       // measured GEMM and attention rates; null when none
   std::optional<double> list_price_usd;
   std::map<std::string, std::string> sources; // field -> where the number comes from
 
   // Peak FLOP/s for `p`; nullopt when the part has no such tensor-core mode.
   std::optional<double> peak(Precision p) const;
+  // Fraction of the nominal HBM bandwidth a memory-bound kernel of this class achieves.
+  double memory_kernel_efficiency(MemoryKernel kernel, bool backward) const;
 };
 
 // Reads a gpu/v1 object.

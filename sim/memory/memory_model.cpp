@@ -60,7 +60,7 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
   const double a = static_cast<double>(m.num_attention_heads);
   const double s = static_cast<double>(p.seq_length);
   const double scores = a * s * sb;
-  if (p.flash_attention)
+  if (p.fused_attention())
     split += 4.0 * a * sb;
   else if (p.recompute != model::Recompute::SELECTIVE)
     split += m.dropout ? (2.0 * element_bytes + mask_bytes) * scores : element_bytes * scores;

@@ -4,6 +4,7 @@
 
 #include "hardware/gpu_spec.hpp"
 #include "model/flops.hpp"
+#include "plan/software.hpp"
 
 #include <array>
 #include <cstdint>
@@ -60,11 +61,13 @@ struct ParallelPlan {
   bool overlap_param_gather = false; // sharded optimizer: gather updated parameters during the next forward
   hardware::Precision precision = hardware::Precision::BF16;
   bool fp32_grad_accumulation = true; // gradients accumulated and reduced in fp32 (Megatron does this for bf16)
-  bool flash_attention = true;        // fused attention: no s x s score matrix is stored
   bool pp_scatter_gather = true;      // without SP, a stage sends 1/tp of its activations per TP rank, then gathers
   RankOrder rank_order{ParallelDim::TP, ParallelDim::DP, ParallelDim::PP};
   std::vector<int> layers_per_chunk; // layers of virtual stage c = chunk * pp + stage, size pp * virtual_stages
   CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::AUTO;
+  Software software; // the framework's generation and the behaviours that come with it
+
+  bool fused_attention() const { return software.attention != Attention::UNFUSED; }
 
   int gpus() const { return tp * pp * dp; }
   std::int64_t microbatches() const { return global_batch / (static_cast<std::int64_t>(micro_batch) * dp); }

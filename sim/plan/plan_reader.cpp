@@ -45,11 +45,11 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   p.overlap_param_gather = r.flag_or("overlap_param_gather", false);
   p.precision = r.choice_or<hardware::Precision>("precision", training_precision_choices, hardware::Precision::BF16);
   p.fp32_grad_accumulation = r.flag_or("fp32_grad_accumulation", p.precision == hardware::Precision::BF16);
-  p.flash_attention = r.flag_or("flash_attention", true);
   p.pp_scatter_gather = r.flag_or("pp_scatter_gather", true);
   p.rank_order = r.choice_or<RankOrder>("rank_order", rank_order_choices, p.rank_order);
   p.collective_algorithm =
       r.choice_or<CollectiveAlgorithm>("collective_algorithm", collective_algorithm_choices, CollectiveAlgorithm::AUTO);
+  p.software = read_software(r, SoftwareContext{p.pp > 1, p.schedule == Schedule::INTERLEAVED, p.fp32_grad_accumulation});
   // Megatron-core's default bucket: max(40M, 1M x dp) gradient elements.
   const double grad_bytes = p.fp32_grad_accumulation ? 4.0 : 2.0;
   p.dp_bucket_bytes = r.quantity_or("dp_bucket_size", core::Dimension::BYTES,
@@ -130,6 +130,9 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
                  fmt::format("the interleaved schedule needs the {} micro-batches per step to be a multiple of pp={} "
                              "(as Megatron-LM requires)",
                              p.microbatches(), p.pp));
+    if (p.software.pipeline_engine == PipelineEngine::DEEPSPEED)
+      infeasible(node, "schedule", "DeepSpeed's pipeline engine runs only the non-interleaved 1F1B schedule",
+                 "schedule 1f1b, or pipeline_engine megatron");
   } else if (p.virtual_stages > 1) {
     infeasible(node, "virtual_stages",
                fmt::format("virtual_stages={} needs the interleaved schedule", p.virtual_stages),

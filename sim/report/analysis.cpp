@@ -68,7 +68,18 @@ core::Json plan_json(const plan::ParallelPlan& p)
   j["overlap_param_gather"] = p.overlap_param_gather;
   j["precision"] = name_of(p.precision, plan::training_precision_choices);
   j["fp32_grad_accumulation"] = p.fp32_grad_accumulation;
-  j["flash_attention"] = p.flash_attention;
+  const auto& sw = p.software;
+  j["software"] = {{"generation", name_of(sw.generation, plan::generation_choices)},
+                   {"norm_impl", name_of(sw.norm, plan::norm_impl_choices)},
+                   {"attention", name_of(sw.attention, plan::attention_choices)},
+                   {"tp_backward_overlap", sw.tp_backward_overlap},
+                   {"grad_accumulation", name_of(sw.grad_accumulation, plan::grad_accumulation_choices)},
+                   {"p2p_sync", sw.p2p_sync},
+                   {"host_syncs_per_microbatch", sw.host_syncs_per_microbatch},
+                   {"optimizer", name_of(sw.optimizer, plan::optimizer_impl_choices)},
+                   {"pipeline_engine", name_of(sw.pipeline_engine, plan::pipeline_engine_choices)},
+                   {"backward_prefetch", name_of(sw.backward_prefetch, plan::backward_prefetch_choices)},
+                   {"zero3_per_tensor", sw.zero3_per_tensor}};
   j["pp_scatter_gather"] = p.pp_scatter_gather;
   j["rank_order"] = name_of(p.rank_order, plan::rank_order_choices);
   j["layers_per_chunk"] = p.layers_per_chunk;

@@ -19,6 +19,8 @@ std::string folder_of(ReferenceKind kind)
       return "topologies";
     case ReferenceKind::GPU:
       return "topologies/gpus";
+    case ReferenceKind::KERNELS:
+      return "topologies/gpus/kernels";
   }
   return "";
 }
@@ -32,6 +34,8 @@ std::string kind_name(ReferenceKind kind)
       return "topology";
     case ReferenceKind::GPU:
       return "GPU";
+    case ReferenceKind::KERNELS:
+      return "kernel tables";
   }
   return "";
 }

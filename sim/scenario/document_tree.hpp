@@ -11,11 +11,12 @@
 
 namespace sim::scenario {
 
-enum class ReferenceKind { MODEL, TOPOLOGY, GPU };
+enum class ReferenceKind { MODEL, TOPOLOGY, GPU, KERNELS };
 
 class DocumentTree {
  public:
-  // `data_dir` holds the presets: models/NAME.json, topologies/NAME.json, topologies/gpus/NAME.json.
+  // `data_dir` holds the presets: models/NAME.json, topologies/NAME.json, topologies/gpus/NAME.json,
+  // topologies/gpus/kernels/NAME.json.
   DocumentTree(const std::filesystem::path& file, std::filesystem::path data_dir);
 
   // Replaces a reference (a preset name or a relative path) at `pointer` by the document it names.

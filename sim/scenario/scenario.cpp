@@ -14,6 +14,13 @@ void resolve_scenario_references(DocumentTree& tree)
   tree.resolve("/model", ReferenceKind::MODEL);
   tree.resolve("/topology", ReferenceKind::TOPOLOGY);
   tree.resolve("/topology/node/gpu", ReferenceKind::GPU);
+  tree.resolve("/topology/node/gpu/kernel_tables", ReferenceKind::KERNELS);
+}
+
+void resolve_topology_references(DocumentTree& tree)
+{
+  tree.resolve("/node/gpu", ReferenceKind::GPU);
+  tree.resolve("/node/gpu/kernel_tables", ReferenceKind::KERNELS);
 }
 
 void apply_overrides(DocumentTree& tree, const LoadOptions& options, void (*resolve_all)(DocumentTree&))
@@ -93,7 +100,7 @@ CheckedFile check_file(const std::filesystem::path& file, const LoadOptions& opt
     root_node.fail_found("wrong type", core::describe_type(root), "a JSON object with a \"schema\"");
   const auto schema = root.find("schema");
   const std::string expected_schema =
-      "one of scenario/v1, model/v1, topology/v1, gpu/v1 (or a HuggingFace config.json)";
+      "one of scenario/v1, model/v1, topology/v1, gpu/v1, kernels/v1 (or a HuggingFace config.json)";
   if (schema == root.end())
     throw core::InputError(tree.provenance().locate("/schema"), "missing required key", "nothing", expected_schema);
   const std::string name = schema->is_string() ? schema->get<std::string>() : "";
@@ -108,13 +115,17 @@ CheckedFile check_file(const std::filesystem::path& file, const LoadOptions& opt
     checked.kind = FileKind::MODEL;
     checked.name = model::read_model(tree.node()).name;
   } else if (name == "topology/v1") {
-    apply_overrides(tree, options, [](DocumentTree& t) { t.resolve("/node/gpu", ReferenceKind::GPU); });
+    apply_overrides(tree, options, resolve_topology_references);
     checked.kind = FileKind::TOPOLOGY;
     checked.name = topology::read_cluster(tree.node()).name;
   } else if (name == "gpu/v1") {
-    apply_overrides(tree, options, [](DocumentTree&) {});
+    apply_overrides(tree, options, [](DocumentTree& t) { t.resolve("/kernel_tables", ReferenceKind::KERNELS); });
     checked.kind = FileKind::GPU;
     checked.name = hardware::read_gpu(tree.node()).name;
+  } else if (name == "kernels/v1") {
+    apply_overrides(tree, options, [](DocumentTree&) {});
+    checked.kind = FileKind::KERNELS;
+    checked.name = hardware::read_kernel_tables(tree.node())->name;
   } else {
     tree.node("/schema").fail("unsupported schema", expected_schema);
   }
@@ -128,7 +139,7 @@ topology::ClusterSpec load_cluster(const std::string& reference, const LoadOptio
   if (!std::filesystem::exists(file, ec) && reference.find('/') == std::string::npos && !reference.ends_with(".json"))
     file = preset_path(options.data_dir, ReferenceKind::TOPOLOGY, reference);
   DocumentTree tree(file, options.data_dir);
-  apply_overrides(tree, options, [](DocumentTree& t) { t.resolve("/node/gpu", ReferenceKind::GPU); });
+  apply_overrides(tree, options, resolve_topology_references);
   return topology::read_cluster(tree.node());
 }
 
@@ -161,6 +172,8 @@ std::string_view describe(FileKind kind)
       return "topology";
     case FileKind::GPU:
       return "GPU";
+    case FileKind::KERNELS:
+      return "kernel tables";
   }
   return "file";
 }

@@ -59,6 +59,10 @@ struct ClusterGraph {
   int leaves_per_pod = 1;
   // Share of a GPU's compute rate left to kernels while its NCCL kernels run (the SMs they hold are taken).
   double compute_share_during_comm = 1.0;
+  // HBM bandwidth a memory-bound kernel streams at (nominal x STREAM efficiency), and the HBM bytes NCCL moves per
+  // byte it sends or receives: what a collective beside a kernel takes from it.
+  double memory_bandwidth = 0;
+  double nccl_memory_traffic = 0;
 
   int gpus() const { return nodes * gpus_per_node; }
   std::string device_name(VertexId v) const;

@@ -232,6 +232,7 @@ ClusterSpec read_cluster(const core::Node& node)
     const int limit = c.gpu.sms > 0 ? c.gpu.sms - 1 : 1024;
     c.node.collective_sms = static_cast<int>(sms->as_integer(0, limit));
   }
+  c.node.nccl_memory_traffic = n.number_or("nccl_memory_traffic", c.node.nccl_memory_traffic, 0.0, 10.0);
   if (auto nv = n.find("nvlink"))
     c.node.nvlink = read_nvlink(*nv, c.gpu, c.node.gpus);
   if (auto pcie = n.find("pcie"))

@@ -64,6 +64,9 @@ struct NicSpec {
 struct NodeSpec {
   int gpus = 0;
   int collective_sms = 0; // SMs a running NCCL kernel holds (its CTAs do not share SMs with compute kernels)
+  // HBM bytes an NCCL kernel moves per byte it puts on a link: it stores what it receives and reads it back, and
+  // reads or writes the user buffers (NVIDIA/nccl#1428, maintainer: "at least 2x ... can be 3x"; central 2.5).
+  double nccl_memory_traffic = 2.5;
   std::optional<NvLinkFabric> nvlink;
   std::optional<PcieTree> pcie;
   NicSpec nics;

@@ -1,13 +1,17 @@
 #include "validation/case_conversion.hpp"
 
+#include "model/param_count.hpp"
 #include "scenario/document_tree.hpp"
+#include "validation/software_choice.hpp"
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
 #include <optional>
 #include <regex>
+#include <set>
 
 namespace sim::validation {
 namespace {
@@ -67,16 +71,6 @@ std::optional<bool> flag(const Json& j, std::string_view key)
   return m && m->is_boolean() ? std::optional<bool>(m->get<bool>()) : std::nullopt;
 }
 
-// The latest year 20xx the source names (papers, README commits): which software generation ran the case.
-std::optional<int> publication_year(const std::string& source)
-{
-  static const std::regex year(R"((?:^|[^0-9])(20[1-3][0-9])(?=[^0-9]|$))");
-  std::optional<int> latest;
-  for (auto it = std::sregex_iterator(source.begin(), source.end(), year); it != std::sregex_iterator(); ++it)
-    latest = std::max(latest.value_or(0), std::stoi((*it)[1].str()));
-  return latest;
-}
-
 struct Hardware {
   std::string gpu;      // GPU preset
   std::string topology; // topology preset with that kind of node
@@ -105,17 +99,49 @@ std::optional<Hardware> match_gpu(const std::string& name)
   return std::nullopt;
 }
 
+// The fields a case may hold, per section; anything else is a field simtrain would not understand, so the case is
+// refused rather than simulated without it.
+const std::set<std::string>& known_fields(std::string_view section)
+{
+  static const std::map<std::string_view, std::set<std::string>> fields{
+      {"", {"id", "source", "source_type", "model", "hardware", "plan", "measured", "notes", "confidence",
+            "inferred_fields", "derived"}},
+      {"model", {"name", "params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab",
+                 "seq_len", "activation", "norm", "position_embedding", "tie_embeddings", "bias", "dropout"}},
+      {"hardware", {"gpu", "num_gpus", "gpus_per_node", "interconnect"}},
+      {"plan", {"tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "global_batch", "global_batch_tokens", "grad_accum",
+                "recompute", "sequence_parallel", "zero_stage", "distributed_optimizer", "precision", "ddp_impl",
+                "pipeline_schedule", "scatter_gather_p2p", "model_parallel_size", "overlap", "fsdp_sharding",
+                "activation_cpu_offload", "framework", "attention"}},
+  };
+  return fields.at(section);
+}
+
+std::string unknown_field(const Json& section, std::string_view name)
+{
+  if (!section.is_object())
+    return "";
+  for (const auto& [key, value] : section.items())
+    if (!known_fields(name).contains(key))
+      return name.empty() ? key : fmt::format("{}.{}", name, key);
+  return "";
+}
+
 class Converter {
  public:
   Converter(const Json& c, std::filesystem::path data_dir) : c_(c), data_dir_(std::move(data_dir))
   {
     out_.id = text(c, "id");
     out_.source = short_source(text(c, "source"));
-    year_ = publication_year(text(c, "source"));
   }
 
   CaseConversion convert()
   {
+    if (!c_.is_object())
+      return unsupported("not a JSON object");
+    for (std::string_view part : {"", "model", "hardware", "plan"})
+      if (const std::string field = unknown_field(part.empty() ? c_ : section(c_, part), part); !field.empty())
+        return unsupported(fmt::format("field \"{}\" is not one simtrain reads: it cannot tell what it changes", field));
     const Json& model = section(c_, "model");
     const Json& hardware = section(c_, "hardware");
     const Json& plan = section(c_, "plan");
@@ -127,15 +153,16 @@ class Converter {
     if (const std::string why = refusal(plan); !why.empty())
       return unsupported(why);
 
-    auto model_json = model_of(model, plan);
+    auto model_json = model_of(model);
     if (!model_json)
       return out_;
     auto topology = topology_of(*hw, hardware);
     if (!topology)
       return out_;
-    auto base_plan = plan_of(plan, hardware);
+    auto base_plan = plan_of(plan, hardware, (*model_json)["seq_length"].get<std::int64_t>());
     if (!base_plan)
       return out_;
+    software_of(plan, *base_plan);
 
     Json scenario{{"schema", "scenario/v1"},
                   {"name", out_.id},
@@ -175,7 +202,22 @@ class Converter {
     return "";
   }
 
-  std::optional<Json> model_of(const Json& model, const Json& plan)
+  // A field that is present must be understood; `choices` maps its lowered text's prefix to the scenario's value.
+  std::optional<std::string> choice(const Json& j, std::string_view key,
+                                    const std::vector<std::pair<std::string, std::string>>& choices)
+  {
+    const std::string value = lower(text(j, key));
+    for (const auto& [prefix, chosen] : choices)
+      if (value.starts_with(prefix))
+        return chosen;
+    std::string expected;
+    for (const auto& [prefix, chosen] : choices)
+      expected += (expected.empty() ? "" : ", ") + prefix;
+    unsupported(fmt::format("{} \"{}\" is not understood (expected one of: {})", key, text(j, key), expected));
+    return std::nullopt;
+  }
+
+  std::optional<Json> model_of(const Json& model)
   {
     const auto layers = integer(model, "layers");
     const auto hidden = integer(model, "hidden");
@@ -193,18 +235,95 @@ class Converter {
            {"num_attention_heads", *heads},
            {"vocab_size", *vocab},
            {"seq_length", *seq}};
+    if (member(model, "kv_heads")) {
+      const auto kv = integer(model, "kv_heads");
+      if (!kv || *kv == 0 || *heads % *kv != 0) {
+        unsupported(fmt::format("kv_heads {} does not divide the {} heads", text(model, "kv_heads"), *heads));
+        return std::nullopt;
+      }
+      m["num_kv_heads"] = *kv;
+    }
+    if (const auto d = integer(model, "head_dim"))
+      m["head_dim"] = *d;
+    if (member(model, "activation")) {
+      const auto ffn = choice(model, "activation",
+                              {{"swiglu", "swiglu"}, {"silu", "swiglu"}, {"geglu", "geglu"}, {"gelu", "gelu"},
+                               {"relu", "relu"}});
+      if (!ffn)
+        return std::nullopt;
+      m["ffn_kind"] = *ffn;
+    }
+    if (member(model, "norm")) {
+      const auto norm = choice(model, "norm", {{"rms", "rmsnorm"}, {"layer", "layernorm"}});
+      if (!norm)
+        return std::nullopt;
+      m["norm"] = *norm;
+    }
+    if (member(model, "position_embedding")) {
+      const auto pos = choice(model, "position_embedding",
+                              {{"rope", "rope"}, {"rotary", "rope"}, {"alibi", "alibi"}, {"learned", "learned"}});
+      if (!pos)
+        return std::nullopt;
+      m["position_embedding"] = *pos;
+    }
+    for (const auto& [field, key] : {std::pair{"tie_embeddings", "tie_embeddings"}, {"bias", "linear_bias"},
+                                     {"dropout", "dropout"}})
+      if (member(model, field)) {
+        const auto b = flag(model, field);
+        if (!b) {
+          unsupported(fmt::format("model.{} \"{}\" is not a true/false value", field, text(model, field)));
+          return std::nullopt;
+        }
+        m[key] = *b;
+        if (std::string_view(key) == "linear_bias")
+          m["qkv_bias"] = *b;
+      }
     if (const auto ffn = integer(model, "ffn_hidden"))
       m["ffn_hidden_size"] = *ffn;
     else
-      assume("FFN size not given: 4 x hidden");
-    if (mentions(text(model, "name"), "mpt") || mentions(text(plan, "framework"), "llm-foundry")) {
-      // llm-foundry's benchmark models: their parameter counts grow with the sequence length, so learned positions.
-      m["qkv_bias"] = false;
-      m["linear_bias"] = false;
-      m["dropout"] = false;
-      assume("MPT architecture: no biases, no dropout, tied embeddings (llm-foundry)");
+      assume(m.contains("ffn_kind") && m["ffn_kind"] == "swiglu" ? "FFN size not given: 8/3 x hidden (SwiGLU)"
+                                                                 : "FFN size not given: 4 x hidden");
+    if (m.contains("ffn_kind") && m["ffn_kind"] == "swiglu" && !m.contains("ffn_hidden_size"))
+      m["ffn_hidden_size"] = (8 * *hidden / 3 + 127) / 128 * 128;
+    if (mentions(text(model, "name"), "mpt") || mentions(text(section(c_, "plan"), "framework"), "llm-foundry")) {
+      // llm-foundry's benchmark models (scripts/train/yamls/pretrain/mpt-*.yaml): learned positions, biases, no
+      // dropout; their published parameter counts reproduce exactly with biases on.
+      if (!member(model, "dropout"))
+        m["dropout"] = false;
+      assume("MPT architecture: learned positions, biases, no dropout, tied embeddings (llm-foundry yamls)");
     }
+    if (!check_parameters(model, m))
+      return std::nullopt;
     return m;
+  }
+
+  // The stated parameter count against the architecture as read: a gap means the case holds something simtrain did
+  // not read (GQA, a gated FFN, an untied head...), and its time would be off by as much.
+  bool check_parameters(const Json& model, const Json& m)
+  {
+    const auto stated = number(model, "params_b");
+    if (!stated || *stated <= 0)
+      return true;
+    double counted = 0;
+    try {
+      core::Provenance provenance;
+      provenance.add_source("", out_.id);
+      counted = model::count_params(model::read_model(core::Node(m, "", provenance))).total / 1e9;
+    } catch (const core::InputError& e) {
+      unsupported(fmt::format("the model does not describe a transformer simtrain can build: {}", e.what()));
+      return false;
+    }
+    const double gap = counted / *stated - 1.0;
+    if (std::abs(gap) > 0.15) {
+      unsupported(fmt::format("the architecture as given has {:.2f}B parameters, the case states {}B ({:+.0f}%): "
+                              "it holds architecture details the case does not state",
+                              counted, text(model, "params_b"), 100.0 * gap));
+      return false;
+    }
+    if (std::abs(gap) > 0.03)
+      assume(fmt::format("the architecture as given has {:.2f}B parameters against {}B stated ({:+.1f}%)", counted,
+                         text(model, "params_b"), 100.0 * gap));
+    return true;
   }
 
   std::optional<Json> topology_of(const Hardware& hw, const Json& hardware)
@@ -238,7 +357,45 @@ class Converter {
     return topology;
   }
 
-  std::optional<Json> plan_of(const Json& plan, const Json& hardware)
+  // The global batch in sequences: given as such, as tokens (global_batch_tokens, or a string naming tokens such as
+  // "4M tokens"), or from micro-batch x dp x gradient-accumulation steps.
+  std::optional<std::int64_t> global_batch(const Json& plan, std::int64_t seq, std::optional<std::int64_t> micro,
+                                           std::int64_t dp)
+  {
+    std::optional<double> tokens = number(plan, "global_batch_tokens");
+    const Json* g = member(plan, "global_batch");
+    if (g && g->is_string()) {
+      static const std::regex count(R"(^\s*([0-9]+(\.[0-9]+)?)\s*([kmb]?)\s*(tokens?)?\s*$)");
+      std::smatch match;
+      const std::string value = lower(g->get<std::string>());
+      if (std::regex_match(value, match, count) && match[4].matched) {
+        // "4M tokens" is 4 x 2^20 when that makes whole sequences (1024 x 4096), else 4 x 10^6.
+        const int power = match[3] == "k" ? 1 : match[3] == "m" ? 2 : match[3] == "b" ? 3 : 0;
+        const double n = std::stod(match[1].str());
+        const double binary = n * std::pow(1024.0, power);
+        const double decimal = n * std::pow(1000.0, power);
+        tokens = std::fmod(binary, static_cast<double>(seq)) == 0.0 ? binary : decimal;
+      } else if (!std::regex_match(value, match, count)) {
+        return std::nullopt; // a range such as "32..64": measured per batch in a table
+      }
+    }
+    if (tokens) {
+      const double sequences = *tokens / static_cast<double>(seq);
+      if (sequences < 1 || std::abs(sequences - std::round(sequences)) > 1e-6) {
+        unsupported(fmt::format("a global batch of {} tokens is not a whole number of {}-token sequences", *tokens, seq));
+        return std::nullopt;
+      }
+      assume(fmt::format("global batch of {} tokens: {} sequences of {}", *tokens, std::llround(sequences), seq));
+      return std::llround(sequences);
+    }
+    if (const auto sequences = integer(plan, "global_batch"))
+      return sequences;
+    if (const auto steps = integer(plan, "grad_accum"); steps && micro)
+      return *micro * dp * *steps;
+    return std::nullopt;
+  }
+
+  std::optional<Json> plan_of(const Json& plan, const Json& hardware, std::int64_t seq)
   {
     const std::int64_t tp = *integer(plan, "tp");
     const std::int64_t pp = *integer(plan, "pp");
@@ -250,42 +407,69 @@ class Converter {
       unsupported(fmt::format("tp x pp x dp does not match the {} GPUs", text(hardware, "num_gpus")));
       return std::nullopt;
     }
+    if (const auto mp = integer(plan, "model_parallel_size"); mp && *mp != tp * pp) {
+      unsupported(fmt::format("model_parallel_size {} is not tp x pp = {}", *mp, tp * pp));
+      return std::nullopt;
+    }
     Json p{{"tp", tp}, {"pp", pp}, {"dp", *dp}};
 
-    const auto micro = integer(plan, "micro_batch");
+    auto micro = integer(plan, "micro_batch");
+    const auto global = global_batch(plan, seq, micro, *dp);
+    if (!out_.unsupported.empty())
+      return std::nullopt;
+    if (!micro && global && integer(plan, "grad_accum")) {
+      const std::int64_t per_step = *dp * *integer(plan, "grad_accum");
+      if (*global % per_step == 0) {
+        micro = *global / per_step;
+        assume(fmt::format("micro-batch from global batch / (dp x gradient-accumulation steps): {}", *micro));
+      }
+    }
     if (!micro)
       assume("micro-batch not given: 1");
     p["micro_batch"] = micro.value_or(1);
-    if (const auto global = integer(plan, "global_batch")) {
+    if (global) {
       if (*global % (micro.value_or(1) * *dp) != 0) {
         unsupported(fmt::format("global batch {} is not a multiple of micro-batch x dp = {}", *global,
                                 micro.value_or(1) * *dp));
         return std::nullopt;
       }
+      if (const auto steps = integer(plan, "grad_accum"); steps && *steps * micro.value_or(1) * *dp != *global) {
+        unsupported(fmt::format("global batch {} is not micro-batch x dp x grad_accum = {} x {} x {}", *global,
+                                micro.value_or(1), *dp, *steps));
+        return std::nullopt;
+      }
       p["global_batch"] = *global;
     }
 
+    const std::string schedule = lower(text(plan, "pipeline_schedule"));
     if (const auto v = integer(plan, "vpp"); v && *v > 1) {
       p["schedule"] = "interleaved";
       p["virtual_stages"] = *v;
+      if (!schedule.empty() && !mentions(schedule, "interleaved")) {
+        unsupported(fmt::format("vpp {} contradicts pipeline_schedule \"{}\"", *v, text(plan, "pipeline_schedule")));
+        return std::nullopt;
+      }
+    } else if (mentions(schedule, "gpipe")) {
+      p["schedule"] = "gpipe";
+    } else if (!schedule.empty() && !mentions(schedule, "1f1b")) {
+      unsupported(fmt::format("pipeline_schedule \"{}\" is not understood (1F1B, interleaved or GPipe)",
+                              text(plan, "pipeline_schedule")));
+      return std::nullopt;
     }
 
-    const std::string recompute = lower(text(plan, "recompute"));
-    if (recompute.starts_with("full"))
-      p["recompute"] = "full";
-    else if (recompute.starts_with("selective"))
-      p["recompute"] = "selective";
-    else if (recompute.starts_with("none"))
-      p["recompute"] = "none";
-    else {
+    if (!member(plan, "recompute")) {
       p["recompute"] = "none";
       assume("recomputation not given: none");
-    }
+    } else if (const auto r = choice(plan, "recompute", {{"full", "full"}, {"selective", "selective"}, {"none", "none"}}))
+      p["recompute"] = *r;
+    else
+      return std::nullopt;
 
+    const int year = latest_date(text(c_, "source")).value_or(YearMonth{}).year;
     if (const auto sp = flag(plan, "sequence_parallel")) {
       p["sequence_parallel"] = *sp;
     } else {
-      const bool modern = year_.value_or(0) >= 2023 && tp > 1;
+      const bool modern = year >= 2023 && tp > 1;
       p["sequence_parallel"] = modern;
       if (tp > 1)
         assume(modern ? "sequence parallelism not given: on with TP (Megatron-core practice)"
@@ -301,38 +485,58 @@ class Converter {
         assume("precision not given: bf16");
     }
 
-    // FlashAttention (mid-2022) reached Megatron-LM and llm-foundry in 2023; earlier runs used unfused attention.
-    const bool flash = mentions(text(plan, "framework"), "flashattention") || year_.value_or(0) >= 2023;
-    p["flash_attention"] = flash;
-    if (!mentions(text(plan, "framework"), "flashattention"))
-      assume(flash ? "fused (flash) attention, as in 2023+ software" : "unfused attention, as in 2021-22 software");
-
     const std::string sharding = lower(text(plan, "fsdp_sharding"));
     if (!sharding.empty()) {
-      p["zero_stage"] = sharding == "full_shard" ? 3 : sharding == "shard_grad_op" ? 2 : 0;
+      const auto stage = choice(plan, "fsdp_sharding", {{"full_shard", "3"}, {"shard_grad_op", "2"}, {"no_shard", "0"}});
+      if (!stage)
+        return std::nullopt;
+      p["zero_stage"] = std::stoi(*stage);
       // Composer's FSDP reduces gradients in fp32 with autocast ("DEFAULT" mixed precision), else in 16 bits ("PURE").
       p["fp32_grad_accumulation"] = precision.starts_with("amp");
     } else if (const auto zero = integer(plan, "zero_stage")) {
       p["zero_stage"] = *zero;
-    } else if (mentions(text(plan, "overlap"), "overlap-param-gather")) {
+    } else if (flag(plan, "distributed_optimizer").value_or(false) ||
+               mentions(text(plan, "overlap"), "overlap-param-gather")) {
       p["distributed_optimizer"] = true;
-      p["overlap_param_gather"] = true;
-      assume("distributed optimizer (implied by --overlap-param-gather)");
+      if (!flag(plan, "distributed_optimizer"))
+        assume("distributed optimizer (implied by --overlap-param-gather)");
     }
-
+    if (mentions(text(plan, "overlap"), "overlap-param-gather") && p.value("distributed_optimizer", false))
+      p["overlap_param_gather"] = true;
     if (mentions(text(plan, "overlap"), "tp-comm-overlap") && p["sequence_parallel"] == true)
       p["tp_comm_overlap"] = true;
 
-    const std::string ddp = lower(text(plan, "ddp_impl"));
-    if (ddp == "local") {
-      p["overlap_grad_reduce"] = false;
-    } else if (ddp == "torch") {
-      p["overlap_grad_reduce"] = true;
-      p["dp_bucket_size"] = "25MB";
+    if (member(plan, "ddp_impl")) {
+      const auto ddp = choice(plan, "ddp_impl", {{"local", "local"}, {"torch", "torch"}});
+      if (!ddp)
+        return std::nullopt;
+      p["overlap_grad_reduce"] = *ddp == "torch";
+      if (*ddp == "torch")
+        p["dp_bucket_size"] = "25MB";
     }
     if (const auto sg = flag(plan, "scatter_gather_p2p"))
       p["pp_scatter_gather"] = *sg;
     return p;
+  }
+
+  // The software generation and what the case's framework, date, scripts and notes say about it.
+  void software_of(const Json& plan, Json& p)
+  {
+    const auto choice = choose_software(CaseText{text(c_, "source"), text(plan, "framework"), text(c_, "notes"),
+                                                 static_cast<int>(p.value("zero_stage", 0)),
+                                                 p.value("fp32_grad_accumulation", p["precision"] == "bf16"),
+                                                 p.value("sequence_parallel", false)});
+    for (const auto& [key, value] : choice.plan.items())
+      p[key] = value;
+    for (const auto& a : choice.assumptions)
+      assume(a);
+    if (member(plan, "attention")) {
+      const auto a = this->choice(plan, "attention",
+                                  {{"flash3", "flash3"}, {"flash1", "flash1"}, {"flash", "flash2"}, {"cudnn", "cudnn"},
+                                   {"unfused", "unfused"}, {"te", "te"}});
+      if (a)
+        p["attention"] = *a;
+    }
   }
 
   // Rank of a measured key: the best-ranked kind present is the case's primary comparison.
@@ -520,7 +724,6 @@ class Converter {
   const Json& c_;
   std::filesystem::path data_dir_;
   CaseConversion out_;
-  std::optional<int> year_;
 };
 
 } // namespace

@@ -154,6 +154,8 @@ class Builder {
     t.label = g_.label(step.label);
     t.duration_s = step.duration_s;
     t.flops = step.flops;
+    if (step.duration_s > 0)
+      t.memory_share = static_cast<std::uint16_t>(std::lround(65535.0 * std::clamp(step.memory_s / step.duration_s, 0.0, 1.0)));
     return add(t, tail_[static_cast<std::size_t>(gpu)]);
   }
 
@@ -299,6 +301,14 @@ class Builder {
         for (int r : members)
           tail_[static_cast<std::size_t>(r)] = {end};
       }
+      // DeepSpeed's engine freed the stage's partitioned output after sending it: backward gathers it again over the
+      // tensor-parallel group (PartitionedTensor.full(), v0.5).
+      if (pass == Pass::BACKWARD && deepspeed_engine() && p_.tp > 1 && !p_.sequence_parallel) {
+        const TaskId end = collective(CollectiveKind::ALL_GATHER, group, act_bytes_, Category::PP,
+                                      "pp output re-gather", w, tails_of(members));
+        for (int r : members)
+          tail_[static_cast<std::size_t>(r)] = {end};
+      }
     }
   }
 
@@ -317,14 +327,25 @@ class Builder {
         const int dst = rank(t, d, to_stage);
         const double bytes = scatter_gather() || p_.sequence_parallel ? act_bytes_ / p_.tp : act_bytes_;
         const auto deps = tail_[static_cast<std::size_t>(src)];
-        for (const Flow& f : point_to_point(src, dst, bytes))
-          g_.depend(ready, transfer(f, Category::PP, no_task, label, w, deps));
+        for (const Flow& f : point_to_point(src, dst, bytes)) {
+          const TaskId sent = transfer(f, Category::PP, no_task, label, w, deps);
+          g_.depend(ready, sent);
+          // The device is synchronised after the send: the sender's next kernel waits for it.
+          if (p2p_sync() && f.src == src)
+            tail_[static_cast<std::size_t>(src)].push_back(sent);
+        }
       }
     }
   }
 
-  // Each TP rank sends a 1/tp slice of the activations and the receiving TP group all-gathers them.
-  bool scatter_gather() const { return p_.tp > 1 && !p_.sequence_parallel && p_.pp_scatter_gather; }
+  // Each TP rank sends a 1/tp slice of the activations and the receiving TP group all-gathers them. DeepSpeed's
+  // pipeline engine always partitions them over the tensor-parallel group.
+  bool scatter_gather() const
+  {
+    return p_.tp > 1 && !p_.sequence_parallel && (p_.pp_scatter_gather || deepspeed_engine());
+  }
+  bool deepspeed_engine() const { return p_.software.pipeline_engine == plan::PipelineEngine::DEEPSPEED; }
+  bool p2p_sync() const { return p_.software.p2p_sync || deepspeed_engine(); }
 
   std::vector<Flow> point_to_point(int src, int dst, double bytes)
   {
@@ -389,11 +410,14 @@ class Builder {
     const bool has_input = forward ? vs > 0 : vs < last_virtual_stage();
     if (has_input)
       wait_input(s, forward ? Pass::FORWARD : Pass::BACKWARD, vs, base);
+    host_syncs(s, base);
 
     const auto items = pass_items(vs, forward);
     std::vector<std::vector<TaskId>> gathered(items.size()); // per item, per TP rank
     if (p_.zero_stage >= 3 && !items.empty())
       gathered[0] = gather_parameters(s, items[0], base);
+    // FSDP's BACKWARD_POST issues the next unit's gather after the current unit's gradients are computed.
+    const bool prefetch_after = !forward && p_.software.backward_prefetch == plan::BackwardPrefetch::POST;
     for (std::size_t i = 0; i < items.size(); ++i) {
       Where w = base;
       w.layer = items[i] >= 0 ? items[i] : -1;
@@ -401,13 +425,17 @@ class Builder {
         for (int r : stage_gpus(s))
           tail_[static_cast<std::size_t>(r)].push_back(params_ready_[static_cast<std::size_t>(r)].at(items[i]));
       if (p_.zero_stage >= 3) {
-        if (i + 1 < items.size()) // prefetch the next item's parameters while this one computes
+        if (i + 1 < items.size() && !prefetch_after) // prefetch the next item's parameters while this one computes
           gathered[i + 1] = gather_parameters(s, items[i + 1], w);
         for (int r : stage_gpus(s))
           tail_[static_cast<std::size_t>(r)].push_back(
               gathered[i][static_cast<std::size_t>(plan::coords_of(p_, r).tp)]);
       }
       run(program_of(items[i], forward), s, w);
+      if (!forward)
+        accumulate_gradients(s, items[i], w);
+      if (p_.zero_stage >= 3 && i + 1 < items.size() && prefetch_after)
+        gathered[i + 1] = gather_parameters(s, items[i + 1], w);
       if (!forward && (p_.zero_stage >= 2 || mb == p_.microbatches() - 1))
         for (int r : stage_gpus(s))
           grad_ready_[static_cast<std::size_t>(r)][items[i]] = join(r);
@@ -416,6 +444,34 @@ class Builder {
       send(s, forward ? Pass::FORWARD : Pass::BACKWARD, vs, base);
     if (!forward && p_.zero_stage >= 2)
       reduce_gradients(s, mb);
+  }
+
+  // Device synchronisations the framework makes per micro-batch (timers, meta-data copies), half in each pass: the
+  // GPU idles for a kernel launch after each while the host issues the next kernel.
+  void host_syncs(int s, const Where& w)
+  {
+    const int syncs = p_.software.host_syncs_per_microbatch;
+    if (syncs == 0)
+      return;
+    Step step;
+    step.label = "host synchronisation";
+    step.duration_s = 0.5 * syncs * cluster_.gpu.kernel_overhead_s;
+    for (int r : stage_gpus(s))
+      tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
+  }
+
+  // A micro-batch's weight gradients added to the accumulated ones, unless the GEMM accumulated them (fused) or this
+  // is the first micro-batch of autograd's accumulation.
+  void accumulate_gradients(int s, int item, const Where& w)
+  {
+    if (programs_.grad_accumulation_s_per_param <= 0 || (w.microbatch == 0 && !programs_.grad_accumulation_from_first))
+      return;
+    Step step;
+    step.label = "gradient accumulation";
+    step.memory_s = item_params(item, s) * programs_.grad_accumulation_s_per_param;
+    step.duration_s = cluster_.gpu.kernel_overhead_s + step.memory_s;
+    for (int r : stage_gpus(s))
+      tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
   }
 
   void forward(int s, int c, int mb) { pass(s, c, mb, true); }
@@ -476,7 +532,10 @@ class Builder {
     for (int c = p_.virtual_stages - 1; c >= 0; --c)
       for (int item : pass_items(virtual_stage(p_, s, c), false))
         order.push_back(item);
-    const CollectiveKind kind = sharded_optimizer() ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE;
+    // DeepSpeed's engine all-reduces even with ZeRO-1 (the stage keeps its partition of the result), after the flush.
+    const CollectiveKind kind = sharded_optimizer() && !deepspeed_engine() ? CollectiveKind::REDUCE_SCATTER
+                                                                           : CollectiveKind::ALL_REDUCE;
+    const bool after_flush = !p_.overlap_grad_reduce || deepspeed_engine();
     const Where w{Category::DP, s, -1, mb, -1};
     const auto all = buckets(order, s);
     for (std::size_t bucket = 0; bucket < all.size(); ++bucket) {
@@ -490,7 +549,7 @@ class Builder {
           deps.push_back(reduce_tail_[static_cast<std::size_t>(r)]);
           for (int item : items)
             deps.push_back(grad_ready_[static_cast<std::size_t>(r)].at(item));
-          if (!p_.overlap_grad_reduce)
+          if (after_flush)
             for (TaskId t2 : tail_[static_cast<std::size_t>(r)])
               deps.push_back(t2);
         }
@@ -583,6 +642,7 @@ class Builder {
     Step step;
     step.label = "optimizer";
     step.duration_s = updated * programs_.optimizer_s_per_param;
+    step.memory_s = step.duration_s;
     const Where w{Category::OPTIMIZER, s, -1, -1, -1};
     for (int r : stage_gpus(s)) {
       tail_[static_cast<std::size_t>(r)].push_back(reduce_tail_[static_cast<std::size_t>(r)]);

@@ -4,8 +4,10 @@ namespace sim::workload {
 namespace {
 
 using hardware::gemm;
+using hardware::GemmLayout;
 using hardware::Kernel;
 using hardware::memory_bound;
+using hardware::MemoryKernel;
 
 constexpr double e = 2.0; // bytes per 16-bit element
 
@@ -14,10 +16,52 @@ struct Shape {
   double b, s, T, Tsp; // micro-batch, sequence, tokens, tokens held outside the TP region (T / t with SP)
   double h, q, kv, f, f1, a, d, t, vocab;
   bool sp, flash, dropout, rope, gated;
-  bool comm_overlap; // sequence-parallel collectives pipelined with the GEMM beside them
+  bool comm_overlap;       // sequence-parallel collectives pipelined with the GEMM beside them
+  bool backward_overlap;   // the backward's TP communication runs beside the weight-gradient GEMM
+  MemoryKernel norm;       // the norm kernels' class (kind and implementation)
+  hardware::AttentionImpl attention;
 };
 
-Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p)
+MemoryKernel norm_kernel(model::NormKind kind, plan::NormImpl impl)
+{
+  const bool rms = kind == model::NormKind::RMSNORM;
+  switch (impl) {
+    case plan::NormImpl::TE:
+      return rms ? MemoryKernel::RMSNORM_TE : MemoryKernel::LAYERNORM_TE;
+    case plan::NormImpl::APEX:
+      return rms ? MemoryKernel::RMSNORM_APEX : MemoryKernel::LAYERNORM_APEX;
+    case plan::NormImpl::APEX_FAST: // FastLayerNorm has no RMSNorm; apex's fused RMSNorm is the kernel then
+      return rms ? MemoryKernel::RMSNORM_APEX : MemoryKernel::LAYERNORM_FAST;
+    case plan::NormImpl::TORCH:
+      return rms ? MemoryKernel::RMSNORM_TORCH : MemoryKernel::LAYERNORM_TORCH;
+  }
+  return MemoryKernel::ELEMENTWISE;
+}
+
+// The fused attention kernel a plan runs: Transformer Engine picks cuDNN's on Hopper and later (its
+// get_attention_backend prefers FusedAttention there), FlashAttention-2 before.
+hardware::AttentionImpl attention_impl(plan::Attention a, const hardware::GpuSpec& gpu)
+{
+  switch (a) {
+    case plan::Attention::FLASH1:
+      return hardware::AttentionImpl::FLASH1;
+    case plan::Attention::FLASH3:
+      return hardware::AttentionImpl::FLASH3;
+    case plan::Attention::CUDNN:
+      return hardware::AttentionImpl::CUDNN;
+    case plan::Attention::TE:
+      if (gpu.kernel_tables && std::any_of(gpu.kernel_tables->attention.begin(), gpu.kernel_tables->attention.end(),
+                                           [](const auto& r) { return r.impl == hardware::AttentionImpl::CUDNN; }))
+        return hardware::AttentionImpl::CUDNN;
+      return hardware::AttentionImpl::FLASH2;
+    case plan::Attention::FLASH2:
+    case plan::Attention::UNFUSED:
+      break;
+  }
+  return hardware::AttentionImpl::FLASH2;
+}
+
+Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu)
 {
   Shape x{};
   x.b = p.micro_batch;
@@ -36,15 +80,20 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p)
   x.a = static_cast<double>(m.num_attention_heads);
   x.d = static_cast<double>(m.head_dim);
   x.vocab = static_cast<double>(m.vocab_size);
-  x.flash = p.flash_attention;
+  x.flash = p.fused_attention();
   x.dropout = m.dropout;
   x.rope = m.position_embedding == model::PositionEmbedding::ROPE;
+  x.backward_overlap = p.software.tp_backward_overlap;
+  x.norm = norm_kernel(m.norm, p.software.norm);
+  x.attention = attention_impl(p.software.attention, gpu);
   return x;
 }
 
 class Costing {
  public:
-  Costing(const hardware::GpuSpec& gpu, hardware::Precision precision) : gpu_(gpu), precision_(precision) {}
+  Costing(const hardware::GpuSpec& gpu, hardware::Precision precision, std::vector<KernelCost>* log = nullptr)
+      : gpu_(gpu), precision_(precision), log_(log)
+  {}
 
   Step compute(std::string label, const std::vector<Kernel>& kernels, bool recompute = false) const
   {
@@ -53,15 +102,23 @@ class Costing {
     s.label = std::move(label);
     s.recompute = recompute;
     for (const auto& k : kernels) {
-      s.duration_s += hardware::kernel_time(k, gpu_, precision_);
+      const double time = hardware::kernel_time(k, gpu_, precision_);
+      s.duration_s += time;
+      s.memory_s += hardware::memory_bound_time(k, gpu_, precision_);
       s.flops += k.flops;
+      if (log_ != nullptr)
+        log_->push_back(KernelCost{program_, s.label, k, time, recompute});
     }
     return s;
   }
 
+  void set_program(std::string name) { program_ = std::move(name); }
+
  private:
   const hardware::GpuSpec& gpu_;
   hardware::Precision precision_;
+  std::vector<KernelCost>* log_;
+  std::string program_;
 };
 
 Step collective(std::string label, CollectiveKind kind, double bytes)
@@ -82,6 +139,25 @@ Step overlap(Step compute, CollectiveKind kind, double bytes)
   return compute;
 }
 
+// A backward GEMM and the tensor-parallel collective that may run beside it: overlapped (Megatron-LM's asynchronous
+// communication, 2021-09 on), or the collective after the GEMM, blocking (the 2021 code's autograd order).
+void backward_overlap(Program& p, const Shape& x, Step compute, CollectiveKind kind, double bytes,
+                      bool collective_first = false)
+{
+  if (x.backward_overlap) {
+    p.push_back(overlap(std::move(compute), kind, bytes));
+    return;
+  }
+  const std::string label = compute.label + (kind == CollectiveKind::ALL_GATHER       ? " input all-gather"
+                                             : kind == CollectiveKind::REDUCE_SCATTER ? " reduce-scatter"
+                                                                                      : " all-reduce");
+  if (collective_first)
+    p.push_back(collective(label, kind, bytes));
+  p.push_back(std::move(compute));
+  if (!collective_first)
+    p.push_back(collective(label, kind, bytes));
+}
+
 // Attention core, forward: fused (FlashAttention: the causal mask skips half the score tiles) or unfused
 // (two batched GEMMs over the full s x s scores, softmax and dropout in between).
 std::vector<Kernel> core_forward(const Shape& x)
@@ -91,15 +167,19 @@ std::vector<Kernel> core_forward(const Shape& x)
     Kernel k;
     k.name = "flash attention";
     k.kind = hardware::KernelKind::ATTENTION;
+    k.seq = x.s;
+    k.head_dim = x.d;
+    k.causal = true;
+    k.attention = x.attention;
     k.flops = 4.0 * x.b * x.s * x.s * (x.q / x.t) * 0.5;
     k.bytes = e * x.T * (2.0 * x.q + 2.0 * x.kv) / x.t;
     return {k};
   }
   const double scores = x.b * heads * x.s * x.s;
   std::vector<Kernel> ks{gemm("attention scores", x.s, x.s, x.d, x.b * heads),
-                         memory_bound("softmax", 2.0 * e * scores)};
+                         memory_bound("softmax", 2.0 * e * scores, MemoryKernel::SOFTMAX)};
   if (x.dropout)
-    ks.push_back(memory_bound("attention dropout", (e + 1.0 + e) * scores));
+    ks.push_back(memory_bound("attention dropout", (e + 1.0 + e) * scores, MemoryKernel::DROPOUT));
   ks.push_back(gemm("attention context", x.s, x.d, x.s, x.b * heads));
   return ks;
 }
@@ -116,35 +196,47 @@ std::vector<Kernel> core_backward(const Shape& x)
     return {k};
   }
   const double scores = x.b * heads * x.s * x.s;
-  std::vector<Kernel> ks{gemm("context dgrad", x.s, x.s, x.d, x.b * heads),
-                         gemm("context wgrad", x.s, x.d, x.s, x.b * heads)};
+  std::vector<Kernel> ks{gemm("context dgrad", x.s, x.s, x.d, x.b * heads, GemmLayout::DGRAD),
+                         gemm("context wgrad", x.s, x.d, x.s, x.b * heads, GemmLayout::WGRAD)};
   if (x.dropout)
-    ks.push_back(memory_bound("attention dropout backward", (e + 1.0 + e) * scores));
-  ks.push_back(memory_bound("softmax backward", 3.0 * e * scores));
-  ks.push_back(gemm("scores dgrad q", x.s, x.d, x.s, x.b * heads));
-  ks.push_back(gemm("scores dgrad k", x.s, x.d, x.s, x.b * heads));
+    ks.push_back(memory_bound("attention dropout backward", (e + 1.0 + e) * scores, MemoryKernel::DROPOUT, true));
+  ks.push_back(memory_bound("softmax backward", 3.0 * e * scores, MemoryKernel::SOFTMAX, true));
+  ks.push_back(gemm("scores dgrad q", x.s, x.d, x.s, x.b * heads, GemmLayout::DGRAD));
+  ks.push_back(gemm("scores dgrad k", x.s, x.d, x.s, x.b * heads, GemmLayout::WGRAD));
   return ks;
 }
 
+// The residual add after attention and after the FFN: Megatron's fused bias-dropout-add with dropout.
 std::vector<Kernel> residual(const Shape& x, const char* name)
 {
-  return {memory_bound(name, 3.0 * e * x.Tsp * x.h + (x.dropout ? x.Tsp * x.h : 0.0))};
+  if (x.dropout)
+    return {memory_bound(name, 3.0 * e * x.Tsp * x.h + x.Tsp * x.h, MemoryKernel::BIAS_DROPOUT_ADD)};
+  return {memory_bound(name, 3.0 * e * x.Tsp * x.h, MemoryKernel::RESIDUAL_ADD)};
+}
+
+// Its backward: the dropout mask applied to the incoming gradient (without dropout, the two gradient branches
+// added).
+Kernel residual_backward(const Shape& x)
+{
+  if (x.dropout)
+    return memory_bound("residual backward", 2.0 * e * x.Tsp * x.h + x.Tsp * x.h, MemoryKernel::DROPOUT, true);
+  return memory_bound("residual backward", 3.0 * e * x.Tsp * x.h, MemoryKernel::RESIDUAL_ADD, true);
 }
 
 Kernel norm(const Shape& x, const char* name)
 {
-  return memory_bound(name, 2.0 * e * x.Tsp * x.h);
+  return memory_bound(name, 2.0 * e * x.Tsp * x.h, x.norm);
 }
 Kernel norm_backward(const Shape& x, const char* name)
 {
-  return memory_bound(name, 3.0 * e * x.Tsp * x.h);
+  return memory_bound(name, 3.0 * e * x.Tsp * x.h, x.norm, true);
 }
 
 std::vector<Kernel> qkv_to_projection(const Shape& x)
 {
   std::vector<Kernel> ks{gemm("qkv", x.T, (x.q + 2.0 * x.kv) / x.t, x.h)};
   if (x.rope)
-    ks.push_back(memory_bound("rotary embedding", 2.0 * e * x.T * (x.q + x.kv) / x.t));
+    ks.push_back(memory_bound("rotary embedding", 2.0 * e * x.T * (x.q + x.kv) / x.t, MemoryKernel::ROPE));
   for (auto& k : core_forward(x))
     ks.push_back(k);
   ks.push_back(gemm("attention projection", x.T, x.h, x.q / x.t));
@@ -154,7 +246,8 @@ std::vector<Kernel> qkv_to_projection(const Shape& x)
 std::vector<Kernel> ffn_forward(const Shape& x)
 {
   return {gemm("fc1", x.T, x.f1 / x.t, x.h),
-          memory_bound(x.gated ? "gated activation" : "activation", (x.gated ? 3.0 : 2.0) * e * x.T * x.f / x.t),
+          memory_bound(x.gated ? "gated activation" : "activation", (x.gated ? 3.0 : 2.0) * e * x.T * x.f / x.t,
+                       x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU),
           gemm("fc2", x.T, x.h, x.f / x.t)};
 }
 
@@ -223,19 +316,23 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
   if (recompute == model::Recompute::FULL)
     p = layer_forward(x, c, true);
 
-  const std::vector<Kernel> fc2_back{gemm("fc2 dgrad", x.T, x.f / x.t, x.h), gemm("fc2 wgrad", x.f / x.t, x.h, x.T),
-                                     memory_bound("activation backward", (x.gated ? 5.0 : 3.0) * e * x.T * x.f / x.t)};
-  const Kernel fc1_dgrad = gemm("fc1 dgrad", x.T, x.h, x.f1 / x.t);
-  const Kernel fc1_wgrad = gemm("fc1 wgrad", x.h, x.f1 / x.t, x.T);
-  std::vector<Kernel> attn_back{gemm("projection dgrad", x.T, x.q / x.t, x.h),
-                                gemm("projection wgrad", x.q / x.t, x.h, x.T)};
+  const std::vector<Kernel> fc2_back{
+      gemm("fc2 dgrad", x.T, x.f / x.t, x.h, 1, GemmLayout::DGRAD),
+      gemm("fc2 wgrad", x.f / x.t, x.h, x.T, 1, GemmLayout::WGRAD),
+      memory_bound("activation backward", (x.gated ? 5.0 : 3.0) * e * x.T * x.f / x.t,
+                   x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true)};
+  const Kernel fc1_dgrad = gemm("fc1 dgrad", x.T, x.h, x.f1 / x.t, 1, GemmLayout::DGRAD);
+  const Kernel fc1_wgrad = gemm("fc1 wgrad", x.h, x.f1 / x.t, x.T, 1, GemmLayout::WGRAD);
+  std::vector<Kernel> attn_back{gemm("projection dgrad", x.T, x.q / x.t, x.h, 1, GemmLayout::DGRAD),
+                                gemm("projection wgrad", x.q / x.t, x.h, x.T, 1, GemmLayout::WGRAD)};
   for (auto& k : core_backward(x))
     attn_back.push_back(k);
   if (x.rope)
-    attn_back.push_back(memory_bound("rotary backward", 2.0 * e * x.T * (x.q + x.kv) / x.t));
-  const Kernel qkv_dgrad = gemm("qkv dgrad", x.T, x.h, (x.q + 2.0 * x.kv) / x.t);
-  const Kernel qkv_wgrad = gemm("qkv wgrad", x.h, (x.q + 2.0 * x.kv) / x.t, x.T);
-  const std::vector<Kernel> residual_back{memory_bound("residual backward", 2.0 * e * x.Tsp * x.h)};
+    attn_back.push_back(
+        memory_bound("rotary backward", 2.0 * e * x.T * (x.q + x.kv) / x.t, MemoryKernel::ROPE, true));
+  const Kernel qkv_dgrad = gemm("qkv dgrad", x.T, x.h, (x.q + 2.0 * x.kv) / x.t, 1, GemmLayout::DGRAD);
+  const Kernel qkv_wgrad = gemm("qkv wgrad", x.h, (x.q + 2.0 * x.kv) / x.t, x.T, 1, GemmLayout::WGRAD);
+  const std::vector<Kernel> residual_back{residual_backward(x)};
   const bool selective = recompute == model::Recompute::SELECTIVE;
 
   auto attention_core_recompute = [&](Program& into) {
@@ -252,8 +349,8 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
       p.push_back(collective("ffn output-grad all-gather", CollectiveKind::ALL_GATHER, act));
       p.push_back(c.compute("ffn dgrad", fc2_back));
     }
-    p.push_back(overlap(c.compute("fc1 dgrad", {fc1_dgrad}), CollectiveKind::ALL_GATHER, act));
-    p.push_back(overlap(c.compute("fc1 wgrad", {fc1_wgrad}), CollectiveKind::REDUCE_SCATTER, act));
+    backward_overlap(p, x, c.compute("fc1 dgrad", {fc1_dgrad}), CollectiveKind::ALL_GATHER, act, true);
+    backward_overlap(p, x, c.compute("fc1 wgrad", {fc1_wgrad}), CollectiveKind::REDUCE_SCATTER, act);
     auto ks = std::vector<Kernel>{norm_backward(x, "ffn norm backward")};
     ks.push_back(residual_back.front());
     p.push_back(c.compute("norm backward", ks));
@@ -265,8 +362,8 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
       p.push_back(collective("attention output-grad all-gather", CollectiveKind::ALL_GATHER, act));
       p.push_back(c.compute("attention dgrad", attn_back));
     }
-    p.push_back(overlap(c.compute("qkv dgrad", {qkv_dgrad}), CollectiveKind::ALL_GATHER, act));
-    p.push_back(overlap(c.compute("qkv wgrad", {qkv_wgrad}), CollectiveKind::REDUCE_SCATTER, act));
+    backward_overlap(p, x, c.compute("qkv dgrad", {qkv_dgrad}), CollectiveKind::ALL_GATHER, act, true);
+    backward_overlap(p, x, c.compute("qkv wgrad", {qkv_wgrad}), CollectiveKind::REDUCE_SCATTER, act);
   } else {
     auto ffn = residual_back;
     for (auto& k : fc2_back)
@@ -274,7 +371,7 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
     ffn.push_back(fc1_dgrad);
     p.push_back(c.compute("ffn dgrad", ffn));
     if (x.t > 1)
-      p.push_back(overlap(c.compute("fc1 wgrad", {fc1_wgrad}), CollectiveKind::ALL_REDUCE, act));
+      backward_overlap(p, x, c.compute("fc1 wgrad", {fc1_wgrad}), CollectiveKind::ALL_REDUCE, act);
     else
       p.push_back(c.compute("fc1 wgrad", {fc1_wgrad}));
     p.push_back(c.compute("norm backward", {norm_backward(x, "ffn norm backward"), residual_back.front()}));
@@ -283,7 +380,7 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
     attn.push_back(qkv_dgrad);
     p.push_back(c.compute("attention dgrad", attn));
     if (x.t > 1)
-      p.push_back(overlap(c.compute("qkv wgrad", {qkv_wgrad}), CollectiveKind::ALL_REDUCE, act));
+      backward_overlap(p, x, c.compute("qkv wgrad", {qkv_wgrad}), CollectiveKind::ALL_REDUCE, act);
     else
       p.push_back(c.compute("qkv wgrad", {qkv_wgrad}));
   }
@@ -294,12 +391,13 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
 Program embedding_forward(const Shape& x, const Costing& c)
 {
   const double act = x.T * x.h * e;
-  Program p{c.compute("embedding", {memory_bound("embedding lookup", 2.0 * e * x.T * x.h)})};
+  Program p{c.compute("embedding", {memory_bound("embedding lookup", 2.0 * e * x.T * x.h, MemoryKernel::EMBEDDING)})};
   if (x.t > 1)
     p.push_back(collective("embedding " + std::string(x.sp ? "reduce-scatter" : "all-reduce"),
                            x.sp ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, act));
   if (x.dropout)
-    p.push_back(c.compute("embedding dropout", {memory_bound("embedding dropout", (2.0 * e + 1.0) * x.Tsp * x.h)}));
+    p.push_back(c.compute("embedding dropout",
+                          {memory_bound("embedding dropout", (2.0 * e + 1.0) * x.Tsp * x.h, MemoryKernel::DROPOUT)}));
   return p;
 }
 
@@ -308,7 +406,8 @@ Program embedding_backward(const Shape& x, const Costing& c)
   Program p;
   if (x.sp)
     p.push_back(collective("embedding grad all-gather", CollectiveKind::ALL_GATHER, x.T * x.h * e));
-  p.push_back(c.compute("embedding backward", {memory_bound("embedding grad scatter-add", 2.0 * e * x.T * x.h)}));
+  p.push_back(c.compute("embedding backward", {memory_bound("embedding grad scatter-add", 2.0 * e * x.T * x.h,
+                                                            MemoryKernel::EMBEDDING, true)}));
   return p;
 }
 
@@ -335,10 +434,10 @@ Program head_backward(const Shape& x, const Costing& c)
   const double logits = x.T * x.vocab / x.t;
   Program p{c.compute("logits dgrad", {memory_bound("cross entropy backward", 8.0 * logits),
                                        memory_bound("logit gradient to 16 bits", (4.0 + e) * logits),
-                                       gemm("logits dgrad", x.T, x.h, x.vocab / x.t)})};
-  const Step wgrad = c.compute("logits wgrad", {gemm("logits wgrad", x.h, x.vocab / x.t, x.T)});
+                                       gemm("logits dgrad", x.T, x.h, x.vocab / x.t, 1, GemmLayout::DGRAD)})};
+  const Step wgrad = c.compute("logits wgrad", {gemm("logits wgrad", x.h, x.vocab / x.t, x.T, 1, GemmLayout::WGRAD)});
   if (x.t > 1)
-    p.push_back(overlap(wgrad, x.sp ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, x.T * x.h * e));
+    backward_overlap(p, x, wgrad, x.sp ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, x.T * x.h * e);
   else
     p.push_back(wgrad);
   p.push_back(c.compute("final norm backward", {norm_backward(x, "final norm backward")}));
@@ -347,6 +446,41 @@ Program head_backward(const Shape& x, const Costing& c)
 
 } // namespace
 
+double optimizer_bytes_per_param(const plan::ParallelPlan& p)
+{
+  switch (p.software.optimizer) {
+    case plan::OptimizerImpl::FUSED:
+      // One pass: read the gradient and the fp32 weight, momentum and variance; write them and the 16-bit weight.
+      return (p.fp32_grad_accumulation ? 4.0 : 2.0) + 3.0 * 8.0 + e;
+    case plan::OptimizerImpl::MEGATRON:
+      // Float16OptimizerWithFloat16Params: cast to fp32 (fp16 only), unscale and inf check (fp16 only), grad norm,
+      // FusedAdam, copy back to 16 bits (Megatron-LM optimizer/optimizer.py, 2021-24).
+      return p.precision == hardware::Precision::FP16 ? 52.0 : 38.0;
+    case plan::OptimizerImpl::DEEPSPEED:
+      // FP16_Optimizer: per-tensor overflow check, cast and flatten, norm, unscale, FusedAdam, copy back (v0.5).
+      return 70.0;
+    case plan::OptimizerImpl::COMPOSER:
+      // DecoupledAdamW's per-tensor Python loop: about nine elementwise kernels (composer/optim, 2023).
+      return 92.0;
+  }
+  return 30.0;
+}
+
+double grad_accumulation_bytes_per_param(const plan::ParallelPlan& p)
+{
+  if (p.zero_stage >= 2) // gradients are reduce-scattered every micro-batch: nothing accumulates in full
+    return 0.0;
+  switch (p.software.grad_accumulation) {
+    case plan::GradAccumulation::FUSED:
+      return 0.0;
+    case plan::GradAccumulation::HOOK: // main_grad.add_(grad): read main_grad and grad, write main_grad
+      return p.fp32_grad_accumulation ? 4.0 + e + 4.0 : 3.0 * e;
+    case plan::GradAccumulation::AUTOGRAD: // AccumulateGrad: grad += new, in 16 bits
+      return 3.0 * e;
+  }
+  return 0.0;
+}
+
 void append(Program& head, const Program& tail)
 {
   for (const Step& s : tail) {
@@ -354,6 +488,7 @@ void append(Program& head, const Program& tail)
         head.back().recompute == s.recompute) {
       Step& last = head.back();
       last.duration_s += s.duration_s;
+      last.memory_s += s.memory_s;
       last.flops += s.flops;
       if (last.label != s.label && last.label.find(s.label) == std::string::npos)
         last.label += ", " + s.label;
@@ -363,9 +498,30 @@ void append(Program& head, const Program& tail)
   }
 }
 
+std::vector<KernelCost> kernel_costs(const model::ModelSpec& m, const plan::ParallelPlan& p,
+                                     const hardware::GpuSpec& gpu)
+{
+  std::vector<KernelCost> log;
+  const Shape x = shape_of(m, p, gpu);
+  Costing c(gpu, p.precision, &log);
+  c.set_program("layer forward");
+  layer_forward(x, c, false);
+  c.set_program("layer backward");
+  layer_backward(x, c, p.recompute);
+  c.set_program("embedding forward");
+  embedding_forward(x, c);
+  c.set_program("embedding backward");
+  embedding_backward(x, c);
+  c.set_program("output layer forward");
+  head_forward(x, c);
+  c.set_program("output layer backward");
+  head_backward(x, c);
+  return log;
+}
+
 LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu)
 {
-  const Shape x = shape_of(m, p);
+  const Shape x = shape_of(m, p, gpu);
   const Costing c(gpu, p.precision);
   // Consecutive compute steps (no collective between them, as with tp = 1) run as one task.
   auto merged = [](const Program& steps) {
@@ -380,9 +536,15 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
   out.embedding_backward = merged(embedding_backward(x, c));
   out.head_forward = merged(head_forward(x, c));
   out.head_backward = merged(head_backward(x, c));
-  // Adam: read the gradient, read and write the fp32 master weight, momentum and variance, write the 16-bit weight.
-  const double grad_bytes = p.fp32_grad_accumulation ? 4.0 : 2.0;
-  out.optimizer_s_per_param = hardware::busy_time(memory_bound("adam", grad_bytes + 3.0 * 8.0 + e), gpu, p.precision);
+  out.optimizer_s_per_param =
+      hardware::busy_time(memory_bound("adam", optimizer_bytes_per_param(p), MemoryKernel::ADAM), gpu, p.precision);
+  const double accumulation = grad_accumulation_bytes_per_param(p);
+  out.grad_accumulation_s_per_param =
+      accumulation > 0 ? hardware::busy_time(memory_bound("gradient accumulation", accumulation,
+                                                          MemoryKernel::GRADIENT_ACCUMULATION),
+                                             gpu, p.precision)
+                       : 0.0;
+  out.grad_accumulation_from_first = p.software.grad_accumulation != plan::GradAccumulation::AUTOGRAD;
   return out;
 }
 

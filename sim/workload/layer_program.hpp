@@ -25,7 +25,8 @@ struct Step {
   std::string label;
   // COMPUTE, and the compute half of OVERLAP (which runs beside the collective).
   double duration_s = 0;
-  double flops = 0; // as executed
+  double memory_s = 0; // the part of duration_s its memory-bound kernels take (what HBM contention slows)
+  double flops = 0;    // as executed
   bool recompute = false;
   // COLLECTIVE and OVERLAP: over the tensor-parallel group, of a `bytes` buffer (the whole, not a shard).
   CollectiveKind collective = CollectiveKind::ALL_REDUCE;
@@ -41,10 +42,29 @@ struct LayerPrograms {
   Program embedding_backward;
   Program head_forward; // final norm, logits, cross entropy
   Program head_backward;
-  double optimizer_s_per_param = 0; // Adam update, per parameter updated
+  double optimizer_s_per_param = 0;         // the optimizer step's passes, per parameter updated
+  double grad_accumulation_s_per_param = 0; // a micro-batch's gradients added to the accumulated ones (0: fused)
+  bool grad_accumulation_from_first = true; // false: autograd's accumulation starts with the second micro-batch
 };
 
+// Bytes the optimizer step moves per parameter it updates, and the gradient accumulation per parameter per
+// micro-batch, as the plan's software runs them.
+double optimizer_bytes_per_param(const plan::ParallelPlan& p);
+double grad_accumulation_bytes_per_param(const plan::ParallelPlan& p);
+
 LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu);
+
+// Every kernel of the programs above with its cost: what a step is made of, for people checking the compute model.
+struct KernelCost {
+  std::string program; // "layer forward", "layer backward", ...
+  std::string step;    // the compute step it belongs to
+  hardware::Kernel kernel;
+  double time_s = 0;
+  bool recompute = false;
+};
+
+std::vector<KernelCost> kernel_costs(const model::ModelSpec& m, const plan::ParallelPlan& p,
+                                     const hardware::GpuSpec& gpu);
 
 // Appends `tail` to `head`, merging a trailing and a leading compute step into one.
 void append(Program& head, const Program& tail);

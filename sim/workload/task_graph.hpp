@@ -39,7 +39,8 @@ struct Task {
   Category category = Category::FORWARD;
   std::int16_t stage = -1;
   std::int16_t chunk = -1;
-  std::int32_t rank = -1; // compute: the GPU; transfer: the sender
+  std::uint16_t memory_share = 0; // compute: the share of its time its kernels stream memory, in 1/65535
+  std::int32_t rank = -1;         // compute: the GPU; transfer: the sender
   std::int32_t peer = -1; // transfer: the receiver
   std::int32_t microbatch = -1;
   std::int32_t layer = -1;

@@ -43,7 +43,7 @@ Run simulate(nlohmann::json model, nlohmann::json plan, std::vector<std::string>
 
 void check_bubble(int p, int m, const std::string& schedule, int v = 1)
 {
-  nlohmann::json plan{{"pp", p}, {"global_batch", m}, {"schedule", schedule}, {"flash_attention", false}};
+  nlohmann::json plan{{"pp", p}, {"global_batch", m}, {"schedule", schedule}, {"attention", "unfused"}};
   if (v > 1)
     plan["virtual_stages"] = v;
   const auto run = simulate(balanced_model(2 * p * v), plan, free_communication);
@@ -87,7 +87,7 @@ TEST_CASE("a compute-only step takes its FLOPs divided by the GPU's rate")
   auto overrides = free_communication;
   overrides.insert(overrides.end(), {"topology.node.gpu.gemm_efficiency=1", "topology.node.gpu.sms=null",
                                      "topology.node.gpu.kernel_overhead=null"});
-  const auto run = simulate(balanced_model(4), {{"global_batch", 2}, {"flash_attention", false}}, overrides);
+  const auto run = simulate(balanced_model(4), {{"global_batch", 2}, {"attention", "unfused"}}, overrides);
   const double peak = 989.4e12;
   // What is left besides GEMMs (memory traffic at 1e18 B/s) is below a part in 1e5.
   CHECK(run.metrics.step_time_s == Approx(run.metrics.model_flops / peak).epsilon(1e-5));

@@ -113,7 +113,7 @@ TEST_CASE("layer state and first-stage activations match Korthikanti et al.'s me
     INFO(c.name);
     auto doc = scenario_json("x", c.plan);
     doc["model"] = c.model;
-    doc["plan"]["flash_attention"] = false;
+    doc["plan"]["attention"] = "unfused";
     const auto baseline = estimate(doc);
     const auto& first = baseline.memory.per_stage.at(0);
     CHECK(first.layer_state_bytes / GiB == Approx(c.state_gib).epsilon(0.05));
@@ -127,7 +127,7 @@ TEST_CASE("layer state and first-stage activations match Korthikanti et al.'s me
 
 TEST_CASE("per-layer activations follow Korthikanti's formulas for each recompute and parallel setting")
 {
-  auto doc = scenario_json("x", {{"tp", 8}, {"micro_batch", 4}, {"global_batch", 4}, {"flash_attention", false}});
+  auto doc = scenario_json("x", {{"tp", 8}, {"micro_batch", 4}, {"global_batch", 4}, {"attention", "unfused"}});
   doc["model"] = gpt("GPT-22B", 48, 6144, 64);
   const double s = 2048, b = 4, h = 6144, a = 64, t = 8;
   const double sbh = s * b * h;

@@ -271,7 +271,7 @@ TEST_CASE("full recomputation adds the forward pass again, selective only the at
   const auto none = build({{"tp", 2}, {"global_batch", 2}});
   const auto full = build({{"tp", 2}, {"global_batch", 2}, {"recompute", "full"}});
   const auto selective =
-      build({{"tp", 2}, {"global_batch", 2}, {"recompute", "selective"}, {"flash_attention", false}});
+      build({{"tp", 2}, {"global_batch", 2}, {"recompute", "selective"}, {"attention", "unfused"}});
   const double layer_forward = compute_time(none.tasks, Category::FORWARD, 0);
   CHECK(compute_time(none.tasks, Category::RECOMPUTE, 0) == 0.0);
   // Full recomputation redoes every layer's forward (not the embedding or the output layer).

@@ -1,0 +1,191 @@
+#include "hardware/kernel_tables.hpp"
+
+#include "hardware/compute_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <limits>
+
+namespace sim::hardware {
+namespace {
+
+// Width of the interpolation kernel, in octaves of each dimension: a measured row half an octave away from the
+// query weighs e^-2 as much as one at the nearest measured distance. Narrow, because GEMM rates jump at tile
+// boundaries and the tables are dense along the token dimension.
+constexpr double octaves = 0.25;
+
+struct Weighted {
+  double sum = 0;
+  double weight = 0;
+};
+
+// Gaussian weights around the nearest rows: exp(-(d^2 - d_min^2) / (2 octaves^2)). Far from every row this is the
+// mean of the nearest ones (the table's edge), close to one it is that row.
+template <class Rows, class Distance, class Value>
+double interpolate(const Rows& rows, Distance distance2, Value value)
+{
+  double nearest = std::numeric_limits<double>::infinity();
+  for (const auto& r : rows)
+    nearest = std::min(nearest, distance2(r));
+  Weighted w;
+  for (const auto& r : rows) {
+    const double weight = std::exp(-(distance2(r) - nearest) / (2.0 * octaves * octaves));
+    w.sum += weight * value(r);
+    w.weight += weight;
+  }
+  return w.sum / w.weight;
+}
+
+double square(double x)
+{
+  return x * x;
+}
+
+} // namespace
+
+double KernelTables::gemm_prior(double m, double n, double batch) const
+{
+  return gemm_best * wave_efficiency(m, n, batch, sms);
+}
+
+void KernelTables::prepare() const
+{
+  if (!points_.empty() || gemm.empty())
+    return;
+  points_.reserve(gemm.size());
+  for (const auto& s : gemm)
+    points_.push_back(Point{{std::log2(s.m), std::log2(s.n), std::log2(s.k), std::log2(s.batch)},
+                            gemm_prior(s.m, s.n, s.batch) / s.rate});
+}
+
+double KernelTables::gemm_rate(double m, double n, double k, double batch) const
+{
+  const std::array<double, 4> key{m, n, k, batch};
+  if (const auto it = cache_.find(key); it != cache_.end())
+    return it->second;
+  prepare();
+  const double q[4] = {std::log2(m), std::log2(n), std::log2(k), std::log2(batch)};
+  const double correction = interpolate(
+      points_,
+      [&q](const Point& p) {
+        return square(p.x[0] - q[0]) + square(p.x[1] - q[1]) + square(p.x[2] - q[2]) + square(p.x[3] - q[3]);
+      },
+      [](const Point& p) { return p.correction; });
+  const double rate = std::min(gemm_prior(m, n, batch) / correction, gemm_best);
+  cache_.emplace(key, rate);
+  return rate;
+}
+
+std::optional<double> KernelTables::attention_rate(AttentionImpl impl, bool backward, bool causal, double seq,
+                                                   double head_dim) const
+{
+  std::vector<const AttentionSample*> rows;
+  for (AttentionPass pass : {backward ? AttentionPass::BACKWARD : AttentionPass::FORWARD, AttentionPass::FORWARD_BACKWARD})
+    for (bool same_causality : {true, false}) {
+      if (!rows.empty())
+        break;
+      for (const auto& a : attention)
+        if (a.impl == impl && a.pass == pass && (a.causal == causal) == same_causality)
+          rows.push_back(&a);
+    }
+  if (rows.empty())
+    return std::nullopt;
+  const double ls = std::log2(seq);
+  const double ld = std::log2(head_dim);
+  return interpolate(
+      rows,
+      [ls, ld](const AttentionSample* a) { return square(std::log2(a->seq) - ls) + square(std::log2(a->head_dim) - ld); },
+      [](const AttentionSample* a) { return a->rate; });
+}
+
+namespace {
+
+void expect_columns(core::ObjectReader& table, const std::vector<std::string>& columns)
+{
+  const core::Node node = table.at("columns", "the list of column names");
+  std::vector<std::string> found;
+  for (std::size_t i = 0; i < node.array_size(); ++i)
+    found.push_back(node.element(i).as_string());
+  if (found != columns) {
+    std::string expected;
+    for (const auto& c : columns)
+      expected += (expected.empty() ? "[\"" : "\", \"") + c;
+    node.fail("unexpected columns", expected + "\"]");
+  }
+}
+
+std::string row_source(const core::Node& cell, const std::map<std::string, std::string>& sources)
+{
+  const std::string key = cell.as_string();
+  if (!sources.contains(key))
+    cell.fail("names no source", "a key of /sources");
+  return key;
+}
+
+} // namespace
+
+std::shared_ptr<const KernelTables> read_kernel_tables(const core::Node& node)
+{
+  core::ObjectReader r(node);
+  core::expect_schema(r, "kernels/v1");
+  auto t = std::make_shared<KernelTables>();
+  t->name = r.text("name");
+  t->description = r.text_or("description", "");
+  t->sms = static_cast<int>(r.integer("sms", 1, 1024));
+
+  core::ObjectReader sources(r.at("sources", "an object: source key -> where the numbers come from"));
+  for (const auto& item : sources.node().json().items())
+    t->sources[item.key()] = sources.find(item.key())->as_string();
+
+  core::ObjectReader gemm(r.at("gemm", "an object with the measured GEMM rows"));
+  t->gemm_best = gemm.quantity("best", core::Dimension::FLOP_RATE);
+  gemm.allow({"about"});
+  expect_columns(gemm, {"m", "n", "k", "batch", "layout", "rate", "source"});
+  const core::Node gemm_rows = gemm.at("rows", "an array of rows");
+  for (std::size_t i = 0; i < gemm_rows.array_size(); ++i) {
+    const core::Node row = gemm_rows.element(i);
+    if (row.array_size() != 7)
+      row.fail("wrong length", "[m, n, k, batch, layout, rate, source]");
+    GemmSample s;
+    s.m = static_cast<double>(row.element(0).as_integer(1, 1 << 24));
+    s.n = static_cast<double>(row.element(1).as_integer(1, 1 << 24));
+    s.k = static_cast<double>(row.element(2).as_integer(1, 1 << 24));
+    s.batch = static_cast<double>(row.element(3).as_integer(1, 1 << 20));
+    s.layout = row.element(4).as_choice<GemmLayout>(gemm_layout_choices);
+    s.rate = row.element(5).as_quantity(core::Dimension::FLOP_RATE);
+    s.source = row_source(row.element(6), t->sources);
+    if (s.rate > t->gemm_best * 1.0001)
+      row.element(5).fail("above the table's best rate", fmt::format("at most {}", gemm.node().json()["best"].dump()));
+    t->gemm.push_back(std::move(s));
+  }
+  if (t->gemm.empty())
+    gemm_rows.fail("no rows", "at least one measured GEMM");
+  gemm.finish();
+
+  if (auto attention_node = r.find("attention")) {
+    core::ObjectReader attention(*attention_node);
+    attention.allow({"about"});
+    expect_columns(attention, {"impl", "direction", "causal", "head_dim", "seq", "rate", "source"});
+    const core::Node rows = attention.at("rows", "an array of rows");
+    for (std::size_t i = 0; i < rows.array_size(); ++i) {
+      const core::Node row = rows.element(i);
+      if (row.array_size() != 7)
+        row.fail("wrong length", "[impl, direction, causal, head_dim, seq, rate, source]");
+      AttentionSample a;
+      a.impl = row.element(0).as_choice<AttentionImpl>(attention_impl_choices);
+      a.pass = row.element(1).as_choice<AttentionPass>(attention_pass_choices);
+      a.causal = row.element(2).as_bool();
+      a.head_dim = static_cast<double>(row.element(3).as_integer(8, 1024));
+      a.seq = static_cast<double>(row.element(4).as_integer(16, 1 << 24));
+      a.rate = row.element(5).as_quantity(core::Dimension::FLOP_RATE);
+      a.source = row_source(row.element(6), t->sources);
+      t->attention.push_back(std::move(a));
+    }
+    attention.finish();
+  }
+  r.finish();
+  return t;
+}
+
+} // namespace sim::hardware

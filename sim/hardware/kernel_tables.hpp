@@ -1,0 +1,73 @@
+// Measured kernel throughput of one GPU chip (kernels/v1): 16-bit GEMMs by shape and fused attention by
+// implementation, sequence length and head size, each row with its source. Shared by the catalogue entries of parts
+// with the same chip and clocks (A100 40 GB / 80 GB / A800; H100 / H800), and interpolated between the measured rows.
+#pragma once
+
+#include "core/json_reader.hpp"
+#include "hardware/kernel_classes.hpp"
+
+#include <array>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sim::hardware {
+
+struct GemmSample {
+  double m = 0, n = 0, k = 0, batch = 1;
+  GemmLayout layout = GemmLayout::FORWARD;
+  double rate = 0; // FLOP/s as measured
+  std::string source;
+};
+
+struct AttentionSample {
+  AttentionImpl impl = AttentionImpl::FLASH2;
+  AttentionPass pass = AttentionPass::FORWARD;
+  bool causal = true;
+  double head_dim = 0;
+  double seq = 0;
+  double rate = 0; // FLOP/s, causal attention counting half the score matrix (FlashAttention's convention)
+  std::string source;
+};
+
+class KernelTables {
+ public:
+  std::string name;
+  std::string description;
+  int sms = 0;             // the chip's SMs: the wave quantisation of the table's own prior
+  double gemm_best = 0;    // the best GEMM rate of a shape sweep (MAMF): the large-shape limit
+  std::vector<GemmSample> gemm;
+  std::vector<AttentionSample> attention;
+  std::map<std::string, std::string> sources; // source key of a row, or a field -> where it comes from
+
+  // The rate a 16-bit GEMM of this shape runs at: the measured rows' ratio to a roofline (gemm_best with wave
+  // quantisation), interpolated in log space around the nearest measured shapes, times that roofline at the query;
+  // never above gemm_best. Every layout's rows count alike: cuBLAS runs the forward (NT) and data-gradient (NN)
+  // layouts within 2 % of each other on A100 and H100 (deepreinforce-ai/CUDA-L2 eval_results, 1,000 shapes).
+  double gemm_rate(double m, double n, double k, double batch) const;
+
+  // The rate of a fused attention kernel's forward or backward pass, interpolated over sequence length and head size
+  // among the rows of the implementation (the same causality preferred): the pass's own rows, else the combined
+  // forward+backward rows; nullopt when the table has neither.
+  std::optional<double> attention_rate(AttentionImpl impl, bool backward, bool causal, double seq,
+                                       double head_dim) const;
+
+  // The table's own roofline for a GEMM shape: gemm_best times the wave quantisation of 128 x 128 output tiles.
+  double gemm_prior(double m, double n, double batch) const;
+
+ private:
+  struct Point {
+    double x[4]; // log2 of m, n, k, batch
+    double correction;
+  };
+  mutable std::vector<Point> points_; // built on first use
+  mutable std::map<std::array<double, 4>, double> cache_;
+  void prepare() const;
+};
+
+// Reads a kernels/v1 object.
+std::shared_ptr<const KernelTables> read_kernel_tables(const core::Node& node);
+
+} // namespace sim::hardware

@@ -1,0 +1,113 @@
+// How the training framework runs a step, where its generations differ in time: which norm and attention kernels,
+// whether tensor-parallel backward communication overlaps the weight-gradient GEMM, how gradients accumulate over
+// micro-batches, host synchronisation, the optimizer's passes over memory, the pipeline engine and how sharded data
+// parallelism prefetches. `software` names a generation whose code history sets every default; each key overrides.
+#pragma once
+
+#include "core/json_reader.hpp"
+
+#include <array>
+#include <string>
+
+namespace sim::plan {
+
+enum class Generation {
+  MEGATRON_CORE,      // Megatron-core with Transformer Engine (2024 on): the default
+  MEGATRON_LM_2021,   // Megatron-LM as in the SC21 paper (examples/sc21, Aug 2021)
+  MEGATRON_LM_2022,   // Megatron-LM's sequence-parallel branch (Korthikanti et al., May 2022)
+  MEGATRON_DEEPSPEED, // Megatron-DeepSpeed on DeepSpeed's pipeline engine (MT-NLG, BLOOM; 2021-22)
+  DEEPSPEED_ZERO3,    // DeepSpeed ZeRO-3 of 2021 (v0.3-v0.5)
+  COMPOSER_FSDP,      // MosaicML Composer / llm-foundry on PyTorch FSDP (2023)
+};
+
+inline constexpr std::array<core::Choice<Generation>, 6> generation_choices{
+    {{"megatron-core", Generation::MEGATRON_CORE},
+     {"megatron-lm-2021", Generation::MEGATRON_LM_2021},
+     {"megatron-lm-2022", Generation::MEGATRON_LM_2022},
+     {"megatron-deepspeed", Generation::MEGATRON_DEEPSPEED},
+     {"deepspeed-zero3-2021", Generation::DEEPSPEED_ZERO3},
+     {"composer-fsdp", Generation::COMPOSER_FSDP}}};
+
+// LayerNorm / RMSNorm kernels: Transformer Engine's, apex's FusedLayerNorm (vendored by Megatron-LM in 2021), apex's
+// FastLayerNorm (Megatron-LM from 2021-11), PyTorch's own.
+enum class NormImpl { TE, APEX, APEX_FAST, TORCH };
+
+inline constexpr std::array<core::Choice<NormImpl>, 4> norm_impl_choices{{{"te", NormImpl::TE},
+                                                                          {"apex", NormImpl::APEX},
+                                                                          {"apex_fast", NormImpl::APEX_FAST},
+                                                                          {"torch", NormImpl::TORCH}}};
+
+// The attention core: a fused kernel (Transformer Engine's choice: cuDNN where the catalogue has it, else
+// FlashAttention-2; or a named one), or unfused (two batched GEMMs with Megatron's fused scale-mask-softmax and a
+// separate dropout between them).
+enum class Attention { TE, FLASH1, FLASH2, FLASH3, CUDNN, UNFUSED };
+
+inline constexpr std::array<core::Choice<Attention>, 6> attention_choices{{{"te", Attention::TE},
+                                                                           {"flash1", Attention::FLASH1},
+                                                                           {"flash2", Attention::FLASH2},
+                                                                           {"flash3", Attention::FLASH3},
+                                                                           {"cudnn", Attention::CUDNN},
+                                                                           {"unfused", Attention::UNFUSED}}};
+
+// How a micro-batch's weight gradients join the accumulated ones: inside the weight-gradient GEMM (beta = 1 into the
+// fp32 main_grad, Megatron-LM from 2022-02), a main_grad.add_ hook per parameter (10 bytes per parameter in fp32,
+// 6 in 16 bits), or autograd's AccumulateGrad into a 16-bit .grad (6 bytes, from the second micro-batch on).
+enum class GradAccumulation { FUSED, HOOK, AUTOGRAD };
+
+inline constexpr std::array<core::Choice<GradAccumulation>, 3> grad_accumulation_choices{
+    {{"fused", GradAccumulation::FUSED}, {"hook", GradAccumulation::HOOK}, {"autograd", GradAccumulation::AUTOGRAD}}};
+
+// The optimizer step's passes over memory per parameter it updates: one fused Adam (28 bytes), Megatron's mixed
+// precision optimizer (cast, unscale and inf check, norm, Adam, copy back: 52 bytes in fp16, 38 in bf16), DeepSpeed's
+// FP16_Optimizer (70), Composer's per-tensor DecoupledAdamW (92).
+enum class OptimizerImpl { FUSED, MEGATRON, DEEPSPEED, COMPOSER };
+
+inline constexpr std::array<core::Choice<OptimizerImpl>, 4> optimizer_impl_choices{
+    {{"fused", OptimizerImpl::FUSED},
+     {"megatron", OptimizerImpl::MEGATRON},
+     {"deepspeed", OptimizerImpl::DEEPSPEED},
+     {"composer", OptimizerImpl::COMPOSER}}};
+
+// Megatron's pipeline schedules, or DeepSpeed's PipelineEngine (non-interleaved 1F1B; activations partitioned over
+// the tensor-parallel group and gathered again in backward; gradients reduced after the pipeline flush).
+enum class PipelineEngine { MEGATRON, DEEPSPEED };
+
+inline constexpr std::array<core::Choice<PipelineEngine>, 2> pipeline_engine_choices{
+    {{"megatron", PipelineEngine::MEGATRON}, {"deepspeed", PipelineEngine::DEEPSPEED}}};
+
+// When sharded data parallelism (ZeRO-3 / FSDP FULL_SHARD) gathers the next layer's parameters in backward: before
+// the current layer's gradient computation, overlapping it (FSDP BACKWARD_PRE, DeepSpeed's prefetch), or after it
+// (FSDP BACKWARD_POST, Composer's default), overlapping only the reduce-scatter.
+enum class BackwardPrefetch { PRE, POST };
+
+inline constexpr std::array<core::Choice<BackwardPrefetch>, 2> backward_prefetch_choices{
+    {{"pre", BackwardPrefetch::PRE}, {"post", BackwardPrefetch::POST}}};
+
+struct Software {
+  Generation generation = Generation::MEGATRON_CORE;
+  NormImpl norm = NormImpl::TE;
+  Attention attention = Attention::TE;
+  bool tp_backward_overlap = true; // dgrad all-reduce (or SP reduce-scatter) beside the weight-gradient GEMM
+  GradAccumulation grad_accumulation = GradAccumulation::FUSED;
+  bool p2p_sync = true;          // the device is synchronised after each pipeline send/recv: sends block the sender
+  int host_syncs_per_microbatch = 0; // other device synchronisations per micro-batch (timers), each idling the GPU
+  OptimizerImpl optimizer = OptimizerImpl::MEGATRON;
+  PipelineEngine pipeline_engine = PipelineEngine::MEGATRON;
+  BackwardPrefetch backward_prefetch = BackwardPrefetch::PRE;
+  bool zero3_per_tensor = false; // ZeRO-3 gathers and reduces each parameter tensor separately (DeepSpeed of 2021)
+};
+
+// What a generation's defaults depend on in the rest of the plan.
+struct SoftwareContext {
+  bool pipelined = false;         // pp > 1
+  bool interleaved = false;       // the interleaved schedule (Megatron-core overlaps its sends without a sync)
+  bool fp32_accumulation = false; // gradients accumulated in fp32 (bf16 runs): the 2021-22 hook moves 10 bytes
+};
+
+// The defaults of a generation, read from its code (see README: "Software generations").
+Software software_of(Generation generation, const SoftwareContext& context);
+
+// Reads the software keys of a plan object (`software` first, then each key that overrides one of its defaults).
+Software read_software(core::ObjectReader& plan, const SoftwareContext& context);
+
+} // namespace sim::plan

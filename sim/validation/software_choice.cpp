@@ -1,0 +1,145 @@
+#include "validation/software_choice.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <fmt/format.h>
+#include <regex>
+
+namespace sim::validation {
+namespace {
+
+std::string lower(std::string s)
+{
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+bool mentions(const std::string& lowered, std::string_view what)
+{
+  return lowered.find(what) != std::string::npos;
+}
+
+std::string format_date(const std::optional<YearMonth>& d)
+{
+  return d ? fmt::format("{}-{:02}", d->year, d->month) : "unknown";
+}
+
+bool before(const std::optional<YearMonth>& d, int year, int month)
+{
+  return d && d->value() < YearMonth{year, month}.value();
+}
+
+} // namespace
+
+std::optional<YearMonth> latest_date(const std::string& text)
+{
+  std::optional<YearMonth> latest;
+  const auto keep = [&latest](YearMonth d) {
+    if (d.year >= 2015 && d.year <= 2039 && d.month >= 1 && d.month <= 12 && (!latest || d.value() > latest->value()))
+      latest = d;
+  };
+  static const std::regex full(R"((?:^|[^0-9])(20[1-3][0-9])-([01][0-9])(?:-[0-3][0-9])?(?=[^0-9]|$))");
+  static const std::regex arxiv(R"((?:^|[^0-9.])([1-3][0-9])([01][0-9])\.[0-9]{4,5}(?=[^0-9]|$))");
+  static const std::regex sc(R"(\bSC ?'?([1-3][0-9])\b)");
+  static const std::regex year(R"((?:^|[^0-9])(20[1-3][0-9])(?=[^0-9]|$))");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), full); it != std::sregex_iterator(); ++it)
+    keep({std::stoi((*it)[1].str()), std::stoi((*it)[2].str())});
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), arxiv); it != std::sregex_iterator(); ++it)
+    keep({2000 + std::stoi((*it)[1].str()), std::stoi((*it)[2].str())});
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), sc); it != std::sregex_iterator(); ++it)
+    keep({2000 + std::stoi((*it)[1].str()), 6});
+  if (!latest) // a bare year only when nothing more precise is given
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), year); it != std::sregex_iterator(); ++it)
+      keep({std::stoi((*it)[1].str()), 6});
+  return latest;
+}
+
+SoftwareChoice choose_software(const CaseText& t)
+{
+  SoftwareChoice c;
+  const std::string all = lower(t.source + " | " + t.framework + " | " + t.notes);
+  c.date = latest_date(t.source);
+  auto& plan = c.plan;
+  const auto assume = [&c](std::string what) { c.assumptions.push_back(std::move(what)); };
+
+  if (mentions(all, "llm-foundry") || mentions(all, "composer") || mentions(all, "mosaicml"))
+    c.framework = Framework::COMPOSER;
+  else if (mentions(all, "megatron-deepspeed") || mentions(all, "megatron-turing") || mentions(all, "mt-nlg") ||
+           mentions(all, "bigscience") || mentions(all, "bloom"))
+    c.framework = Framework::MEGATRON_DEEPSPEED;
+  else if (t.zero_stage == 3 && mentions(all, "deepspeed"))
+    c.framework = Framework::DEEPSPEED_ZERO3;
+  else if (mentions(all, "megatron") || mentions(all, "nemo") || mentions(all, "narayanan") ||
+           mentions(all, "korthikanti"))
+    c.framework = Framework::MEGATRON;
+
+  switch (c.framework) {
+    case Framework::COMPOSER:
+      plan["software"] = "composer-fsdp";
+      assume("software: Composer/llm-foundry on PyTorch FSDP (torch LayerNorm, reduce-scatter every micro-batch, "
+             "BACKWARD_POST prefetch, DecoupledAdamW)");
+      // llm-foundry's benchmark script ran its own attention default whatever the yamls said:
+      // scripts/train/benchmarking/submit_benchmarks.py --attn_impl default 'triton' (300cc5c58, b2a43a147), the
+      // Triton kernel of flash-attn 0.2.8 whose docstring rates its forward+backward "slightly slower" than
+      // FlashAttention-1's CUDA kernel.
+      if (mentions(all, "benchmarking")) {
+        plan["attention"] = "flash1";
+        assume("attention: the benchmark script's attn_impl triton (flash-attn 0.2.8's Triton kernel, \"slightly "
+               "slower\" than FlashAttention-1): FlashAttention-1's measured curve");
+      }
+      return c;
+    case Framework::MEGATRON_DEEPSPEED:
+      plan["software"] = "megatron-deepspeed";
+      assume("software: Megatron-DeepSpeed on DeepSpeed's pipeline engine (2021 Megatron kernels, blocking p2p, "
+             "gradients reduced after the flush, FP16_Optimizer)");
+      return c;
+    case Framework::DEEPSPEED_ZERO3:
+      if (before(c.date, 2022, 3)) {
+        plan["software"] = "deepspeed-zero3-2021";
+        assume(fmt::format("software: DeepSpeed ZeRO-3 before v0.6 (dated {}): one all-gather and one reduce-scatter "
+                           "per parameter tensor",
+                           format_date(c.date)));
+      } else {
+        plan["software"] = "megatron-core";
+        assume(fmt::format("software: DeepSpeed ZeRO-3 from v0.6 on (dated {}): coalesced gathers per layer",
+                           format_date(c.date)));
+      }
+      return c;
+    case Framework::MEGATRON:
+    case Framework::UNKNOWN:
+      break;
+  }
+
+  const std::string who = c.framework == Framework::MEGATRON ? "Megatron-LM" : "framework not named; Megatron-LM";
+  if (!c.date) {
+    plan["software"] = "megatron-core";
+    assume(fmt::format("software: {} of unknown date: Megatron-core with Transformer Engine", who));
+  } else if (before(c.date, 2021, 9)) {
+    // Asynchronous TP all-reduce arrived 2021-09-02 (6e1bde1e0f).
+    plan["software"] = "megatron-lm-2021";
+    assume(fmt::format("software: {} of {} (before the asynchronous TP all-reduce of 2021-09): apex LayerNorm, "
+                       "unfused attention, blocking TP backward, timers that synchronise the device",
+                       who, format_date(c.date)));
+  } else if (before(c.date, 2024, 4)) {
+    // Transformer Engine became the default implementation on 2024-04-02 (e7b74a4b7e).
+    plan["software"] = "megatron-lm-2022";
+    std::string what = "FastLayerNorm, asynchronous TP communication, fused gradient accumulation";
+    if (!before(c.date, 2022, 8)) { // timers stopped synchronising by default on 2022-08-10 (d20739121e)
+      plan["host_syncs_per_microbatch"] = 0;
+      what += ", no timer synchronisation";
+    }
+    if (!before(c.date, 2023, 1)) { // --use-flash-attn, 2023
+      plan["attention"] = "flash2";
+      what += ", FlashAttention-2";
+    } else {
+      what += ", unfused attention";
+    }
+    assume(fmt::format("software: {} of {}: {}", who, format_date(c.date), what));
+  } else {
+    plan["software"] = "megatron-core";
+    assume(fmt::format("software: {} of {}: Megatron-core with Transformer Engine", who, format_date(c.date)));
+  }
+  return c;
+}
+
+} // namespace sim::validation

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Writes simtrain's measured kernel tables (topologies/gpus/kernels/*.json, schema kernels/v1).
+
+Inputs, all public measurements:
+  - the GEMM CSVs that extract_gemm.py writes from microsoft/vidur (MIT) and OpenXLA's matmul interpolator table
+    (Apache-2.0): a100.csv, h100.csv (m,n,k,batch,layout,tflops,source);
+  - data/extra_gemm.csv: rows transcribed from the MAMF table (stas00/ml-engineering) and Azure's cuBLASLt runs;
+  - data/flash_attention.csv: FlashAttention curves read off the published figures (Dao-AILab/flash-attention
+    assets, FA2 and FA3 papers).
+
+Usage:
+  python3 tools/kernels/extract_gemm.py VIDUR XLA_HEADER --out /tmp/gemm    # once, from the fetched sources
+  python3 tools/kernels/build_tables.py /tmp/gemm [--out topologies/gpus/kernels]
+
+The vidur rows are subsampled in the token dimension (m) to the sizes below, which keeps the tables small without
+losing the tile-aligned sizes training uses. vidur's mlp_down_proj rows are left out: its benchmark multiplies
+all-zero activations (its dummy weights make SiLU*mul underflow in fp16), which runs faster than real data.
+"""
+
+import argparse
+import csv
+import json
+import os
+import re
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+M_SIZES = {64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768}
+
+CHIPS = {
+    "a100-sxm": {
+        "gemm_csv": "a100.csv",
+        "name": "A100 SXM4 (GA100, 108 SMs, 1410 MHz boost)",
+        "description": "Measured 16-bit kernel rates of the A100 SXM4 (40 GB and 80 GB, A800): GEMMs by shape, "
+                       "FlashAttention by sequence length and head size.",
+        "sms": 108,
+        "best": ("271.2Tf", "mamf"),
+        "extra_gpu": "a100",
+        "attention_gpu": "a100_80gb_sxm4",
+    },
+    "h100-sxm": {
+        "gemm_csv": "h100.csv",
+        "name": "H100 SXM5 (GH100, 132 SMs, 1980 MHz boost)",
+        "description": "Measured 16-bit kernel rates of the H100 SXM5 (H100, H800): GEMMs by shape, FlashAttention-1/2/3 "
+                       "and cuDNN attention by sequence length and head size.",
+        "sms": 132,
+        "best": ("794.5Tf", "mamf"),
+        "extra_gpu": "h100",
+        "attention_gpu": "h100_80gb_sxm5",
+    },
+}
+
+SOURCES = {
+    "vidur": "microsoft/vidur (MIT) 7d47513363ec, data/profiling/compute/<gpu>/<model>/mlp.csv: median forward time of "
+             "sarathi's linear layers (Y = X W^T, fp16, kernel time under torch.profiler, 20 repeats) for Llama-2/3, "
+             "CodeLlama-34B, Qwen-72B, InternLM-20B, phi-2 at TP 1-8; shapes from vidur's model configs "
+             "(tools/kernels/extract_gemm.py)",
+    "xla": "OpenXLA xla/service/gpu/model/matmul_interpolator_data.h (Apache-2.0; ROCm/xla mirror e3fbb55d737b), sm_90, "
+           "bf16xbf16->bf16: median kernel time of dot(lhs[b,m,k], rhs[b,k,n]) through XLA's autotuned pipeline",
+    "mamf": "stas00/ml-engineering compute/accelerator/README.md (744d01e), Maximum Achievable Matmul FLOPS: best shape "
+            "of a bf16 torch.mm sweep, mean of 100 iterations (A100 SXM 271.2 TF/s at 1024x10240x5120; H100 SXM "
+            "794.5 TF/s at 2048x2048x13312)",
+    "azure": "Azure/AI-benchmarking-guide (8fd0c6e) Azure_Results/ND_A100_v4_results.md, cuBLASLt FP16 GEMM, "
+             "A100-SXM4-80GB, random data, 10,000 warm-up iterations",
+    "fa2-a100": "Dao-AILab/flash-attention assets/flash2_a100_fwd_bwd_benchmark.png (4f285b35, 2023-07-17; FA2 paper "
+                "Fig. 4): A100 80GB SXM4, fp16, hidden 2048, 16k tokens per batch, forward+backward TFLOP/s "
+                "(causal counted as half the score matrix); bar labels read off the figure",
+    "fa3-h100": "FlashAttention-3 paper (arXiv 2407.08608) figures, as published in Dao-AILab/flash-attention "
+                "assets/flash3_fp16_fwd.png (7ef24848) and the paper's backward figure: H100 SXM5, fp16, hidden 2048, "
+                "16k tokens per batch; FlashAttention-2, FlashAttention-3 and cuDNN bars read off the figures",
+    "fa2-h100": "Dao-AILab/flash-attention assets/flash2_h100_fwd_bwd_benchmark.png (4f285b35, 2023-07-17): H100 SXM5, "
+                "fp16, forward+backward TFLOP/s; bar labels read off the figure",
+    "derived": "H100 FlashAttention-2 causal backward: derived from the forward and forward+backward figures (not "
+               "measured as such)",
+}
+
+IMPLS = {"flash_attn_1_cuda": "flash1", "flash_attn_2": "flash2", "flash_attn_3": "flash3", "cudnn": "cudnn"}
+
+
+def rate(tflops):
+    return "%.1fTf" % float(tflops)
+
+
+def gemm_rows(chip, gemm_dir):
+    rows = {}
+    with open(os.path.join(gemm_dir, chip["gemm_csv"])) as fh:
+        for r in csv.DictReader(fh):
+            source = r["source"].split(":")[0]
+            m, n, k, b = int(r["m"]), int(r["n"]), int(r["k"]), int(r["batch"])
+            if source == "vidur":
+                if ":mlp_down_proj:" in r["source"] or m not in M_SIZES:
+                    continue
+                layout = "fwd"
+            else:  # XLA: row-major dot(lhs[m,k], rhs[k,n]), the data-gradient (NN) layout
+                layout = "dgrad"
+            rows.setdefault((m, n, k, b, layout, source), []).append(float(r["tflops"]))
+    with open(os.path.join(HERE, "data", "extra_gemm.csv")) as fh:
+        for r in csv.DictReader(fh):
+            source = r["source"].split(":")[0]
+            if r["gpu"] != chip["extra_gpu"] or r["dtype"] not in ("bf16", "fp16") or source not in ("mamf", "azure"):
+                continue
+            key = (int(r["m"]), int(r["n"]), int(r["k"]), int(r["batch"]), "fwd", source)
+            rows.setdefault(key, []).append(float(r["tflops"]))
+    return [[m, n, k, b, layout, rate(statistics.median(v)), source]
+            for (m, n, k, b, layout, source), v in sorted(rows.items())]
+
+
+def attention_rows(chip):
+    out = []
+    with open(os.path.join(HERE, "data", "flash_attention.csv")) as fh:
+        for r in csv.DictReader(fh):
+            if r["gpu"] != chip["attention_gpu"] or r["impl"] not in IMPLS:
+                continue
+            src = r["source"]
+            if "DERIVED" in src or "derived" in src.split(";")[0]:
+                source = "derived"
+            elif "flash2_a100" in src:
+                source = "fa2-a100"
+            elif "flash2_h100" in src:
+                source = "fa2-h100"
+            else:
+                source = "fa3-h100"
+            out.append([IMPLS[r["impl"]], r["direction"], r["causal"] == "true", int(r["head_dim"]),
+                        int(r["seq_len"]), rate(r["tflops"]), source])
+    out.sort(key=lambda row: (row[0], row[1], row[2], row[3], row[4]))
+    return out
+
+
+def write(chip_id, chip, gemm_dir, out_dir):
+    gemm = gemm_rows(chip, gemm_dir)
+    attention = attention_rows(chip)
+    # The large-shape limit: MAMF, or a measured row above it (XLA's batched 4096-cubed GEMMs on H100).
+    best = max([float(chip["best"][0][:-2])] + [float(r[5][:-2]) for r in gemm])
+    used = sorted({r[6] for r in gemm} | {r[6] for r in attention} | {chip["best"][1]})
+    doc = {
+        "schema": "kernels/v1",
+        "name": chip["name"],
+        "description": chip["description"],
+        "sms": chip["sms"],
+        "gemm": {
+            "about": "16-bit (fp16/bf16) tensor-core GEMMs: (m x k) times (k x n), batch times, as measured; written "
+                     "by tools/kernels/build_tables.py",
+            "best": rate(best),
+            "columns": ["m", "n", "k", "batch", "layout", "rate", "source"],
+            "rows": gemm,
+        },
+        "attention": {
+            "about": "fused attention, 16-bit, FLOPs as FlashAttention's benchmark counts them (forward 4 b s^2 h d, "
+                     "halved when causal; backward 2.5x forward)",
+            "columns": ["impl", "direction", "causal", "head_dim", "seq", "rate", "source"],
+            "rows": attention,
+        },
+        "sources": {key: SOURCES[key] for key in used},
+    }
+    path = os.path.join(out_dir, chip_id + ".json")
+    with open(path, "w") as fh:
+        fh.write(compact_json(doc))
+    print("%s: %d GEMM rows, %d attention rows" % (path, len(gemm), len(attention)), file=sys.stderr)
+
+
+def compact_json(doc):
+    """Indented JSON with every array of plain values (a table row, the column names) on one line."""
+    text = json.dumps(doc, indent=2)
+    return re.sub(r"\[\s*([^\[\]{}]*?)\s*\]", lambda m: "[" + re.sub(r",\s+", ", ", m.group(1)) + "]", text) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("gemm_dir", help="folder with extract_gemm.py's a100.csv and h100.csv")
+    parser.add_argument("--out", default=os.path.join(HERE, "..", "..", "topologies", "gpus", "kernels"))
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    for chip_id, chip in CHIPS.items():
+        write(chip_id, chip, args.gemm_dir, args.out)
+
+
+if __name__ == "__main__":
+    main()
