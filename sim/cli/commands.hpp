@@ -49,6 +49,7 @@ struct ValidateArgs {
   std::string keep;
   std::string markdown;
   std::string readme;
+  std::string summary; // validation-summary/v1 (full runs only)
   bool check = false;
 };
 
