@@ -228,10 +228,13 @@ TEST_CASE("compare puts A100 and A800 side by side and blames the exposed TP com
   CHECK(j["b"]["step_time_s"].get<double>() > j["a"]["step_time_s"].get<double>());
   CHECK(j["contributions"][0]["part"] == "exposed TP communication");
   CHECK(j["explanation"].get<std::string>().starts_with("B is "));
+  CHECK(j["validation"]["a"]["covered"] == true);
+  CHECK(j["validation"]["b"]["gpu"] == "A800-SXM4-80GB");
   // One scenario under two values of a path.
   const auto same = run("compare " + scenario("default.json") + " --set plan.tp=8 --set plan.tp=4");
   CHECK(same.status == 0);
   CHECK(same.out.find("B - A") != std::string::npos);
+  CHECK(same.out.find("\naccuracy: A100-SXM4-80GB ") != std::string::npos); // one line: the same GPU
   CHECK(run("compare " + scenario("default.json")).status == 1);
   // Two saved reports are compared as they are, without simulating again.
   const auto dir = test::scratch_dir();
@@ -253,7 +256,10 @@ TEST_CASE("sweep ranks layouts by tokens/s and reports those that do not fit, wi
   REQUIRE(r.status == 0);
   CHECK(r.out.find("sweep of ") != std::string::npos);
   CHECK(r.out.find("do not fit in GPU memory (closest: tp=1 micro_batch=1, over by") != std::string::npos);
+  CHECK(r.out.find("\n  accuracy: A100-SXM4-80GB step times ") != std::string::npos);
   const auto j = nlohmann::json::parse(std::ifstream(dir / "sweep.json"));
+  REQUIRE(j["validation"].size() == 1); // every layout on the same GPU
+  CHECK(j["validation"][0]["gpu"] == "A100-SXM4-80GB");
   REQUIRE(j["rows"].size() == 8);
   double previous = 1e300;
   int ranked = 0;
