@@ -10,6 +10,7 @@
 #include "report/task_report.hpp"
 #include "report/topology_report.hpp"
 #include "topology/cluster_graph.hpp"
+#include "validation/summary.hpp"
 #include "workload/builder.hpp"
 #include "workload/layer_program.hpp"
 
@@ -54,6 +55,14 @@ void print_warnings(const std::vector<sim::core::Warning>& warnings)
     std::cerr << sim::core::format_warning(w) << "\n";
 }
 
+validation::SummaryFile load_validation_summary(const CommonOptions& o)
+{
+  auto file = validation::load_summary(o.data_dir);
+  if (!file.warning.empty())
+    std::cerr << "warning: " << file.warning << "; reports leave out simtrain's accuracy\n";
+  return file;
+}
+
 int print_analysis(const fs::path& file, const CommonOptions& o)
 {
   const auto s = sim::scenario::load_scenario(file, load_options(o));
@@ -81,13 +90,14 @@ int simulate(const fs::path& file, const CommonOptions& o, const RunOptions& r)
   cost.peak_rss_bytes = peak_rss_bytes();
   cost.tasks = tasks.size();
   cost.folded = tasks.folded;
-  const auto json = sim::report::run_json(s, metrics, cost);
+  const auto validation = validation::gpu_validation(load_validation_summary(o), s.cluster.gpu.name);
+  const auto json = sim::report::run_json(s, metrics, cost, validation);
   const auto boxes = sim::report::pass_boxes(s, tasks, timeline);
   if (o.format == "json") {
     print_warnings(s.warnings);
     std::cout << json.dump(2) << "\n";
   } else {
-    std::cout << sim::report::run_text(s, metrics, cost);
+    std::cout << sim::report::run_text(s, metrics, cost, validation);
     if (r.view == "pipeline")
       std::cout << "\n" << sim::report::pipeline_text(s, metrics, boxes);
   }

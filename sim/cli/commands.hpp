@@ -3,6 +3,7 @@
 #pragma once
 
 #include "scenario/scenario.hpp"
+#include "validation/summary.hpp"
 
 #include <filesystem>
 #include <optional>
@@ -24,6 +25,8 @@ struct CommonOptions {
 
 scenario::LoadOptions load_options(const CommonOptions& o);
 void print_warnings(const std::vector<core::Warning>& warnings);
+// The data folder's validation summary; a malformed one is a warning on stderr, never an error.
+validation::SummaryFile load_validation_summary(const CommonOptions& o);
 
 inline int default_jobs()
 {
@@ -50,6 +53,7 @@ struct ValidateArgs {
   std::string keep;
   std::string markdown;
   std::string readme;
+  std::string summary; // validation-summary/v1 (full runs only)
   bool check = false;
 };
 

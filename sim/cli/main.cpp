@@ -101,6 +101,8 @@ int main(int argc, char** argv)
   validate_cmd->add_option("--markdown", validate_args.markdown, "Also write the tables, every case, as Markdown");
   validate_cmd->add_option("--readme", validate_args.readme,
                            "Replace the summary between this file's validation markers");
+  validate_cmd->add_option("--summary", validate_args.summary,
+                           "Write each GPU's accuracy (validation-summary/v1), which reports read; full runs only");
   validate_cmd->add_flag("--check", validate_args.check,
                          "Exit with 4 when a source misses its accuracy target or a run fails");
   add_common(validate_cmd, validate_opts, {"text", "json"});

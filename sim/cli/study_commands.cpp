@@ -77,11 +77,21 @@ std::optional<core::Json> saved_report(const std::string& file)
   return std::nullopt;
 }
 
-void print_comparison(const core::Json& a, const core::Json& b, const std::string& name_a, const std::string& name_b,
-                      const std::string& format)
+// A report saved before reports said how accurate simtrain is gets its GPU's accuracy from the current summary.
+core::Json with_validation(core::Json report, const validation::SummaryFile& summary)
 {
-  const auto c = study::compare_reports(a, b, name_a, name_b);
-  if (format == "json")
+  if (!report.contains("validation"))
+    report["validation"] =
+        validation::gpu_validation(summary, report.value(core::Json::json_pointer("/cluster/gpu"), std::string("?")));
+  return report;
+}
+
+void print_comparison(const core::Json& a, const core::Json& b, const std::string& name_a, const std::string& name_b,
+                      const CommonOptions& o)
+{
+  const auto summary = load_validation_summary(o);
+  const auto c = study::compare_reports(with_validation(a, summary), with_validation(b, summary), name_a, name_b);
+  if (o.format == "json")
     std::cout << study::comparison_json(c, a, b).dump(2) << "\n";
   else
     std::cout << study::comparison_text(c);
@@ -98,7 +108,7 @@ int compare(const CompareArgs& a, const CommonOptions& o)
       if (!o.overrides.empty() || o.tokens)
         throw core::InputError({"compare", "", ""}, "reports are compared as they are", "--set or --tokens",
                                "two scenarios to simulate under --set, or two reports without it");
-      print_comparison(*ra, *rb, a.scenarios[0], a.scenarios[1], o.format);
+      print_comparison(*ra, *rb, a.scenarios[0], a.scenarios[1], o);
       return 0;
     }
     if (ra || rb)
@@ -120,7 +130,7 @@ int compare(const CompareArgs& a, const CommonOptions& o)
     scenario::load_scenario(file, scenario::LoadOptions{o.data_dir, sets});
   const auto reports = run_children(runs, o, 2);
   print_comparison(reports[0], reports[1], side_name(runs[0].first, runs[0].second, runs[1].second),
-                   side_name(runs[1].first, runs[1].second, runs[0].second), o.format);
+                   side_name(runs[1].first, runs[1].second, runs[0].second), o);
   return 0;
 }
 

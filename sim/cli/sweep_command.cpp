@@ -136,6 +136,7 @@ int sweep(const SweepArgs& a, const CommonOptions& o)
   s.jobs = std::max(1, a.jobs);
   s.top = std::max(1, a.top);
   s.simulate_all = a.all;
+  s.summary = load_validation_summary(o);
   s.rank_by = a.rank_by == "tokens_per_usd" ? study::RankBy::TOKENS_PER_USD : study::RankBy::TOKENS_PER_S;
   if (!a.shard.empty())
     std::tie(s.shard_index, s.shard_count) = parse_shard(a.shard);

@@ -1,8 +1,10 @@
 #include "cli/commands.hpp"
 
 #include "core/input_error.hpp"
+#include "scenario/document_tree.hpp"
 #include "study/process_pool.hpp"
 #include "validation/runner.hpp"
+#include "validation/summary.hpp"
 
 #include <chrono>
 #include <fmt/format.h>
@@ -32,11 +34,39 @@ void update_readme(const fs::path& readme, const std::string& table)
   std::ofstream(readme) << s;
 }
 
+// Each validated GPU preset's catalogue name: "a100-sxm4-80gb" -> "A100-SXM4-80GB".
+std::map<std::string, std::string> gpu_names(const sim::validation::ValidationResult& r, const fs::path& data_dir)
+{
+  std::map<std::string, std::string> names;
+  for (const auto& c : r.comparisons)
+    if (!names.count(c.gpu))
+      names[c.gpu] =
+          sim::core::read_json_file(sim::scenario::preset_path(data_dir, sim::scenario::ReferenceKind::GPU, c.gpu))
+              .value("name", c.gpu);
+  return names;
+}
+
+void write_summary(const fs::path& file, const ValidateArgs& a, const sim::validation::ValidationResult& r,
+                   const fs::path& data_dir)
+{
+  const auto summary = sim::validation::summarize(r, fs::path(a.cases).filename().string(), gpu_names(r, data_dir));
+  if (file.has_parent_path())
+    fs::create_directories(file.parent_path());
+  std::ofstream out(file);
+  out << sim::validation::summary_json(summary).dump(2) << "\n";
+  if (!out)
+    throw sim::core::InputError({sim::core::display_path(file), "", ""}, "cannot be written");
+}
+
 } // namespace
 
 int validate(const ValidateArgs& a, const CommonOptions& o)
 {
   const auto started = std::chrono::steady_clock::now();
+  // The summary speaks for every case: a partial run must not write it.
+  if (!a.summary.empty() && !a.only.empty())
+    throw sim::core::InputError({"--summary", "", ""}, "needs a full run", "--only " + a.only,
+                                "every case of the file (no --only)");
   sim::validation::ValidateOptions v;
   v.cases_file = a.cases;
   v.data_dir = o.data_dir;
@@ -57,6 +87,8 @@ int validate(const ValidateArgs& a, const CommonOptions& o)
     std::ofstream(a.markdown) << sim::validation::render_markdown(result, true);
   if (!a.readme.empty())
     update_readme(a.readme, sim::validation::render_markdown(result, false));
+  if (!a.summary.empty())
+    write_summary(a.summary, a, result, o.data_dir);
   return a.check && !result.targets_met() ? 4 : 0;
 }
 

@@ -4,6 +4,7 @@
 #include "model/param_count.hpp"
 #include "report/analysis.hpp"
 #include "report/cost.hpp"
+#include "validation/summary.hpp"
 
 #include <fmt/format.h>
 
@@ -97,7 +98,7 @@ std::vector<std::string> cost_lines(const CostMetrics& c, const scenario::Scenar
   return out;
 }
 
-core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost& cost)
+core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost& cost, const core::Json& validation)
 {
   core::Json j;
   j["kind"] = "simulation";
@@ -113,6 +114,7 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
   j["tflops_per_gpu"] = m.tflops_per_gpu;
   j["mfu"] = m.mfu;
   j["hfu"] = m.hfu;
+  j["validation"] = validation;
   core::Json stages = core::Json::array();
   for (const auto& st : m.per_stage)
     stages.push_back(
@@ -160,7 +162,7 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
   return j;
 }
 
-std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCost& cost)
+std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCost& cost, const core::Json& validation)
 {
   const auto& p = s.plan;
   std::string out;
@@ -179,6 +181,7 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
   line("");
   line(fmt::format("step time {}   {:.0f} tokens/s   {:.1f} TFLOP/s per GPU   MFU {}   HFU {}",
                    core::format_time(m.step_time_s), m.tokens_per_s, m.tflops_per_gpu, percent(m.mfu), percent(m.hfu)));
+  line(validation::accuracy_line(validation));
   line("");
   line("where the step goes (mean over GPUs)");
   const auto& b = m.breakdown;

@@ -15,7 +15,8 @@ struct RunCost {
   bool folded = false;
 };
 
-core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost& cost);
-std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCost& cost);
+// `validation`: how close simtrain came to published runs on the scenario's GPU (validation::gpu_validation).
+core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost& cost, const core::Json& validation);
+std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCost& cost, const core::Json& validation);
 
 } // namespace sim::report

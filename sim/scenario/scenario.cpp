@@ -3,6 +3,7 @@
 #include "model/hf_config.hpp"
 #include "plan/plan_reader.hpp"
 #include "scenario/document_tree.hpp"
+#include "validation/summary.hpp"
 
 #include <fmt/format.h>
 
@@ -100,7 +101,8 @@ CheckedFile check_file(const std::filesystem::path& file, const LoadOptions& opt
     root_node.fail_found("wrong type", core::describe_type(root), "a JSON object with a \"schema\"");
   const auto schema = root.find("schema");
   const std::string expected_schema =
-      "one of scenario/v1, model/v1, topology/v1, gpu/v1, kernels/v1 (or a HuggingFace config.json)";
+      "one of scenario/v1, model/v1, topology/v1, gpu/v1, kernels/v1, validation-summary/v1 (or a HuggingFace "
+      "config.json)";
   if (schema == root.end())
     throw core::InputError(tree.provenance().locate("/schema"), "missing required key", "nothing", expected_schema);
   const std::string name = schema->is_string() ? schema->get<std::string>() : "";
@@ -126,6 +128,9 @@ CheckedFile check_file(const std::filesystem::path& file, const LoadOptions& opt
     apply_overrides(tree, options, [](DocumentTree&) {});
     checked.kind = FileKind::KERNELS;
     checked.name = hardware::read_kernel_tables(tree.node())->name;
+  } else if (name == "validation-summary/v1") {
+    checked.kind = FileKind::VALIDATION_SUMMARY;
+    checked.name = validation::read_summary(tree.node()).cases_file;
   } else {
     tree.node("/schema").fail("unsupported schema", expected_schema);
   }
@@ -174,6 +179,8 @@ std::string_view describe(FileKind kind)
       return "GPU";
     case FileKind::KERNELS:
       return "kernel tables";
+    case FileKind::VALIDATION_SUMMARY:
+      return "validation summary of";
   }
   return "file";
 }

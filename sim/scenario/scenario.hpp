@@ -34,7 +34,7 @@ struct Scenario {
 
 Scenario load_scenario(const std::filesystem::path& file, const LoadOptions& options);
 
-enum class FileKind { SCENARIO, MODEL, HF_CONFIG, TOPOLOGY, GPU, KERNELS };
+enum class FileKind { SCENARIO, MODEL, HF_CONFIG, TOPOLOGY, GPU, KERNELS, VALIDATION_SUMMARY };
 
 struct CheckedFile {
   FileKind kind = FileKind::SCENARIO;

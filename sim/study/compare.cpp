@@ -2,6 +2,7 @@
 
 #include "core/input_error.hpp"
 #include "core/units.hpp"
+#include "validation/summary.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -84,6 +85,8 @@ Comparison compare_reports(const Json& a, const Json& b, std::string a_name, std
   Comparison c;
   c.a_name = std::move(a_name);
   c.b_name = std::move(b_name);
+  c.validation_a = a.contains("validation") ? a["validation"] : Json();
+  c.validation_b = b.contains("validation") ? b["validation"] : Json();
   const auto add = [&](const std::string& label, const char* pointer, Unit unit, int indent = 0) {
     const Json::json_pointer p(pointer);
     c.rows.push_back({label, number_at(a, p), number_at(b, p), unit, indent});
@@ -191,6 +194,14 @@ std::string comparison_text(const Comparison& c)
   const auto line = [&out](const std::string& s) { out += s + "\n"; };
   line(fmt::format("A: {}", c.a_name));
   line(fmt::format("B: {}", c.b_name));
+  if (c.validation_a == c.validation_b && !c.validation_a.is_null()) {
+    line(validation::accuracy_line(c.validation_a));
+  } else {
+    if (!c.validation_a.is_null())
+      line(validation::accuracy_line(c.validation_a, " (A)"));
+    if (!c.validation_b.is_null())
+      line(validation::accuracy_line(c.validation_b, " (B)"));
+  }
   line("");
   line(fmt::format("{:<38} {:>14} {:>14}  {}", "", "A", "B", "B - A"));
   for (const auto& r : c.rows) {
@@ -222,6 +233,7 @@ Json comparison_json(const Comparison& c, const Json& a, const Json& b)
           {"rows", rows},
           {"contributions", contributions},
           {"explanation", c.explanation},
+          {"validation", {{"a", c.validation_a}, {"b", c.validation_b}}},
           {"a", a},
           {"b", b}};
 }

@@ -31,6 +31,8 @@ struct Comparison {
   std::vector<CompareRow> rows;
   std::vector<Contribution> contributions; // the parts of the step that moved, largest first
   std::string explanation;                 // one paragraph
+  core::Json validation_a;                 // each report's `validation` (null when it has none)
+  core::Json validation_b;
 };
 
 Comparison compare_reports(const core::Json& a, const core::Json& b, std::string a_name, std::string b_name);

@@ -182,6 +182,8 @@ class Sweep {
                      [&r](std::size_t a, std::size_t b) { return r.rows[a].bound_metric > r.rows[b].bound_metric; });
     simulate(r, candidates);
     rank_rows(r);
+    for (const auto& gpu : gpus_)
+      r.validation.push_back(validation::gpu_validation(o_.summary, gpu));
     report();
     return r;
   }
@@ -204,6 +206,7 @@ class Sweep {
       row.reason = reason.substr(0, reason.find(" [set by "));
       return false;
     }
+    gpus_.insert(s.cluster.gpu.name);
     if (!base_found_ && layout_fingerprint(s) == base_)
       row.baseline = base_found_ = true;
     const auto memory = memory::estimate_memory(s.model, s.plan, s.cluster.gpu);
@@ -321,6 +324,7 @@ class Sweep {
   const SweepOptions& o_;
   std::string base_; // the scenario's own layout
   bool base_found_ = false;
+  std::set<std::string> gpus_; // of the valid layouts
   SweepProgress progress_;
   std::chrono::steady_clock::time_point started_;
 };
@@ -480,7 +484,13 @@ SweepResult merge_sweeps(const std::vector<SweepResult>& parts)
     for (const auto& row : p.rows)
       if (indices.insert(row.index).second)
         merged.rows.push_back(row);
+    for (const auto& v : p.validation)
+      if (std::none_of(merged.validation.begin(), merged.validation.end(),
+                       [&v](const Json& m) { return m.value("gpu", "") == v.value("gpu", ""); }))
+        merged.validation.push_back(v);
   }
+  std::sort(merged.validation.begin(), merged.validation.end(),
+            [](const Json& x, const Json& y) { return x.value("gpu", "") < y.value("gpu", ""); });
   // Each shard marks its first layout equal to the scenario's own; the whole sweep's is the first of those.
   const SweepRow* first = nullptr;
   for (const auto& row : merged.rows)
@@ -521,6 +531,8 @@ std::string sweep_text(const SweepResult& r, int top, bool given_order)
     ++counts[row.outcome];
   line(fmt::format("sweep of {}: {} layouts{}", r.scenario, r.layouts_total,
                    r.shard.empty() ? "" : fmt::format(", shard {} ({} of them)", r.shard, r.rows.size())));
+  for (const auto& v : r.validation)
+    line("  " + validation::accuracy_line(v));
   if (counts[Outcome::OUT_OF_MEMORY] > 0) {
     const SweepRow* closest = nullptr;
     for (const auto& row : r.rows)
@@ -662,14 +674,9 @@ Json sweep_json(const SweepResult& r)
                     {"time_to_train_s", row.time_to_train_s},
                     {"cost_to_train_usd", row.cost_to_train_usd},
                     {"bound_s", row.bound_s}});
-  return {{"kind", "sweep"},
-          {"scenario", r.scenario},
-          {"rank_by", rank_by_name(r.rank_by)},
-          {"shard", r.shard},
-          {"layouts_total", r.layouts_total},
-          {"top", r.top},
-          {"columns", r.columns},
-          {"rows", rows}};
+  return {{"kind", "sweep"},      {"scenario", r.scenario},           {"rank_by", rank_by_name(r.rank_by)},
+          {"shard", r.shard},     {"layouts_total", r.layouts_total}, {"top", r.top},
+          {"columns", r.columns}, {"validation", r.validation},       {"rows", rows}};
 }
 
 SweepResult sweep_from_json(const Json& j, const std::string& where)
@@ -695,6 +702,11 @@ SweepResult sweep_from_json(const Json& j, const std::string& where)
   r.layouts_total = static_cast<int>(file.integer("layouts_total", 0, INT32_MAX));
   r.top = static_cast<int>(file.integer("top", 1, INT32_MAX));
   r.columns = strings(file.at("columns", "a list of paths"));
+  if (const auto validation = file.find("validation")) { // absent from sweeps written before it was reported
+    for (std::size_t i = 0; i < validation->array_size(); ++i)
+      core::ObjectReader(validation->element(i)).text("gpu");
+    r.validation = validation->json();
+  }
   const core::Node rows = file.at("rows", "a list of layouts");
   for (std::size_t i = 0; i < rows.array_size(); ++i) {
     core::ObjectReader x(rows.element(i));

@@ -759,6 +759,13 @@ std::string_view quantity_name(Quantity q)
   return "?";
 }
 
+Aspect aspect_of(Quantity q)
+{
+  const bool memory =
+      q == Quantity::STATE_MEMORY || q == Quantity::ACTIVATION_MEMORY || q == Quantity::ACTIVATION_SHARE;
+  return memory ? Aspect::MEMORY : Aspect::TIME;
+}
+
 std::string short_source(const std::string& source)
 {
   static const std::vector<std::pair<std::regex, std::string>> known{

@@ -28,6 +28,10 @@ enum class Quantity {
 
 std::string_view quantity_name(Quantity q);
 
+// What a quantity says about a prediction: how long the step takes (times and throughputs) or how much memory it holds.
+enum class Aspect { TIME, MEMORY };
+Aspect aspect_of(Quantity q);
+
 struct Expectation {
   Quantity quantity = Quantity::STEP_TIME;
   double measured = 0;

@@ -90,16 +90,9 @@ std::vector<ErrorStats> statistics(const std::vector<Comparison>& comparisons, b
           c.error);
   std::vector<ErrorStats> out;
   for (auto [key, errors] : groups) {
-    ErrorStats s;
+    ErrorStats s = error_stats(errors);
     s.group = key.first;
     s.quantity = key.second;
-    s.count = static_cast<int>(errors.size());
-    s.bias = quantile(errors, 0.5);
-    for (double& e : errors)
-      e = std::abs(e);
-    s.median = quantile(errors, 0.5);
-    s.p90 = quantile(errors, 0.9);
-    s.worst = quantile(errors, 1.0);
     if (by_source)
       for (const auto& t : targets)
         if (t.source == s.group)
@@ -112,6 +105,19 @@ std::vector<ErrorStats> statistics(const std::vector<Comparison>& comparisons, b
 }
 
 } // namespace
+
+ErrorStats error_stats(std::vector<double> errors)
+{
+  ErrorStats s;
+  s.count = static_cast<int>(errors.size());
+  s.bias = quantile(errors, 0.5);
+  for (double& e : errors)
+    e = std::abs(e);
+  s.median = quantile(errors, 0.5);
+  s.p90 = quantile(errors, 0.9);
+  s.worst = quantile(errors, 1.0);
+  return s;
+}
 
 bool ValidationResult::targets_met() const
 {

@@ -65,6 +65,9 @@ struct ValidationResult {
   bool targets_met() const;
 };
 
+// Count, bias, median, 90th percentile and worst of a group's signed errors.
+ErrorStats error_stats(std::vector<double> errors);
+
 // The prediction for `e` in a run's report; `baseline` is the baseline run's report for relative quantities.
 double predicted_value(const Expectation& e, const core::Json& report, const core::Json* baseline);
 

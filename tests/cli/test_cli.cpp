@@ -127,9 +127,17 @@ TEST_CASE("the text view draws every stage's passes")
 TEST_CASE("validate runs each published case and reports its error, per source and per GPU")
 {
   const auto cases = (test::source_dir() / "tests" / "data" / "validation" / "quick.json").string();
-  const auto r = run("validate " + cases + " --jobs 2 --format json");
+  const auto summary = test::scratch_dir() / "gpus" / "summary.json";
+  const auto r = run("validate " + cases + " --jobs 2 --format json --summary " + summary.string());
   INFO(r.out);
   REQUIRE(r.status == 0);
+  // The summary of each GPU's accuracy, which reports quote; only a full run writes it.
+  const auto written = nlohmann::json::parse(std::ifstream(summary));
+  CHECK(written["cases_file"] == "quick.json");
+  CHECK(written["gpus"]["A100-SXM4-80GB"]["preset"] == "a100-sxm4-80gb");
+  CHECK(written["gpus"]["A100-SXM4-80GB"]["time"]["runs"].get<int>() > 0);
+  CHECK(run("check " + summary.string()).status == 0);
+  CHECK(run("validate " + cases + " --only sc21 --summary " + summary.string()).status == 1);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["failed"].empty());
   CHECK(j["unsupported"].size() == 1); // the FP8 case
@@ -171,6 +179,45 @@ TEST_CASE("validate --check exits with 4 when a source misses its target, and --
   CHECK(text.find("Korthikanti Table 4") != std::string::npos);
 }
 
+TEST_CASE("a report says how close simtrain came to published runs on its GPU, or that none validates it")
+{
+  const auto covered = run("run " + scenario("default.json")); // dgx-a100
+  INFO(covered.out);
+  REQUIRE(covered.status == 0);
+  CHECK(covered.out.find("\naccuracy: A100-SXM4-80GB step times ") != std::string::npos);
+  CHECK(covered.out.find(" published runs") != std::string::npos);
+  const auto json = run_json(scenario("default.json"));
+  CHECK(json["validation"]["covered"] == true);
+  CHECK(json["validation"]["gpu"] == "A100-SXM4-80GB");
+  CHECK(json["validation"]["runs"].get<int>() > 0);
+  CHECK(json["validation"]["worst_abs_error"].get<double>() >= json["validation"]["median_abs_error"].get<double>());
+  CHECK(json["validation"]["memory"].is_object());
+
+  const auto h20 = run("run " + scenario("default.json") + " --set topology=hgx-h20");
+  REQUIRE(h20.status == 0);
+  CHECK(h20.out.find("\naccuracy: H20-96GB: no published run validates this GPU; treat step times as estimates\n") !=
+        std::string::npos);
+  CHECK(run_json(scenario("default.json") + " --set topology=hgx-h20")["validation"]["covered"] == false);
+
+  // A data folder without the summary, or with a broken one, still gives a report: it says so.
+  const auto dir = test::scratch_dir();
+  std::filesystem::create_directory_symlink(test::source_dir() / "models", dir / "models");
+  std::filesystem::copy(test::source_dir() / "topologies", dir / "topologies",
+                        std::filesystem::copy_options::recursive);
+  std::filesystem::remove(dir / "topologies" / "gpus" / "validation" / "summary.json");
+  const std::string elsewhere = " --data-dir " + dir.string();
+  const auto missing = run("run " + scenario("default.json") + elsewhere);
+  REQUIRE(missing.status == 0);
+  CHECK(missing.out.find("\naccuracy: A100-SXM4-80GB: no validation summary") != std::string::npos);
+  test::write_text(dir / "topologies" / "gpus" / "validation" / "summary.json", "{\"schema\": 1}");
+  const auto broken = run_json(scenario("default.json") + elsewhere);
+  CHECK(broken["validation"]["covered"] == false);
+  CHECK(broken["validation"]["reason"].get<std::string>().starts_with("the validation summary is unreadable"));
+  CHECK(run("check " + (dir / "topologies" / "gpus" / "validation" / "summary.json").string()).status == 1);
+  CHECK(run("check " + (test::source_dir() / "topologies" / "gpus" / "validation" / "summary.json").string()).status ==
+        0);
+}
+
 TEST_CASE("compare puts A100 and A800 side by side and blames the exposed TP communication")
 {
   const auto r = run("compare " + scenario("whatif/a100-tp-heavy.json") + " " + scenario("whatif/a800-tp-heavy.json") +
@@ -181,10 +228,13 @@ TEST_CASE("compare puts A100 and A800 side by side and blames the exposed TP com
   CHECK(j["b"]["step_time_s"].get<double>() > j["a"]["step_time_s"].get<double>());
   CHECK(j["contributions"][0]["part"] == "exposed TP communication");
   CHECK(j["explanation"].get<std::string>().starts_with("B is "));
+  CHECK(j["validation"]["a"]["covered"] == true);
+  CHECK(j["validation"]["b"]["gpu"] == "A800-SXM4-80GB");
   // One scenario under two values of a path.
   const auto same = run("compare " + scenario("default.json") + " --set plan.tp=8 --set plan.tp=4");
   CHECK(same.status == 0);
   CHECK(same.out.find("B - A") != std::string::npos);
+  CHECK(same.out.find("\naccuracy: A100-SXM4-80GB ") != std::string::npos); // one line: the same GPU
   CHECK(run("compare " + scenario("default.json")).status == 1);
   // Two saved reports are compared as they are, without simulating again.
   const auto dir = test::scratch_dir();
@@ -206,7 +256,10 @@ TEST_CASE("sweep ranks layouts by tokens/s and reports those that do not fit, wi
   REQUIRE(r.status == 0);
   CHECK(r.out.find("sweep of ") != std::string::npos);
   CHECK(r.out.find("do not fit in GPU memory (closest: tp=1 micro_batch=1, over by") != std::string::npos);
+  CHECK(r.out.find("\n  accuracy: A100-SXM4-80GB step times ") != std::string::npos);
   const auto j = nlohmann::json::parse(std::ifstream(dir / "sweep.json"));
+  REQUIRE(j["validation"].size() == 1); // every layout on the same GPU
+  CHECK(j["validation"][0]["gpu"] == "A100-SXM4-80GB");
   REQUIRE(j["rows"].size() == 8);
   double previous = 1e300;
   int ranked = 0;

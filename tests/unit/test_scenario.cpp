@@ -156,8 +156,10 @@ TEST_CASE("check recognises every kind of file")
   CHECK(sim::scenario::check_file(dir / "topologies/gpus/h800-sxm5-80gb.json", options()).kind == FileKind::GPU);
   CHECK(sim::scenario::check_file(dir / "scenarios/default.json", options()).kind == FileKind::SCENARIO);
   CHECK(sim::scenario::check_file(dir / "tests/data/hf/gpt2/config.json", options()).kind == FileKind::HF_CONFIG);
+  CHECK(sim::scenario::check_file(dir / "topologies/gpus/validation/summary.json", options()).kind ==
+        FileKind::VALIDATION_SUMMARY);
   const auto odd = test::write_json(test::scratch_dir() / "odd.json", {{"schema", "plan/v1"}});
   CHECK_THAT(error_of([&] { sim::scenario::check_file(odd, options()); }),
              Catch::EndsWith(R"(odd.json:/schema: unsupported schema (found "plan/v1"; expected one of scenario/v1, )"
-                             "model/v1, topology/v1, gpu/v1 (or a HuggingFace config.json))"));
+                             "model/v1, topology/v1, gpu/v1, validation-summary/v1 (or a HuggingFace config.json))"));
 }

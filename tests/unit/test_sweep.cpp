@@ -152,6 +152,13 @@ TEST_CASE("merging shards gives the whole sweep's ranking, and refuses parts of 
   CHECK(std::find_if(marked.rows.begin(), marked.rows.end(), [](const SweepRow& x) { return x.baseline; })->index == 1);
   // The same row twice (a shard given twice) counts once.
   CHECK(merge_sweeps({odd, odd, even}).rows.size() == 4);
+  // Each GPU's accuracy once, by name, whichever shard saw it.
+  odd.validation = {{{"gpu", "H800"}, {"covered", false}}, {{"gpu", "A100"}, {"covered", true}}};
+  even.validation = {{{"gpu", "A100"}, {"covered", true}}};
+  const auto gpus = merge_sweeps({even, odd}).validation;
+  REQUIRE(gpus.size() == 2);
+  CHECK(gpus[0]["gpu"] == "A100");
+  CHECK(gpus[1]["gpu"] == "H800");
   auto other = result({ranked(0, 1, {})}, 7);
   CHECK(test::error_of([&] { merge_sweeps({odd, other}); }).find("not shards of one sweep") != std::string::npos);
 }
@@ -164,9 +171,14 @@ TEST_CASE("sweep.json reads back as it was written, and the CSV has a row per la
   r.rows[1].layout.overrides = {"plan.tp=1"};
   r.rows[1].memory_over_bytes = 10.0 * (1 << 30);
   rank_rows(r);
+  r.validation = {{{"gpu", "H20-96GB"}, {"covered", false}, {"reason", "no published run validates this GPU"}}};
   const auto j = sweep_json(r);
   const auto back = sweep_from_json(j, "sweep.json");
   CHECK(sweep_json(back) == j);
+  CHECK(sweep_text(r, 10).find("  accuracy: H20-96GB: no published run validates this GPU") != std::string::npos);
+  auto before = j; // a sweep.json written before sweeps quoted the accuracy still reads
+  before.erase("validation");
+  CHECK(sweep_from_json(before, "sweep.json").validation.empty());
   const auto csv = sweep_csv(r);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
   CHECK(csv.starts_with("index,label,plan.tp,outcome,rank,"));
