@@ -55,6 +55,7 @@ struct ValidateArgs {
   std::string readme;
   std::string summary; // validation-summary/v1 (full runs only)
   bool check = false;
+  bool ablation = false; // once with every effect, once without each
 };
 
 int validate(const ValidateArgs& a, const CommonOptions& o);

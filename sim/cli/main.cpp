@@ -103,6 +103,9 @@ int main(int argc, char** argv)
                            "Replace the summary between this file's validation markers");
   validate_cmd->add_option("--summary", validate_args.summary,
                            "Write each GPU's accuracy (validation-summary/v1), which reports read; full runs only");
+  validate_cmd->add_flag("--ablation", validate_args.ablation,
+                         "Run once with every modelled effect and once without each; print (and with --readme write) "
+                         "the table of what each is worth per source");
   validate_cmd->add_flag("--check", validate_args.check,
                          "Exit with 4 when a source misses its accuracy target or a run fails");
   add_common(validate_cmd, validate_opts, {"text", "json"});

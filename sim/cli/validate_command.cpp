@@ -3,6 +3,7 @@
 #include "core/input_error.hpp"
 #include "scenario/document_tree.hpp"
 #include "study/process_pool.hpp"
+#include "validation/ablation.hpp"
 #include "validation/runner.hpp"
 #include "validation/summary.hpp"
 
@@ -16,11 +17,11 @@ namespace sim::cli {
 namespace fs = std::filesystem;
 namespace {
 
-// Replaces what lies between README's validation markers by `table`.
-void update_readme(const fs::path& readme, const std::string& table)
+// Replaces what lies between README's `marker` lines (<!-- validation:begin --> ...) by `table`.
+void update_readme(const fs::path& readme, const std::string& table, const std::string& marker = "validation")
 {
-  const std::string begin = "<!-- validation:begin -->\n";
-  const std::string end = "<!-- validation:end -->";
+  const std::string begin = fmt::format("<!-- {}:begin -->\n", marker);
+  const std::string end = fmt::format("<!-- {}:end -->", marker);
   std::ifstream in(readme);
   std::stringstream text;
   text << in.rdbuf();
@@ -28,8 +29,8 @@ void update_readme(const fs::path& readme, const std::string& table)
   const auto from = s.find(begin);
   const auto to = s.find(end);
   if (!in || from == std::string::npos || to == std::string::npos || to < from)
-    throw sim::core::InputError({sim::core::display_path(readme), "", ""}, "no validation section to update", "",
-                                "the lines <!-- validation:begin --> and <!-- validation:end -->");
+    throw sim::core::InputError({sim::core::display_path(readme), "", ""}, fmt::format("no {} section", marker), "",
+                                fmt::format("the lines {}and {}", begin, end));
   s.replace(from + begin.size(), to - from - begin.size(), table);
   std::ofstream(readme) << s;
 }
@@ -58,6 +59,24 @@ void write_summary(const fs::path& file, const ValidateArgs& a, const sim::valid
     throw sim::core::InputError({sim::core::display_path(file), "", ""}, "cannot be written");
 }
 
+// The validation once with every effect and once without each; the table of what each is worth.
+int ablation(const ValidateArgs& a, const CommonOptions& o, sim::validation::ValidateOptions v)
+{
+  std::vector<sim::validation::AblationRow> rows;
+  rows.push_back({"", sim::validation::run_validation(v)});
+  for (const auto& effect : sim::validation::effects()) {
+    std::cerr << fmt::format("simtrain: validating without {} ({})\n", effect.name, effect.what);
+    auto without = v;
+    without.overrides.insert(without.overrides.end(), effect.overrides.begin(), effect.overrides.end());
+    rows.push_back({effect.name, sim::validation::run_validation(without)});
+  }
+  const std::string table = sim::validation::render_ablation_markdown(rows);
+  std::cout << table;
+  if (!a.readme.empty())
+    update_readme(a.readme, table, "ablation");
+  return 0;
+}
+
 } // namespace
 
 int validate(const ValidateArgs& a, const CommonOptions& o)
@@ -74,6 +93,9 @@ int validate(const ValidateArgs& a, const CommonOptions& o)
   v.jobs = a.jobs;
   v.only = a.only;
   v.keep_dir = a.keep;
+  v.overrides = o.overrides;
+  if (a.ablation)
+    return ablation(a, o, v);
   const auto result = sim::validation::run_validation(v);
   if (o.format == "json") {
     std::cout << sim::validation::render_json(result).dump(2) << "\n";

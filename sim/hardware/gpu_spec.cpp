@@ -85,16 +85,12 @@ GpuSpec read_gpu(const core::Node& node)
   if (auto price = r.find("list_price_usd"))
     g.list_price_usd = price->as_number(0.0, 1e7);
 
-  // A source names a field, or a member of one as a path (memory_kernels/dropout).
+  // A source names a field, or a member of one as a path (memory_kernels/dropout): the field must be there (an
+  // override may have removed the member).
   core::ObjectReader sources(r.at("sources", "an object: field name -> source"));
   for (const auto& item : sources.node().json().items()) {
     const core::Node field = *sources.find(item.key());
-    bool names_field = false;
-    try {
-      names_field = node.json().contains(core::Json::json_pointer("/" + item.key()));
-    } catch (const core::Json::exception&) {
-    }
-    if (!names_field)
+    if (!node.json().contains(item.key().substr(0, item.key().find('/'))))
       field.fail_found("names no field of this GPU", "\"" + item.key() + "\"",
                        "the name of a field given above, or a path to one of its members");
     g.sources[item.key()] = field.as_string();

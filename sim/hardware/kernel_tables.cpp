@@ -91,12 +91,25 @@ std::optional<double> KernelTables::attention_rate(AttentionImpl impl, bool back
     }
   if (rows.empty())
     return std::nullopt;
-  const double ls = std::log2(seq);
-  const double ld = std::log2(head_dim);
-  return interpolate(
-      rows,
-      [ls, ld](const AttentionSample* a) { return square(std::log2(a->seq) - ls) + square(std::log2(a->head_dim) - ld); },
-      [](const AttentionSample* a) { return a->rate; });
+  // The published curves are grids: sequence lengths for a few head sizes. Piecewise linear in log2 of both, each
+  // held constant beyond its measured range.
+  std::map<double, std::map<double, double>> curves; // head size -> sequence length -> rate
+  for (const auto* a : rows)
+    curves[a->head_dim][a->seq] = a->rate;
+  const auto along = [](const std::map<double, double>& curve, double x) {
+    const auto hi = curve.lower_bound(x);
+    if (hi == curve.begin())
+      return hi->second;
+    if (hi == curve.end())
+      return std::prev(hi)->second;
+    const auto lo = std::prev(hi);
+    const double f = (std::log2(x) - std::log2(lo->first)) / (std::log2(hi->first) - std::log2(lo->first));
+    return lo->second + f * (hi->second - lo->second);
+  };
+  std::map<double, double> by_head;
+  for (const auto& [d, curve] : curves)
+    by_head[d] = along(curve, seq);
+  return along(by_head, head_dim);
 }
 
 namespace {

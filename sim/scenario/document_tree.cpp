@@ -101,8 +101,8 @@ void DocumentTree::resolve(const std::string& pointer, ReferenceKind kind)
   if (!has(pointer))
     return;
   const core::Node where = node(pointer);
-  if (where.json().is_object())
-    return;
+  if (where.json().is_object() || (where.json().is_null() && kind == ReferenceKind::KERNELS))
+    return; // kernel tables are optional: null drops them
   const std::string expected = fmt::format("a {} preset name, a path to a JSON file, or an object", kind_name(kind));
   if (!where.json().is_string())
     where.fail_found("wrong type", core::describe_type(where.json()), expected);

@@ -18,6 +18,7 @@ struct ValidateOptions {
   std::string only;               // only cases whose id contains this
   std::filesystem::path keep_dir; // keep the scenarios and reports here (default: a temporary folder, removed)
   std::vector<Target> targets = default_targets();
+  std::vector<std::string> overrides; // --set PATH=VALUE for every converted scenario (an ablation)
 };
 
 // Throws core::InputError when the cases file cannot be read or is not an array of cases.

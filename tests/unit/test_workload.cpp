@@ -153,7 +153,7 @@ TEST_CASE("the task graph is acyclic and every task is reachable from the step's
 
 TEST_CASE("every pipeline send goes to the same TP rank of the neighbouring stage and feeds a receive")
 {
-  const auto b = build({{"tp", 2}, {"pp", 4}, {"global_batch", 4}});
+  const auto b = build({{"tp", 2}, {"pp", 4}, {"global_batch", 4}, {"p2p_sync", false}});
   std::size_t sends = 0;
   for (sim::workload::TaskId i = 0; i < b.tasks.size(); ++i) {
     const auto& t = b.tasks[i];
@@ -169,6 +169,22 @@ TEST_CASE("every pipeline send goes to the same TP rank of the neighbouring stag
   }
   // 4 micro-batches x 3 stage boundaries x 2 directions x 2 TP ranks.
   CHECK(sends == 4 * 3 * 2 * 2);
+}
+
+TEST_CASE("with p2p_sync a stage's next kernel waits for its pipeline send; without, the send runs on its own")
+{
+  for (bool synced : {true, false}) {
+    const auto b = build({{"pp", 2}, {"global_batch", 4}, {"p2p_sync", synced}});
+    for (sim::workload::TaskId i = 0; i < b.tasks.size(); ++i) {
+      const auto& t = b.tasks[i];
+      if (t.kind != TaskKind::TRANSFER || t.category != Category::PP || t.microbatch != 0 || t.rank != 0)
+        continue;
+      bool feeds_sender = false;
+      for (auto s : b.tasks.successors(i))
+        feeds_sender = feeds_sender || (b.tasks[s].kind == TaskKind::COMPUTE && b.tasks[s].rank == t.rank);
+      CHECK(feeds_sender == synced);
+    }
+  }
 }
 
 TEST_CASE("every GPU of a stage runs the same compute")
