@@ -509,16 +509,42 @@ class Builder {
     for (int t = 0; t < tp_simulated(); ++t) {
       const auto group = dp_group(t, s);
       const auto members = simulated_of(group);
-      std::vector<TaskId> deps = tails_of(members);
-      for (int r : members)
-        deps.push_back(gather_tail_[static_cast<std::size_t>(r)]);
-      const TaskId end = collective(CollectiveKind::ALL_GATHER, group, element_bytes * item_params(item, s),
-                                    Category::DP, "zero-3 parameter all-gather", w, deps);
-      for (int r : members)
-        gather_tail_[static_cast<std::size_t>(r)] = end;
-      ends[static_cast<std::size_t>(t)] = end;
+      // One gather per parameter tensor (DeepSpeed of 2021, each after a device synchronisation), or per item.
+      for (double share : tensor_shares(item)) {
+        std::vector<TaskId> deps = tails_of(members);
+        for (int r : members)
+          deps.push_back(gather_tail_[static_cast<std::size_t>(r)]);
+        const TaskId end = collective(CollectiveKind::ALL_GATHER, group, element_bytes * share * item_params(item, s),
+                                      Category::DP, "zero-3 parameter all-gather", w, deps);
+        for (int r : members)
+          gather_tail_[static_cast<std::size_t>(r)] = end;
+        ends[static_cast<std::size_t>(t)] = end;
+      }
     }
     return ends;
+  }
+
+  // How an item's parameters split into the tensors a per-tensor ZeRO-3 gathers and reduces one by one: a layer's
+  // weight matrices (biases and norms, below DeepSpeed's persistence threshold, stay gathered and ride with the
+  // largest), the embedding or output matrix whole.
+  std::vector<double> tensor_shares(int item) const
+  {
+    if (!p_.software.zero3_per_tensor || item < 0)
+      return {1.0};
+    const double h = static_cast<double>(m_.hidden_size);
+    const double q = static_cast<double>(m_.q_width());
+    const double kv = static_cast<double>(m_.kv_width());
+    const double f = static_cast<double>(m_.ffn_hidden_size);
+    std::vector<double> weights{h * (q + 2.0 * kv), q * h, f * h};
+    if (model::is_gated(m_.ffn_kind))
+      weights.push_back(f * h);
+    weights.push_back(f * h);
+    double total = 0;
+    for (double x : weights)
+      total += x;
+    for (double& x : weights)
+      x /= total;
+    return weights;
   }
 
   // Gradients in buckets of dp_bucket_size, in the order the backward pass produces them; each bucket is reduced
@@ -567,6 +593,11 @@ class Builder {
     const double bucket_params = p_.dp_bucket_bytes / grad_bytes_;
     std::vector<std::pair<std::vector<int>, double>> out;
     for (int item : order) {
+      if (p_.zero_stage >= 3 && p_.software.zero3_per_tensor) { // one reduce-scatter per tensor
+        for (double share : tensor_shares(item))
+          out.push_back({{item}, share * item_params(item, s)});
+        continue;
+      }
       if (out.empty() || out.back().second >= bucket_params)
         out.emplace_back();
       out.back().first.push_back(item);

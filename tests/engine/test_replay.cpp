@@ -1,4 +1,5 @@
 // Validation of the replay against closed forms. Each TEST_CASE is one process, one simulation.
+#include "engine/platform.hpp"
 #include "engine/replay.hpp"
 #include "report/metrics.hpp"
 #include "scenario/scenario.hpp"
@@ -85,8 +86,10 @@ TEST_CASE("interleaving with v = 4 divides the bubble by 4: p = 2, m = 8")
 TEST_CASE("a compute-only step takes its FLOPs divided by the GPU's rate")
 {
   auto overrides = free_communication;
-  overrides.insert(overrides.end(), {"topology.node.gpu.gemm_efficiency=1", "topology.node.gpu.sms=null",
-                                     "topology.node.gpu.kernel_overhead=null"});
+  overrides.insert(overrides.end(),
+                   {"topology.node.gpu.gemm_efficiency=1", "topology.node.gpu.sms=null",
+                    "topology.node.gpu.kernel_overhead=null", "topology.node.gpu.kernel_tables=null",
+                    "topology.node.gpu.sustained_compute_ratio=1"});
   const auto run = simulate(balanced_model(4), {{"global_batch", 2}, {"attention", "unfused"}}, overrides);
   const double peak = 989.4e12;
   // What is left besides GEMMs (memory traffic at 1e18 B/s) is below a part in 1e5.
@@ -221,6 +224,69 @@ TEST_CASE("a kernel beside its GPU's own transfer runs on the SMs NCCL leaves it
   const auto tl = sim::engine::replay(g, graph);
   const double transfer_s = tl.tasks[transfer].end_s;
   CHECK(transfer_s == Approx(1e9 / (300e9 * 0.767)).epsilon(1e-6));
-  // While the transfer runs, 16 of 108 SMs are NCCL's: the kernel loses 16/108 of that time.
-  CHECK(tl.tasks[compute].end_s == Approx(10e-3 + 16.0 / 108.0 * transfer_s).epsilon(1e-6));
+  // While the transfer runs, 16 of 108 SMs are NCCL's: the kernel loses 16/108 of that time (its speed is quantised
+  // to 1/speed_levels of the GPU's).
+  CHECK(tl.tasks[compute].end_s ==
+        Approx(10e-3 + 16.0 / 108.0 * transfer_s).margin(transfer_s / sim::engine::speed_levels));
+}
+
+namespace {
+
+// A kernel of 100 ms on GPU 0, `memory_share` of its time streaming memory, beside a 1 GB transfer to GPU 1 over
+// NVLink: (kernel end, transfer end).
+std::pair<double, double> kernel_beside_transfer(double memory_share)
+{
+  const auto spec = sim::scenario::load_cluster("dgx-a100", test::options());
+  const auto graph = sim::topology::build_graph(spec, 1);
+  sim::workload::TaskGraph g;
+  g.gpus = 8;
+  g.cluster_gpus = 8;
+  g.stage_leaders = {0};
+  const auto begin = g.add(sim::workload::Task{});
+  sim::workload::Task kernel;
+  kernel.kind = sim::workload::TaskKind::COMPUTE;
+  kernel.rank = 0;
+  kernel.duration_s = 100e-3; // longer than the transfer
+  kernel.memory_share = static_cast<std::uint16_t>(std::lround(65535.0 * memory_share));
+  const auto compute = g.add(kernel);
+  sim::workload::Task send;
+  send.kind = sim::workload::TaskKind::TRANSFER;
+  send.rank = 0;
+  send.peer = 1;
+  send.bytes = 1e9;
+  const auto transfer = g.add(send);
+  for (auto t : {compute, transfer})
+    g.depend(t, begin);
+  g.step_end = g.add(sim::workload::Task{});
+  g.depend(g.step_end, compute);
+  g.depend(g.step_end, transfer);
+  g.finalize();
+  const auto tl = sim::engine::replay(g, graph);
+  return {tl.tasks[compute].end_s, tl.tasks[transfer].end_s};
+}
+
+// NVLink at 300 GB/s x 0.767 moves 2.5 x 230 GB/s through HBM: a streaming kernel runs on what is left of
+// 2039 GB/s x 0.85 while the transfer lasts.
+constexpr double hbm = 2039e9 * 0.85;
+constexpr double hbm_slowdown = hbm / (hbm - 2.5 * 300e9 * 0.767);
+
+// Slowed by `factor` for `overlap` seconds, a kernel loses overlap x (1 - 1/factor) of progress.
+double slowed_end(double duration, double overlap, double factor)
+{
+  return duration + overlap * (1.0 - 1.0 / factor);
+}
+
+} // namespace
+
+TEST_CASE("a memory-bound kernel beside its GPU's collective loses the HBM bandwidth NCCL moves")
+{
+  const auto [end, transfer_s] = kernel_beside_transfer(1.0);
+  CHECK(end == Approx(slowed_end(100e-3, transfer_s, hbm_slowdown)).margin(transfer_s / sim::engine::speed_levels));
+}
+
+TEST_CASE("a half memory-bound kernel beside a collective loses SMs for half its time and HBM for the other half")
+{
+  const auto [end, transfer_s] = kernel_beside_transfer(0.5);
+  const double factor = 0.5 / (1.0 - 16.0 / 108.0) + 0.5 * hbm_slowdown;
+  CHECK(end == Approx(slowed_end(100e-3, transfer_s, factor)).margin(transfer_s / sim::engine::speed_levels));
 }

@@ -171,7 +171,7 @@ TEST_CASE("every pipeline send goes to the same TP rank of the neighbouring stag
   CHECK(sends == 4 * 3 * 2 * 2);
 }
 
-TEST_CASE("with p2p_sync a stage's next kernel waits for its pipeline send; without, the send runs on its own")
+TEST_CASE("with p2p_sync a stage's next kernel waits for its pipeline send, without it the send runs on its own")
 {
   for (bool synced : {true, false}) {
     const auto b = build({{"pp", 2}, {"global_batch", 4}, {"p2p_sync", synced}});
