@@ -412,3 +412,39 @@ TEST_CASE("a sweep ranked by tokens per dollar prefers the cheaper part where th
   CHECK(cost["rows"][0]["label"] == "topology=hgx-a800");
   CHECK(cost["rows"][0]["tokens_per_usd"].get<double>() > cost["rows"][1]["tokens_per_usd"].get<double>());
 }
+
+TEST_CASE("simtrain kernels lists every kernel of a layer with its class, and their times add up to the layer's")
+{
+  const auto text = run("kernels " + scenario("sc21/table1-1.7b.json"));
+  REQUIRE(text.status == 0);
+  for (const char* expected : {"layer forward", "layernorm_apex", "softmax", "dropout", "bias_dropout_add",
+                               "gemm wgrad", "output layer backward"})
+    CHECK(text.out.find(expected) != std::string::npos);
+  const auto r = run("kernels " + scenario("sc21/table1-1.7b.json") + " --format json");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  double forward = 0;
+  for (const auto& k : j["kernels"])
+    if (k["program"] == "layer forward")
+      forward += k["time_s"].get<double>();
+  // The run report's layer forward (stage 0, no TP: no collectives in it) is the same kernels' time.
+  const auto report = run_json(scenario("sc21/table1-1.7b.json"));
+  CHECK(report["layer_s"]["forward"].get<double>() == Approx(forward).epsilon(1e-6));
+}
+
+TEST_CASE("validate --set applies to every converted case")
+{
+  const std::string cases = (test::source_dir() / "tests" / "data" / "validation" / "quick.json").string();
+  const auto base = run("validate " + cases + " --only 1.7B --format json");
+  const auto slow = run("validate " + cases + " --only 1.7B --format json --set topology.node.gpu.sustained_compute_ratio=0.5");
+  REQUIRE(base.status == 0);
+  REQUIRE(slow.status == 0);
+  const auto predicted = [](const std::string& out) {
+    const auto report = nlohmann::json::parse(out);
+    for (const auto& c : report["comparisons"])
+      if (c["primary"] == true)
+        return c["predicted"].get<double>();
+    return 0.0;
+  };
+  CHECK(predicted(slow.out) < 0.7 * predicted(base.out));
+}

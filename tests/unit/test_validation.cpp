@@ -1,8 +1,10 @@
 // The validation harness: published runs into scenarios, predictions against measurements, error statistics.
 #include "study/process_pool.hpp"
 #include "support.hpp"
+#include "validation/ablation.hpp"
 #include "validation/comparison.hpp"
 #include "validation/runner.hpp"
+#include "validation/software_choice.hpp"
 
 using sim::validation::CaseConversion;
 using sim::validation::convert_case;
@@ -230,4 +232,125 @@ TEST_CASE("child processes run side by side and report their exit statuses in or
   std::string line;
   std::getline(out, line);
   CHECK(line == "hi");
+}
+
+TEST_CASE("a case field simtrain does not read is refused with its name, never dropped")
+{
+  auto top = sc21_row();
+  top["dataset"] = "the pile";
+  CHECK(convert_case(top, test::source_dir()).unsupported.find("\"dataset\"") != std::string::npos);
+  auto model = sc21_row();
+  model["model"]["moe_experts"] = 8;
+  CHECK(convert_case(model, test::source_dir()).unsupported.find("\"model.moe_experts\"") != std::string::npos);
+  auto plan = sc21_row();
+  plan["plan"]["offload_optimizer"] = true;
+  CHECK(convert_case(plan, test::source_dir()).unsupported.find("\"plan.offload_optimizer\"") != std::string::npos);
+  auto recompute = sc21_row();
+  recompute["plan"]["recompute"] = "block";
+  CHECK(convert_case(recompute, test::source_dir()).unsupported.find("recompute \"block\" is not understood") !=
+        std::string::npos);
+}
+
+TEST_CASE("kv_heads and a SwiGLU activation are read: a Llama-shaped case is simulated as one")
+{
+  auto c = sc21_row();
+  c["model"] = Json::parse(R"json({"name": "Llama-2 70B", "params_b": 69.0, "layers": 80, "hidden": 8192, "heads": 64,
+                                   "kv_heads": 8, "ffn_hidden": 28672, "vocab": 32000, "seq_len": 4096,
+                                   "activation": "swiglu", "norm": "rmsnorm", "position_embedding": "rope",
+                                   "tie_embeddings": false})json");
+  c["plan"]["tp"] = 8;
+  c["plan"]["pp"] = 4;
+  c["plan"]["dp"] = 1;
+  c["plan"]["micro_batch"] = 1;
+  c["plan"]["global_batch"] = 32;
+  const auto conv = convert_case(c, test::source_dir());
+  REQUIRE(conv.unsupported.empty());
+  const auto& m = conv.runs.at(0).scenario["model"];
+  CHECK(m["num_kv_heads"] == 8);
+  CHECK(m["ffn_kind"] == "swiglu");
+  CHECK(m["norm"] == "rmsnorm");
+  CHECK(m["position_embedding"] == "rope");
+  CHECK(m["tie_embeddings"] == false);
+}
+
+TEST_CASE("an architecture whose parameter count is far from the stated one is refused")
+{
+  auto c = sc21_row();
+  c["model"]["params_b"] = 8.0; // as read, the row's architecture has 1.7B parameters
+  const auto conv = convert_case(c, test::source_dir());
+  CHECK(conv.unsupported.find("parameters, the case states 8") != std::string::npos);
+}
+
+TEST_CASE("a batch stated in tokens becomes sequences; gradient-accumulation steps give the micro-batch")
+{
+  auto tokens = sc21_row();
+  tokens["plan"]["global_batch"] = "1M tokens"; // 1,048,576 tokens of 2048: 512 sequences
+  auto conv = convert_case(tokens, test::source_dir());
+  REQUIRE(conv.unsupported.empty());
+  CHECK(conv.runs.at(0).scenario["plan"]["global_batch"] == 512);
+  auto numeric = sc21_row();
+  numeric["plan"].erase("global_batch");
+  numeric["plan"]["global_batch_tokens"] = 2097152;
+  conv = convert_case(numeric, test::source_dir());
+  REQUIRE(conv.unsupported.empty());
+  CHECK(conv.runs.at(0).scenario["plan"]["global_batch"] == 1024);
+  auto accumulation = sc21_row();
+  accumulation["plan"]["micro_batch"] = nullptr;
+  accumulation["plan"]["grad_accum"] = 4;
+  conv = convert_case(accumulation, test::source_dir());
+  REQUIRE(conv.unsupported.empty());
+  CHECK(conv.runs.at(0).scenario["plan"]["micro_batch"] == 4); // 512 / (32 x 4)
+  auto contradiction = sc21_row();
+  contradiction["plan"]["grad_accum"] = 3;
+  CHECK(convert_case(contradiction, test::source_dir()).unsupported.find("grad_accum") != std::string::npos);
+}
+
+TEST_CASE("the software generation follows the framework and the date each case's source gives")
+{
+  using sim::validation::choose_software;
+  using sim::validation::latest_date;
+  CHECK(latest_date("arXiv 2104.04473")->year == 2021);
+  CHECK(latest_date("arXiv 2104.04473")->month == 4);
+  CHECK(latest_date("README (added 2024-07-15 commit f2e5db402c)")->month == 7);
+  CHECK(latest_date("SC'22 paper")->year == 2022);
+  CHECK_FALSE(latest_date("no date here"));
+  const auto software = [](std::string source, std::string framework = "", int zero = 0) {
+    return choose_software({std::move(source), std::move(framework), "", zero, false, false}).plan["software"];
+  };
+  CHECK(software("Narayanan et al., SC21 (arXiv 2104.04473)") == "megatron-lm-2021");
+  CHECK(software("Korthikanti et al. 2022 (arXiv 2205.05198)") == "megatron-lm-2022");
+  CHECK(software("NVIDIA/Megatron-LM README (2024-07-15)") == "megatron-core");
+  CHECK(software("Smith et al. 'Megatron-Turing NLG 530B' (arXiv 2201.11990)") == "megatron-deepspeed");
+  CHECK(software("SC21 (arXiv 2104.04473) Table 2", "ZeRO-3 via DeepSpeed", 3) == "deepspeed-zero3-2021");
+  CHECK(software("mosaicml/llm-foundry benchmarking README", "Composer FSDP") == "composer-fsdp");
+  // From 2023, Megatron-LM runs FlashAttention; its timers stopped synchronising in August 2022.
+  const auto late = choose_software({"NVIDIA Megatron-LM, 2023-06 run", "", "", 0, true, true});
+  CHECK(late.plan["software"] == "megatron-lm-2022");
+  CHECK(late.plan["attention"] == "flash2");
+  CHECK(late.plan["host_syncs_per_microbatch"] == 0);
+  CHECK_FALSE(late.assumptions.empty());
+}
+
+TEST_CASE("every ablation effect's overrides apply to a scenario, and the table shows each source with and without")
+{
+  for (const auto& effect : sim::validation::effects()) {
+    INFO(effect.name);
+    CHECK(test::error_of([&] {
+            sim::scenario::load_scenario(test::source_dir() / "scenarios" / "default.json",
+                                         test::options(effect.overrides));
+          }) == "");
+  }
+  sim::validation::ValidationResult with, without;
+  sim::validation::ErrorStats s;
+  s.group = "SC21 Table 1";
+  s.quantity = "TFLOP/s";
+  s.bias = 0.01;
+  s.median = 0.02;
+  with.by_source = {s};
+  s.bias = 0.2;
+  s.median = 0.2;
+  without.by_source = {s};
+  const auto table = sim::validation::render_ablation_markdown({{"", with}, {"contention", without}});
+  CHECK(table.find("without contention") != std::string::npos);
+  CHECK(table.find("| SC21 Table 1 (TFLOP/s) | +1.0% (2.0%) | +20.0% (20.0%) |") != std::string::npos);
 }

@@ -410,3 +410,151 @@ TEST_CASE("with overlap_param_gather the updated parameters arrive during the fi
     break;
   }
 }
+
+namespace {
+
+std::size_t count_label(const Built& b, const std::string& label, int rank = 0)
+{
+  std::size_t n = 0;
+  for (const auto& t : b.tasks.tasks())
+    if (t.rank == rank && b.tasks.label_text(t.label) == label)
+      ++n;
+  return n;
+}
+
+// Distinct collectives of a category whose label is `label`.
+std::size_t count_collectives(const Built& b, const std::string& label)
+{
+  std::size_t n = 0;
+  for (const auto& c : b.tasks.collectives())
+    if (b.tasks.label_text(c.label) == label)
+      ++n;
+  return n;
+}
+
+} // namespace
+
+TEST_CASE("the 2021 code's TP backward all-reduce blocks after the weight gradient; asynchronous, it runs beside it")
+{
+  for (bool overlapped : {true, false}) {
+    const auto s = build({{"tp", 2}, {"global_batch", 1}, {"tp_backward_overlap", overlapped}}).scenario;
+    const auto programs = sim::workload::build_programs(s.model, s.plan, s.cluster.gpu);
+    std::size_t beside = 0;
+    std::size_t blocking_after_wgrad = 0;
+    const auto& p = programs.layer_backward;
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      if (p[i].kind == sim::workload::Step::Kind::OVERLAP && p[i].collective == sim::workload::CollectiveKind::ALL_REDUCE)
+        ++beside;
+      if (p[i].kind == sim::workload::Step::Kind::COLLECTIVE && i > 0 && p[i - 1].label.find("wgrad") != std::string::npos)
+        ++blocking_after_wgrad;
+    }
+    CHECK(beside == (overlapped ? 2U : 0U)); // QKV and fc1
+    CHECK(blocking_after_wgrad == (overlapped ? 0U : 2U));
+  }
+}
+
+TEST_CASE("gradient accumulation: autograd's from the second micro-batch, the hook's every micro-batch, none fused")
+{
+  // 4 micro-batches, 4 layers plus the embedding and output layer on the one stage.
+  CHECK(count_label(build({{"global_batch", 4}, {"grad_accumulation", "autograd"}}), "gradient accumulation") == 3 * 6);
+  CHECK(count_label(build({{"global_batch", 4}, {"grad_accumulation", "hook"}}), "gradient accumulation") == 4 * 6);
+  CHECK(count_label(build({{"global_batch", 4}, {"grad_accumulation", "fused"}}), "gradient accumulation") == 0);
+  sim::plan::ParallelPlan p;
+  p.software.grad_accumulation = sim::plan::GradAccumulation::HOOK;
+  p.fp32_grad_accumulation = true;
+  CHECK(sim::workload::grad_accumulation_bytes_per_param(p) == 10.0); // read fp32 and 16-bit, write fp32
+  p.fp32_grad_accumulation = false;
+  CHECK(sim::workload::grad_accumulation_bytes_per_param(p) == 6.0);
+}
+
+TEST_CASE("the optimizer step moves what its framework's passes move per parameter")
+{
+  sim::plan::ParallelPlan p;
+  using sim::plan::OptimizerImpl;
+  p.software.optimizer = OptimizerImpl::MEGATRON;
+  p.precision = sim::hardware::Precision::FP16;
+  CHECK(sim::workload::optimizer_bytes_per_param(p) == 52.0);
+  p.precision = sim::hardware::Precision::BF16;
+  CHECK(sim::workload::optimizer_bytes_per_param(p) == 38.0);
+  p.software.optimizer = OptimizerImpl::DEEPSPEED;
+  CHECK(sim::workload::optimizer_bytes_per_param(p) == 70.0);
+  p.software.optimizer = OptimizerImpl::COMPOSER;
+  CHECK(sim::workload::optimizer_bytes_per_param(p) == 92.0);
+  p.software.optimizer = OptimizerImpl::FUSED;
+  p.fp32_grad_accumulation = true;
+  CHECK(sim::workload::optimizer_bytes_per_param(p) == 30.0);
+}
+
+TEST_CASE("Megatron-LM 2021's timers idle the GPU a launch per synchronisation, half in each pass")
+{
+  const auto b = build({{"pp", 2}, {"global_batch", 2}, {"software", "megatron-lm-2021"}});
+  CHECK(b.scenario.plan.software.host_syncs_per_microbatch == 10);
+  std::size_t syncs = 0;
+  for (const auto& t : b.tasks.tasks())
+    if (t.kind == TaskKind::COMPUTE && b.tasks.label_text(t.label) == "host synchronisation") {
+      ++syncs;
+      CHECK(t.duration_s == Approx(5 * b.scenario.cluster.gpu.kernel_overhead_s));
+    }
+  CHECK(syncs == 2 * 2 * 2); // 2 stages x 2 micro-batches x (forward, backward), on the simulated GPUs
+}
+
+TEST_CASE("DeepSpeed's pipeline engine gathers the stage's own output again in backward and refuses interleaving")
+{
+  const auto ds = build({{"tp", 2}, {"pp", 2}, {"global_batch", 2}, {"pipeline_engine", "deepspeed"}});
+  const auto mg = build({{"tp", 2}, {"pp", 2}, {"global_batch", 2}, {"pipeline_engine", "megatron"},
+                         {"pp_scatter_gather", true}});
+  CHECK(count_collectives(ds, "pp output re-gather") == 2); // stage 0's two backward passes (stage 1 sends nothing)
+  CHECK(count_collectives(mg, "pp output re-gather") == 0);
+  const auto doc = test::scenario_json("llama2-7b", {{"pp", 2}, {"global_batch", 4}, {"virtual_stages", 2},
+                                                     {"pipeline_engine", "deepspeed"}});
+  const auto file = test::write_json(test::scratch_dir() / "ds.json", doc);
+  CHECK_THAT(test::error_of([&] { sim::scenario::load_scenario(file, test::options()); }),
+             Catch::Contains("DeepSpeed's pipeline engine runs only the non-interleaved 1F1B schedule"));
+}
+
+TEST_CASE("ZeRO-3 of 2021 gathers each weight matrix separately; per layer otherwise")
+{
+  const nlohmann::json plan{{"dp", 8}, {"global_batch", 8}, {"zero_stage", 3}};
+  auto per_tensor = plan;
+  per_tensor["zero3_per_tensor"] = true;
+  const auto layer = count_collectives(build(plan), "zero-3 parameter all-gather");
+  const auto tensors = count_collectives(build(per_tensor), "zero-3 parameter all-gather");
+  // 4 layers gathered twice (forward, backward), plus the embedding and the output layer: each layer in 4 matrices.
+  CHECK(tensors - layer == 4 * 2 * 3);
+}
+
+TEST_CASE("FSDP's BACKWARD_POST gathers the next layer only after the current one's gradients are computed")
+{
+  for (const std::string prefetch : {"pre", "post"}) {
+    const auto b = build({{"dp", 8}, {"global_batch", 8}, {"zero_stage", 3}, {"backward_prefetch", prefetch}});
+    // A backward gather is issued while layer L runs (its transfers carry L): does it wait for L's own kernels?
+    std::map<std::uint32_t, int> issued_at; // collective -> layer
+    for (const auto& t : b.tasks.tasks())
+      if (t.kind == TaskKind::TRANSFER && t.collective != sim::workload::no_task && t.category == Category::DP)
+        issued_at[t.collective] = t.layer;
+    std::size_t after_own_layer = 0;
+    std::size_t gathers = 0;
+    for (sim::workload::TaskId i = 0; i < b.tasks.size(); ++i) {
+      const auto& t = b.tasks[i];
+      if (t.kind != TaskKind::SYNC || t.collective == sim::workload::no_task ||
+          b.tasks.label_text(b.tasks.collectives()[t.collective].label) != "zero-3 parameter all-gather")
+        continue;
+      const auto at = issued_at.find(t.collective);
+      if (at == issued_at.end() || at->second < 0)
+        continue;
+      bool own = false;
+      bool backward = false;
+      for (auto d : b.tasks.dependencies(i)) {
+        const auto& dep = b.tasks[d];
+        backward = backward || dep.category == Category::BACKWARD;
+        own = own || (dep.kind == TaskKind::COMPUTE && dep.rank == 0 && dep.layer == at->second);
+      }
+      if (!backward)
+        continue;
+      ++gathers;
+      after_own_layer += own ? 1 : 0;
+    }
+    REQUIRE(gathers > 0);
+    CHECK(after_own_layer == (prefetch == "post" ? gathers : 0U));
+  }
+}
