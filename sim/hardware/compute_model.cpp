@@ -68,6 +68,14 @@ Kernel memory_bound(std::string_view name, double bytes, MemoryKernel memory, bo
   return g;
 }
 
+double slowest_of(double spread, int gpus)
+{
+  if (gpus <= 1 || spread <= 0)
+    return 1.0;
+  // The expected minimum of n uniform draws on [mean - spread/2, mean + spread/2].
+  return 1.0 - spread / 2.0 + spread / (gpus + 1.0);
+}
+
 double wave_efficiency(double m, double n, double batch, int sms)
 {
   if (sms <= 0 || m <= 0 || n <= 0)

@@ -38,6 +38,10 @@ Kernel gemm(std::string_view name, double m, double n, double k, double batch = 
 Kernel memory_bound(std::string_view name, double bytes, MemoryKernel memory = MemoryKernel::ELEMENTWISE,
                     bool backward = false);
 
+// The slowest of `gpus` GPUs whose sustained throughput spreads uniformly over `spread` of the mean, relative to the
+// mean: the pace of a step in which they all wait for each other (1 for one GPU, 1 - spread/2 for very many).
+double slowest_of(double spread, int gpus);
+
 // Output tiles of 128 x 128 spread over the SMs in waves: useful work / work done (1 without an SM count).
 double wave_efficiency(double m, double n, double batch, int sms);
 

@@ -72,6 +72,7 @@ GpuSpec read_gpu(const core::Node& node)
   g.attention_backward_efficiency = r.number_or("attention_backward_efficiency", 0.0, 0.0, 1.0);
   g.kernel_overhead_s = r.quantity_or("kernel_overhead", core::Dimension::TIME, 0.0);
   g.sustained_compute_ratio = r.number_or("sustained_compute_ratio", 1.0, 0.3, 1.0);
+  g.sustained_spread = r.number_or("sustained_spread", 0.0, 0.0, 0.5);
   if (auto kernels = r.find("memory_kernels"))
     g.memory_kernels = read_memory_kernels(*kernels);
   if (auto tables = r.find("kernel_tables"); tables && !tables->json().is_null()) {

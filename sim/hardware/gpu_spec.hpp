@@ -44,6 +44,9 @@ struct GpuSpec {
   // Tensor-core throughput of a node under sustained training load, relative to the short benchmarks the
   // efficiencies and tables come from (power and thermal limits lower the clock); 1 when not measured.
   double sustained_compute_ratio = 1;
+  // Range of that sustained throughput across the GPUs of a loaded node, as a fraction of its mean: a step that
+  // synchronises several GPUs runs at its slowest; 0 when not measured.
+  double sustained_spread = 0;
   std::map<MemoryKernel, MemoryKernelRate> memory_kernels; // measured classes; the others stream at memory_efficiency
   std::shared_ptr<const KernelTables> kernel_tables;       // measured GEMM and attention rates; null when none
   std::optional<double> list_price_usd;

@@ -14,6 +14,7 @@ const std::vector<Effect>& effects()
       {"memory kernels", "every memory-bound kernel at the STREAM bandwidth instead of its class's",
        {"topology.node.gpu.memory_kernels={}"}},
       {"sustained clock", "tensor cores at the benchmarks' clock", {"topology.node.gpu.sustained_compute_ratio=1"}},
+      {"slowest GPU", "every GPU at the mean sustained rate", {"topology.node.gpu.sustained_spread=0"}},
       {"contention", "collectives take no SMs and no HBM bandwidth from compute",
        {"topology.node.collective_sms=0", "topology.node.nccl_memory_traffic=0"}},
       {"norm kernels", "Transformer Engine's norms whatever the software", {"plan.norm_impl=te"}},

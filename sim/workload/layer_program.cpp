@@ -444,6 +444,15 @@ Program head_backward(const Shape& x, const Costing& c)
   return p;
 }
 
+// Every GPU of a step waits for the others (collectives in each layer, the gradient reduction every step): its
+// tensor cores run at the pace of the slowest of them.
+hardware::GpuSpec paced_by_slowest(const hardware::GpuSpec& gpu, const plan::ParallelPlan& p)
+{
+  hardware::GpuSpec paced = gpu;
+  paced.sustained_compute_ratio *= hardware::slowest_of(gpu.sustained_spread, p.gpus());
+  return paced;
+}
+
 } // namespace
 
 double optimizer_bytes_per_param(const plan::ParallelPlan& p)
@@ -502,8 +511,9 @@ std::vector<KernelCost> kernel_costs(const model::ModelSpec& m, const plan::Para
                                      const hardware::GpuSpec& gpu)
 {
   std::vector<KernelCost> log;
-  const Shape x = shape_of(m, p, gpu);
-  Costing c(gpu, p.precision, &log);
+  const hardware::GpuSpec paced = paced_by_slowest(gpu, p);
+  const Shape x = shape_of(m, p, paced);
+  Costing c(paced, p.precision, &log);
   c.set_program("layer forward");
   layer_forward(x, c, false);
   c.set_program("layer backward");
@@ -519,8 +529,9 @@ std::vector<KernelCost> kernel_costs(const model::ModelSpec& m, const plan::Para
   return log;
 }
 
-LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu)
+LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu_in)
 {
+  const hardware::GpuSpec gpu = paced_by_slowest(gpu_in, p);
   const Shape x = shape_of(m, p, gpu);
   const Costing c(gpu, p.precision);
   // Consecutive compute steps (no collective between them, as with tp = 1) run as one task.

@@ -88,6 +88,14 @@ TEST_CASE("a kernel too small to fill the GPU costs the fixed overhead and no le
   CHECK(gpu.memory_kernel_efficiency(MemoryKernel::LAYERNORM_APEX, true) < 0.5 * gpu.memory_efficiency);
 }
 
+TEST_CASE("a step of many GPUs runs at its slowest: half the spread below the mean, none for one GPU")
+{
+  CHECK(sim::hardware::slowest_of(0.045, 1) == 1.0);
+  CHECK(sim::hardware::slowest_of(0.045, 8) == Approx(1.0 - 0.0225 + 0.005));
+  CHECK(sim::hardware::slowest_of(0.045, 100000) == Approx(1.0 - 0.0225).epsilon(1e-4));
+  CHECK(sim::hardware::slowest_of(0.0, 1024) == 1.0);
+}
+
 TEST_CASE("tensor-core kernels run at the node's sustained clock, memory-bound ones do not")
 {
   const auto h100 = sim::scenario::load_cluster("dgx-h100", test::options()).gpu;
