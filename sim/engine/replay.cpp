@@ -4,8 +4,8 @@
 
 #include <array>
 #include <deque>
-#include <limits>
 #include <fmt/format.h>
+#include <limits>
 #include <set>
 #include <simgrid/kernel/Timer.hpp>
 #include <unordered_map>
@@ -22,11 +22,11 @@ namespace {
 // arithmetic, and for the part of a kernel's time that streams memory, the HBM bandwidth NCCL takes: it moves
 // nccl_memory_traffic bytes through HBM per byte on its busiest link direction (capped at the GPU's port).
 struct GpuLoad {
-  int transfers = 0;        // in flight with this GPU as an end
-  double out = 0;           // their uncontended rates, sent and received
+  int transfers = 0; // in flight with this GPU as an end
+  double out = 0;    // their uncontended rates, sent and received
   double in = 0;
-  double memory_share = 0;  // of the compute task running now
-  double port = 0;          // the GPU's fastest link: no more than this leaves or enters it
+  double memory_share = 0; // of the compute task running now
+  double port = 0;         // the GPU's fastest link: no more than this leaves or enters it
   int pstate = 0;
 };
 
@@ -54,8 +54,8 @@ class Replayer {
     for (int g = 0; g < cluster.gpus(); ++g) {
       const auto v = cluster.gpu[static_cast<std::size_t>(g)];
       for (auto [e, end] = boost::out_edges(v, cluster.graph); e != end; ++e)
-        load_[static_cast<std::size_t>(g)].port =
-            std::max(load_[static_cast<std::size_t>(g)].port, cluster.graph[*e].bandwidth * cluster.graph[*e].efficiency);
+        load_[static_cast<std::size_t>(g)].port = std::max(load_[static_cast<std::size_t>(g)].port,
+                                                           cluster.graph[*e].bandwidth * cluster.graph[*e].efficiency);
     }
     timeline_.link_bytes_forward.assign(boost::num_edges(cluster.graph), 0.0);
     timeline_.link_bytes_backward.assign(boost::num_edges(cluster.graph), 0.0);
@@ -142,7 +142,8 @@ class Replayer {
   {
     auto& load = load_[static_cast<std::size_t>(gpu)];
     const double speed = 1.0 / slowdown(load, cluster_);
-    const int pstate = std::clamp(speed_levels - static_cast<int>(std::lround(speed * speed_levels)), 0, speed_levels - 1);
+    const int pstate =
+        std::clamp(speed_levels - static_cast<int>(std::lround(speed * speed_levels)), 0, speed_levels - 1);
     if (pstate != load.pstate) {
       load.pstate = pstate;
       platform_.gpu[static_cast<std::size_t>(gpu)]->set_pstate(pstate);

@@ -18,13 +18,14 @@ bool sixteen_bit(Precision p)
 const KernelTables* gemm_table(const Kernel& kernel, const GpuSpec& gpu, Precision precision)
 {
   return kernel.kind == KernelKind::GEMM && gpu.kernel_tables && sixteen_bit(precision) ? gpu.kernel_tables.get()
-                                                                                         : nullptr;
+                                                                                        : nullptr;
 }
 
 double memory_time(const Kernel& kernel, const GpuSpec& gpu)
 {
-  const double efficiency = kernel.kind == KernelKind::MEMORY ? gpu.memory_kernel_efficiency(kernel.memory, kernel.backward)
-                                                              : gpu.memory_kernel_efficiency(MemoryKernel::ELEMENTWISE, false);
+  const double efficiency = kernel.kind == KernelKind::MEMORY
+                                ? gpu.memory_kernel_efficiency(kernel.memory, kernel.backward)
+                                : gpu.memory_kernel_efficiency(MemoryKernel::ELEMENTWISE, false);
   return kernel.bytes / (gpu.memory_bandwidth * efficiency);
 }
 

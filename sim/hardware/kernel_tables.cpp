@@ -81,7 +81,8 @@ std::optional<double> KernelTables::attention_rate(AttentionImpl impl, bool back
                                                    double head_dim) const
 {
   std::vector<const AttentionSample*> rows;
-  for (AttentionPass pass : {backward ? AttentionPass::BACKWARD : AttentionPass::FORWARD, AttentionPass::FORWARD_BACKWARD})
+  for (AttentionPass pass :
+       {backward ? AttentionPass::BACKWARD : AttentionPass::FORWARD, AttentionPass::FORWARD_BACKWARD})
     for (bool same_causality : {true, false}) {
       if (!rows.empty())
         break;

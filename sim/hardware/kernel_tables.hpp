@@ -36,8 +36,8 @@ class KernelTables {
  public:
   std::string name;
   std::string description;
-  int sms = 0;             // the chip's SMs: the wave quantisation of the table's own prior
-  double gemm_best = 0;    // the best GEMM rate of a shape sweep (MAMF): the large-shape limit
+  int sms = 0;          // the chip's SMs: the wave quantisation of the table's own prior
+  double gemm_best = 0; // the best GEMM rate of a shape sweep (MAMF): the large-shape limit
   std::vector<GemmSample> gemm;
   std::vector<AttentionSample> attention;
   std::map<std::string, std::string> sources; // source key of a row, or a field -> where it comes from

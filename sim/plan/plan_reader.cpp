@@ -49,7 +49,8 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   p.rank_order = r.choice_or<RankOrder>("rank_order", rank_order_choices, p.rank_order);
   p.collective_algorithm =
       r.choice_or<CollectiveAlgorithm>("collective_algorithm", collective_algorithm_choices, CollectiveAlgorithm::AUTO);
-  p.software = read_software(r, SoftwareContext{p.pp > 1, p.schedule == Schedule::INTERLEAVED, p.fp32_grad_accumulation});
+  p.software =
+      read_software(r, SoftwareContext{p.pp > 1, p.schedule == Schedule::INTERLEAVED, p.fp32_grad_accumulation});
   // Megatron-core's default bucket: max(40M, 1M x dp) gradient elements.
   const double grad_bytes = p.fp32_grad_accumulation ? 4.0 : 2.0;
   p.dp_bucket_bytes = r.quantity_or("dp_bucket_size", core::Dimension::BYTES,

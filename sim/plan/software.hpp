@@ -32,10 +32,8 @@ inline constexpr std::array<core::Choice<Generation>, 6> generation_choices{
 // FastLayerNorm (Megatron-LM from 2021-11), PyTorch's own.
 enum class NormImpl { TE, APEX, APEX_FAST, TORCH };
 
-inline constexpr std::array<core::Choice<NormImpl>, 4> norm_impl_choices{{{"te", NormImpl::TE},
-                                                                          {"apex", NormImpl::APEX},
-                                                                          {"apex_fast", NormImpl::APEX_FAST},
-                                                                          {"torch", NormImpl::TORCH}}};
+inline constexpr std::array<core::Choice<NormImpl>, 4> norm_impl_choices{
+    {{"te", NormImpl::TE}, {"apex", NormImpl::APEX}, {"apex_fast", NormImpl::APEX_FAST}, {"torch", NormImpl::TORCH}}};
 
 // The attention core: a fused kernel (Transformer Engine's choice: cuDNN where the catalogue has it, else
 // FlashAttention-2; or a named one), or unfused (two batched GEMMs with Megatron's fused scale-mask-softmax and a
@@ -89,7 +87,7 @@ struct Software {
   Attention attention = Attention::TE;
   bool tp_backward_overlap = true; // dgrad all-reduce (or SP reduce-scatter) beside the weight-gradient GEMM
   GradAccumulation grad_accumulation = GradAccumulation::FUSED;
-  bool p2p_sync = true;          // the device is synchronised after each pipeline send/recv: sends block the sender
+  bool p2p_sync = true;              // the device is synchronised after each pipeline send/recv: sends block the sender
   int host_syncs_per_microbatch = 0; // other device synchronisations per micro-batch (timers), each idling the GPU
   OptimizerImpl optimizer = OptimizerImpl::MEGATRON;
   PipelineEngine pipeline_engine = PipelineEngine::MEGATRON;

@@ -68,8 +68,7 @@ std::string kernels_text(const std::vector<workload::KernelCost>& costs)
     }
     out += fmt::format("  {:<28} {:<24} {:<26} {:>12} {:>13} {:>5.1f}%\n",
                        std::string(c.kernel.name) + (c.recompute ? " (recompute)" : ""), kind_of(c.kernel),
-                       shape_of(c.kernel), core::format_time(c.time_s), rate_of(c),
-                       100.0 * c.time_s / totals[program]);
+                       shape_of(c.kernel), core::format_time(c.time_s), rate_of(c), 100.0 * c.time_s / totals[program]);
   }
   return out;
 }
@@ -79,9 +78,9 @@ core::Json kernels_json(const std::vector<workload::KernelCost>& costs)
   core::Json list = core::Json::array();
   for (const auto& c : costs) {
     const auto& k = c.kernel;
-    core::Json j{{"program", c.program},     {"step", c.step},   {"kernel", std::string(k.name)},
-                 {"class", kind_of(k)},       {"time_s", c.time_s}, {"flops", k.flops},
-                 {"bytes", k.bytes},          {"recompute", c.recompute}};
+    core::Json j{{"program", c.program}, {"step", c.step},          {"kernel", std::string(k.name)},
+                 {"class", kind_of(k)},  {"time_s", c.time_s},      {"flops", k.flops},
+                 {"bytes", k.bytes},     {"recompute", c.recompute}};
     if (k.kind == KernelKind::GEMM)
       j["shape"] = {{"m", k.m}, {"n", k.n}, {"k", k.k}, {"batch", k.batch}};
     if (k.kind == KernelKind::ATTENTION || k.kind == KernelKind::ATTENTION_BACKWARD)

@@ -196,7 +196,8 @@ ClusterGraph build_graph(const ClusterSpec& spec, int nodes)
   cg.gpus_per_node = spec.node.gpus;
   if (spec.gpu.sms > 0)
     cg.compute_share_during_comm = 1.0 - static_cast<double>(spec.node.collective_sms) / spec.gpu.sms;
-  cg.memory_bandwidth = spec.gpu.memory_bandwidth * spec.gpu.memory_kernel_efficiency(hardware::MemoryKernel::ELEMENTWISE, false);
+  cg.memory_bandwidth =
+      spec.gpu.memory_bandwidth * spec.gpu.memory_kernel_efficiency(hardware::MemoryKernel::ELEMENTWISE, false);
   cg.nccl_memory_traffic = spec.node.nccl_memory_traffic;
   cg.nic_of_gpu.assign(static_cast<std::size_t>(spec.node.gpus), 0);
   for (std::size_t k = 0; k < spec.node.nics.gpus.size(); ++k)

@@ -104,15 +104,38 @@ std::optional<Hardware> match_gpu(const std::string& name)
 const std::set<std::string>& known_fields(std::string_view section)
 {
   static const std::map<std::string_view, std::set<std::string>> fields{
-      {"", {"id", "source", "source_type", "model", "hardware", "plan", "measured", "notes", "confidence",
-            "inferred_fields", "derived"}},
-      {"model", {"name", "params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab",
-                 "seq_len", "activation", "norm", "position_embedding", "tie_embeddings", "bias", "dropout"}},
+      {"",
+       {"id", "source", "source_type", "model", "hardware", "plan", "measured", "notes", "confidence",
+        "inferred_fields", "derived"}},
+      {"model",
+       {"name", "params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab", "seq_len",
+        "activation", "norm", "position_embedding", "tie_embeddings", "bias", "dropout"}},
       {"hardware", {"gpu", "num_gpus", "gpus_per_node", "interconnect"}},
-      {"plan", {"tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "global_batch", "global_batch_tokens", "grad_accum",
-                "recompute", "sequence_parallel", "zero_stage", "distributed_optimizer", "precision", "ddp_impl",
-                "pipeline_schedule", "scatter_gather_p2p", "model_parallel_size", "overlap", "fsdp_sharding",
-                "activation_cpu_offload", "framework", "attention"}},
+      {"plan",
+       {"tp",
+        "pp",
+        "dp",
+        "cp",
+        "ep",
+        "vpp",
+        "micro_batch",
+        "global_batch",
+        "global_batch_tokens",
+        "grad_accum",
+        "recompute",
+        "sequence_parallel",
+        "zero_stage",
+        "distributed_optimizer",
+        "precision",
+        "ddp_impl",
+        "pipeline_schedule",
+        "scatter_gather_p2p",
+        "model_parallel_size",
+        "overlap",
+        "fsdp_sharding",
+        "activation_cpu_offload",
+        "framework",
+        "attention"}},
   };
   return fields.at(section);
 }
@@ -141,7 +164,8 @@ class Converter {
       return unsupported("not a JSON object");
     for (std::string_view part : {"", "model", "hardware", "plan"})
       if (const std::string field = unknown_field(part.empty() ? c_ : section(c_, part), part); !field.empty())
-        return unsupported(fmt::format("field \"{}\" is not one simtrain reads: it cannot tell what it changes", field));
+        return unsupported(
+            fmt::format("field \"{}\" is not one simtrain reads: it cannot tell what it changes", field));
     const Json& model = section(c_, "model");
     const Json& hardware = section(c_, "hardware");
     const Json& plan = section(c_, "plan");
@@ -246,9 +270,9 @@ class Converter {
     if (const auto d = integer(model, "head_dim"))
       m["head_dim"] = *d;
     if (member(model, "activation")) {
-      const auto ffn = choice(model, "activation",
-                              {{"swiglu", "swiglu"}, {"silu", "swiglu"}, {"geglu", "geglu"}, {"gelu", "gelu"},
-                               {"relu", "relu"}});
+      const auto ffn =
+          choice(model, "activation",
+                 {{"swiglu", "swiglu"}, {"silu", "swiglu"}, {"geglu", "geglu"}, {"gelu", "gelu"}, {"relu", "relu"}});
       if (!ffn)
         return std::nullopt;
       m["ffn_kind"] = *ffn;
@@ -266,8 +290,8 @@ class Converter {
         return std::nullopt;
       m["position_embedding"] = *pos;
     }
-    for (const auto& [field, key] : {std::pair{"tie_embeddings", "tie_embeddings"}, {"bias", "linear_bias"},
-                                     {"dropout", "dropout"}})
+    for (const auto& [field, key] :
+         {std::pair{"tie_embeddings", "tie_embeddings"}, {"bias", "linear_bias"}, {"dropout", "dropout"}})
       if (member(model, field)) {
         const auto b = flag(model, field);
         if (!b) {
@@ -382,7 +406,8 @@ class Converter {
     if (tokens) {
       const double sequences = *tokens / static_cast<double>(seq);
       if (sequences < 1 || std::abs(sequences - std::round(sequences)) > 1e-6) {
-        unsupported(fmt::format("a global batch of {} tokens is not a whole number of {}-token sequences", *tokens, seq));
+        unsupported(
+            fmt::format("a global batch of {} tokens is not a whole number of {}-token sequences", *tokens, seq));
         return std::nullopt;
       }
       assume(fmt::format("global batch of {} tokens: {} sequences of {}", *tokens, std::llround(sequences), seq));
@@ -460,7 +485,8 @@ class Converter {
     if (!member(plan, "recompute")) {
       p["recompute"] = "none";
       assume("recomputation not given: none");
-    } else if (const auto r = choice(plan, "recompute", {{"full", "full"}, {"selective", "selective"}, {"none", "none"}}))
+    } else if (const auto r =
+                   choice(plan, "recompute", {{"full", "full"}, {"selective", "selective"}, {"none", "none"}}))
       p["recompute"] = *r;
     else
       return std::nullopt;
@@ -487,7 +513,8 @@ class Converter {
 
     const std::string sharding = lower(text(plan, "fsdp_sharding"));
     if (!sharding.empty()) {
-      const auto stage = choice(plan, "fsdp_sharding", {{"full_shard", "3"}, {"shard_grad_op", "2"}, {"no_shard", "0"}});
+      const auto stage =
+          choice(plan, "fsdp_sharding", {{"full_shard", "3"}, {"shard_grad_op", "2"}, {"no_shard", "0"}});
       if (!stage)
         return std::nullopt;
       p["zero_stage"] = std::stoi(*stage);
@@ -522,18 +549,21 @@ class Converter {
   // The software generation and what the case's framework, date, scripts and notes say about it.
   void software_of(const Json& plan, Json& p)
   {
-    const auto choice = choose_software(CaseText{text(c_, "source"), text(plan, "framework"), text(c_, "notes"),
-                                                 static_cast<int>(p.value("zero_stage", 0)),
-                                                 p.value("fp32_grad_accumulation", p["precision"] == "bf16"),
-                                                 p.value("sequence_parallel", false)});
+    const auto choice = choose_software(CaseText{
+        text(c_, "source"), text(plan, "framework"), text(c_, "notes"), static_cast<int>(p.value("zero_stage", 0)),
+        p.value("fp32_grad_accumulation", p["precision"] == "bf16"), p.value("sequence_parallel", false)});
     for (const auto& [key, value] : choice.plan.items())
       p[key] = value;
     for (const auto& a : choice.assumptions)
       assume(a);
     if (member(plan, "attention")) {
       const auto a = this->choice(plan, "attention",
-                                  {{"flash3", "flash3"}, {"flash1", "flash1"}, {"flash", "flash2"}, {"cudnn", "cudnn"},
-                                   {"unfused", "unfused"}, {"te", "te"}});
+                                  {{"flash3", "flash3"},
+                                   {"flash1", "flash1"},
+                                   {"flash", "flash2"},
+                                   {"cudnn", "cudnn"},
+                                   {"unfused", "unfused"},
+                                   {"te", "te"}});
       if (a)
         p["attention"] = *a;
     }

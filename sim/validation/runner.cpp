@@ -72,8 +72,13 @@ ValidationResult run_validation(const ValidateOptions& options)
       const fs::path stem = work.path() / file_stem(run.name);
       const fs::path scenario_file = fs::path(stem.string() + ".scenario.json");
       std::ofstream(scenario_file) << run.scenario.dump(2) << "\n";
-      std::vector<std::string> argv{options.simtrain.string(), run.simulate ? "run" : "memory", scenario_file.string(),
-                                    "--format", "json", "--data-dir", options.data_dir.string()};
+      std::vector<std::string> argv{options.simtrain.string(),
+                                    run.simulate ? "run" : "memory",
+                                    scenario_file.string(),
+                                    "--format",
+                                    "json",
+                                    "--data-dir",
+                                    options.data_dir.string()};
       for (const auto& o : options.overrides) {
         argv.push_back("--set");
         argv.push_back(o);

@@ -155,7 +155,8 @@ class Builder {
     t.duration_s = step.duration_s;
     t.flops = step.flops;
     if (step.duration_s > 0)
-      t.memory_share = static_cast<std::uint16_t>(std::lround(65535.0 * std::clamp(step.memory_s / step.duration_s, 0.0, 1.0)));
+      t.memory_share =
+          static_cast<std::uint16_t>(std::lround(65535.0 * std::clamp(step.memory_s / step.duration_s, 0.0, 1.0)));
     return add(t, tail_[static_cast<std::size_t>(gpu)]);
   }
 
@@ -559,8 +560,8 @@ class Builder {
       for (int item : pass_items(virtual_stage(p_, s, c), false))
         order.push_back(item);
     // DeepSpeed's engine all-reduces even with ZeRO-1 (the stage keeps its partition of the result), after the flush.
-    const CollectiveKind kind = sharded_optimizer() && !deepspeed_engine() ? CollectiveKind::REDUCE_SCATTER
-                                                                           : CollectiveKind::ALL_REDUCE;
+    const CollectiveKind kind =
+        sharded_optimizer() && !deepspeed_engine() ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE;
     const bool after_flush = !p_.overlap_grad_reduce || deepspeed_engine();
     const Where w{Category::DP, s, -1, mb, -1};
     const auto all = buckets(order, s);

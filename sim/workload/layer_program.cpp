@@ -16,9 +16,9 @@ struct Shape {
   double b, s, T, Tsp; // micro-batch, sequence, tokens, tokens held outside the TP region (T / t with SP)
   double h, q, kv, f, f1, a, d, t, vocab;
   bool sp, flash, dropout, rope, gated;
-  bool comm_overlap;       // sequence-parallel collectives pipelined with the GEMM beside them
-  bool backward_overlap;   // the backward's TP communication runs beside the weight-gradient GEMM
-  MemoryKernel norm;       // the norm kernels' class (kind and implementation)
+  bool comm_overlap;     // sequence-parallel collectives pipelined with the GEMM beside them
+  bool backward_overlap; // the backward's TP communication runs beside the weight-gradient GEMM
+  MemoryKernel norm;     // the norm kernels' class (kind and implementation)
   hardware::AttentionImpl attention;
 };
 
@@ -316,11 +316,10 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
   if (recompute == model::Recompute::FULL)
     p = layer_forward(x, c, true);
 
-  const std::vector<Kernel> fc2_back{
-      gemm("fc2 dgrad", x.T, x.f / x.t, x.h, 1, GemmLayout::DGRAD),
-      gemm("fc2 wgrad", x.f / x.t, x.h, x.T, 1, GemmLayout::WGRAD),
-      memory_bound("activation backward", (x.gated ? 5.0 : 3.0) * e * x.T * x.f / x.t,
-                   x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true)};
+  const std::vector<Kernel> fc2_back{gemm("fc2 dgrad", x.T, x.f / x.t, x.h, 1, GemmLayout::DGRAD),
+                                     gemm("fc2 wgrad", x.f / x.t, x.h, x.T, 1, GemmLayout::WGRAD),
+                                     memory_bound("activation backward", (x.gated ? 5.0 : 3.0) * e * x.T * x.f / x.t,
+                                                  x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true)};
   const Kernel fc1_dgrad = gemm("fc1 dgrad", x.T, x.h, x.f1 / x.t, 1, GemmLayout::DGRAD);
   const Kernel fc1_wgrad = gemm("fc1 wgrad", x.h, x.f1 / x.t, x.T, 1, GemmLayout::WGRAD);
   std::vector<Kernel> attn_back{gemm("projection dgrad", x.T, x.q / x.t, x.h, 1, GemmLayout::DGRAD),
@@ -328,8 +327,7 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
   for (auto& k : core_backward(x))
     attn_back.push_back(k);
   if (x.rope)
-    attn_back.push_back(
-        memory_bound("rotary backward", 2.0 * e * x.T * (x.q + x.kv) / x.t, MemoryKernel::ROPE, true));
+    attn_back.push_back(memory_bound("rotary backward", 2.0 * e * x.T * (x.q + x.kv) / x.t, MemoryKernel::ROPE, true));
   const Kernel qkv_dgrad = gemm("qkv dgrad", x.T, x.h, (x.q + 2.0 * x.kv) / x.t, 1, GemmLayout::DGRAD);
   const Kernel qkv_wgrad = gemm("qkv wgrad", x.h, (x.q + 2.0 * x.kv) / x.t, x.T, 1, GemmLayout::WGRAD);
   const std::vector<Kernel> residual_back{residual_backward(x)};
@@ -550,11 +548,11 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
   out.optimizer_s_per_param =
       hardware::busy_time(memory_bound("adam", optimizer_bytes_per_param(p), MemoryKernel::ADAM), gpu, p.precision);
   const double accumulation = grad_accumulation_bytes_per_param(p);
-  out.grad_accumulation_s_per_param =
-      accumulation > 0 ? hardware::busy_time(memory_bound("gradient accumulation", accumulation,
-                                                          MemoryKernel::GRADIENT_ACCUMULATION),
-                                             gpu, p.precision)
-                       : 0.0;
+  out.grad_accumulation_s_per_param = accumulation > 0
+                                          ? hardware::busy_time(memory_bound("gradient accumulation", accumulation,
+                                                                             MemoryKernel::GRADIENT_ACCUMULATION),
+                                                                gpu, p.precision)
+                                          : 0.0;
   out.grad_accumulation_from_first = p.software.grad_accumulation != plan::GradAccumulation::AUTOGRAD;
   return out;
 }

@@ -41,7 +41,7 @@ struct Task {
   std::int16_t chunk = -1;
   std::uint16_t memory_share = 0; // compute: the share of its time its kernels stream memory, in 1/65535
   std::int32_t rank = -1;         // compute: the GPU; transfer: the sender
-  std::int32_t peer = -1; // transfer: the receiver
+  std::int32_t peer = -1;         // transfer: the receiver
   std::int32_t microbatch = -1;
   std::int32_t layer = -1;
   std::uint32_t label = 0;            // into TaskGraph::labels

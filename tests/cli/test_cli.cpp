@@ -436,7 +436,8 @@ TEST_CASE("validate --set applies to every converted case")
 {
   const std::string cases = (test::source_dir() / "tests" / "data" / "validation" / "quick.json").string();
   const auto base = run("validate " + cases + " --only 1.7B --format json");
-  const auto slow = run("validate " + cases + " --only 1.7B --format json --set topology.node.gpu.sustained_compute_ratio=0.5");
+  const auto slow =
+      run("validate " + cases + " --only 1.7B --format json --set topology.node.gpu.sustained_compute_ratio=0.5");
   REQUIRE(base.status == 0);
   REQUIRE(slow.status == 0);
   const auto predicted = [](const std::string& out) {

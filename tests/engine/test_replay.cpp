@@ -86,10 +86,9 @@ TEST_CASE("interleaving with v = 4 divides the bubble by 4: p = 2, m = 8")
 TEST_CASE("a compute-only step takes its FLOPs divided by the GPU's rate")
 {
   auto overrides = free_communication;
-  overrides.insert(overrides.end(),
-                   {"topology.node.gpu.gemm_efficiency=1", "topology.node.gpu.sms=null",
-                    "topology.node.gpu.kernel_overhead=null", "topology.node.gpu.kernel_tables=null",
-                    "topology.node.gpu.sustained_compute_ratio=1"});
+  overrides.insert(overrides.end(), {"topology.node.gpu.gemm_efficiency=1", "topology.node.gpu.sms=null",
+                                     "topology.node.gpu.kernel_overhead=null", "topology.node.gpu.kernel_tables=null",
+                                     "topology.node.gpu.sustained_compute_ratio=1"});
   const auto run = simulate(balanced_model(4), {{"global_batch", 2}, {"attention", "unfused"}}, overrides);
   const double peak = 989.4e12;
   // What is left besides GEMMs (memory traffic at 1e18 B/s) is below a part in 1e5.

@@ -52,7 +52,8 @@ TEST_CASE("H100 GEMM times follow XLA's measured bf16 table within 35 %, median 
       {1, 512, 4096, 4096, 644.1},  {1, 1024, 4096, 4096, 738.5}, {4, 4096, 4096, 256, 503.9},
       {4, 4096, 256, 4096, 622.5},  {4, 4096, 256, 256, 206.5},   {1, 1024, 4096, 256, 209.7}};
   const auto gpu = sim::scenario::load_cluster(
-      "dgx-h100", test::options({"node.gpu.kernel_tables=null", "node.gpu.sustained_compute_ratio=1"})).gpu; // a burst benchmark
+                       "dgx-h100", test::options({"node.gpu.kernel_tables=null", "node.gpu.sustained_compute_ratio=1"}))
+                       .gpu; // a burst benchmark
   const auto e = errors(xla, gpu);
   CHECK(e[e.size() / 2] < 0.08);
 }

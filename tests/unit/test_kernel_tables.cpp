@@ -137,8 +137,9 @@ TEST_CASE("a kernel table row above the table's best rate, or with an unknown so
         "");
   auto fast = t;
   fast["gemm"]["rows"][0][5] = "120Tf";
-  CHECK_THAT(test::error_of([&] { sim::scenario::check_file(test::write_json(dir / "fast.json", fast), test::options()); }),
-             Catch::Contains("/gemm/rows/0/5: above the table's best rate"));
+  CHECK_THAT(
+      test::error_of([&] { sim::scenario::check_file(test::write_json(dir / "fast.json", fast), test::options()); }),
+      Catch::Contains("/gemm/rows/0/5: above the table's best rate"));
   auto unsourced = t;
   unsourced["gemm"]["rows"][0][6] = "y";
   CHECK_THAT(test::error_of([&] {

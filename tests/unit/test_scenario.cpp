@@ -160,6 +160,7 @@ TEST_CASE("check recognises every kind of file")
         FileKind::VALIDATION_SUMMARY);
   const auto odd = test::write_json(test::scratch_dir() / "odd.json", {{"schema", "plan/v1"}});
   CHECK_THAT(error_of([&] { sim::scenario::check_file(odd, options()); }),
-             Catch::EndsWith(R"(odd.json:/schema: unsupported schema (found "plan/v1"; expected one of scenario/v1, )"
-                             "model/v1, topology/v1, gpu/v1, kernels/v1, validation-summary/v1 (or a HuggingFace config.json))"));
+             Catch::EndsWith(
+                 R"(odd.json:/schema: unsupported schema (found "plan/v1"; expected one of scenario/v1, )"
+                 "model/v1, topology/v1, gpu/v1, kernels/v1, validation-summary/v1 (or a HuggingFace config.json))"));
 }

@@ -286,8 +286,7 @@ TEST_CASE("full recomputation adds the forward pass again, selective only the at
 {
   const auto none = build({{"tp", 2}, {"global_batch", 2}});
   const auto full = build({{"tp", 2}, {"global_batch", 2}, {"recompute", "full"}});
-  const auto selective =
-      build({{"tp", 2}, {"global_batch", 2}, {"recompute", "selective"}, {"attention", "unfused"}});
+  const auto selective = build({{"tp", 2}, {"global_batch", 2}, {"recompute", "selective"}, {"attention", "unfused"}});
   const double layer_forward = compute_time(none.tasks, Category::FORWARD, 0);
   CHECK(compute_time(none.tasks, Category::RECOMPUTE, 0) == 0.0);
   // Full recomputation redoes every layer's forward (not the embedding or the output layer).
@@ -434,7 +433,7 @@ std::size_t count_collectives(const Built& b, const std::string& label)
 
 } // namespace
 
-TEST_CASE("the 2021 code's TP backward all-reduce blocks after the weight gradient; asynchronous, it runs beside it")
+TEST_CASE("the 2021 code's TP backward all-reduce blocks after the weight gradient, asynchronous it runs beside it")
 {
   for (bool overlapped : {true, false}) {
     const auto s = build({{"tp", 2}, {"global_batch", 1}, {"tp_backward_overlap", overlapped}}).scenario;
@@ -443,9 +442,11 @@ TEST_CASE("the 2021 code's TP backward all-reduce blocks after the weight gradie
     std::size_t blocking_after_wgrad = 0;
     const auto& p = programs.layer_backward;
     for (std::size_t i = 0; i < p.size(); ++i) {
-      if (p[i].kind == sim::workload::Step::Kind::OVERLAP && p[i].collective == sim::workload::CollectiveKind::ALL_REDUCE)
+      if (p[i].kind == sim::workload::Step::Kind::OVERLAP &&
+          p[i].collective == sim::workload::CollectiveKind::ALL_REDUCE)
         ++beside;
-      if (p[i].kind == sim::workload::Step::Kind::COLLECTIVE && i > 0 && p[i - 1].label.find("wgrad") != std::string::npos)
+      if (p[i].kind == sim::workload::Step::Kind::COLLECTIVE && i > 0 &&
+          p[i - 1].label.find("wgrad") != std::string::npos)
         ++blocking_after_wgrad;
     }
     CHECK(beside == (overlapped ? 2U : 0U)); // QKV and fc1
@@ -501,18 +502,18 @@ TEST_CASE("Megatron-LM 2021's timers idle the GPU a launch per synchronisation, 
 TEST_CASE("DeepSpeed's pipeline engine gathers the stage's own output again in backward and refuses interleaving")
 {
   const auto ds = build({{"tp", 2}, {"pp", 2}, {"global_batch", 2}, {"pipeline_engine", "deepspeed"}});
-  const auto mg = build({{"tp", 2}, {"pp", 2}, {"global_batch", 2}, {"pipeline_engine", "megatron"},
-                         {"pp_scatter_gather", true}});
+  const auto mg =
+      build({{"tp", 2}, {"pp", 2}, {"global_batch", 2}, {"pipeline_engine", "megatron"}, {"pp_scatter_gather", true}});
   CHECK(count_collectives(ds, "pp output re-gather") == 2); // stage 0's two backward passes (stage 1 sends nothing)
   CHECK(count_collectives(mg, "pp output re-gather") == 0);
-  const auto doc = test::scenario_json("llama2-7b", {{"pp", 2}, {"global_batch", 4}, {"virtual_stages", 2},
-                                                     {"pipeline_engine", "deepspeed"}});
+  const auto doc = test::scenario_json(
+      "llama2-7b", {{"pp", 2}, {"global_batch", 4}, {"virtual_stages", 2}, {"pipeline_engine", "deepspeed"}});
   const auto file = test::write_json(test::scratch_dir() / "ds.json", doc);
   CHECK_THAT(test::error_of([&] { sim::scenario::load_scenario(file, test::options()); }),
              Catch::Contains("DeepSpeed's pipeline engine runs only the non-interleaved 1F1B schedule"));
 }
 
-TEST_CASE("ZeRO-3 of 2021 gathers each weight matrix separately; per layer otherwise")
+TEST_CASE("ZeRO-3 of 2021 gathers each weight matrix separately, otherwise a layer at a time")
 {
   const nlohmann::json plan{{"dp", 8}, {"global_batch", 8}, {"zero_stage", 3}};
   auto per_tensor = plan;
