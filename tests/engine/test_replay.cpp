@@ -194,46 +194,11 @@ TEST_CASE("a dependency cycle stops the replay with an error naming the stuck ta
   }
 }
 
-TEST_CASE("a kernel beside its GPU's own transfer runs on the SMs NCCL leaves it, and at full speed after")
-{
-  const auto spec = sim::scenario::load_cluster("dgx-a100", test::options());
-  const auto graph = sim::topology::build_graph(spec, 1);
-  sim::workload::TaskGraph g;
-  g.gpus = 8;
-  g.cluster_gpus = 8;
-  g.stage_leaders = {0};
-  const auto begin = g.add(sim::workload::Task{});
-  sim::workload::Task kernel;
-  kernel.kind = sim::workload::TaskKind::COMPUTE;
-  kernel.rank = 0;
-  kernel.duration_s = 10e-3;
-  const auto compute = g.add(kernel);
-  sim::workload::Task send;
-  send.kind = sim::workload::TaskKind::TRANSFER;
-  send.rank = 0;
-  send.peer = 1;
-  send.bytes = 1e9; // 1e9 / (300 GB/s x 0.767) = 4.35 ms on NVLink
-  const auto transfer = g.add(send);
-  for (auto t : {compute, transfer})
-    g.depend(t, begin);
-  g.step_end = g.add(sim::workload::Task{});
-  g.depend(g.step_end, compute);
-  g.depend(g.step_end, transfer);
-  g.finalize();
-  const auto tl = sim::engine::replay(g, graph);
-  const double transfer_s = tl.tasks[transfer].end_s;
-  CHECK(transfer_s == Approx(1e9 / (300e9 * 0.767)).epsilon(1e-6));
-  // While the transfer runs, 16 of 108 SMs are NCCL's: the kernel loses 16/108 of that time (its speed is quantised
-  // to 1/speed_levels of the GPU's).
-  CHECK(tl.tasks[compute].end_s ==
-        Approx(10e-3 + 16.0 / 108.0 * transfer_s).margin(transfer_s / sim::engine::speed_levels));
-}
-
 namespace {
 
-// A kernel of 100 ms on GPU 0, `memory_share` of its time streaming memory, beside a 1 GB transfer to GPU 1 over
-// NVLink: (kernel end, transfer end).
-std::pair<double, double> kernel_beside_transfer(double memory_share)
+// A kernel on GPU 0, `memory_share` of its time streaming memory, beside a 1 GB transfer to GPU 1 over NVLink
+// (1e9 / (300 GB/s x 0.767) = 4.35 ms): (kernel end, transfer end).
+std::pair<double, double> kernel_beside_transfer(double memory_share, double duration_s = 100e-3)
 {
   const auto spec = sim::scenario::load_cluster("dgx-a100", test::options());
   const auto graph = sim::topology::build_graph(spec, 1);
@@ -245,7 +210,7 @@ std::pair<double, double> kernel_beside_transfer(double memory_share)
   sim::workload::Task kernel;
   kernel.kind = sim::workload::TaskKind::COMPUTE;
   kernel.rank = 0;
-  kernel.duration_s = 100e-3; // longer than the transfer
+  kernel.duration_s = duration_s;
   kernel.memory_share = static_cast<std::uint16_t>(std::lround(65535.0 * memory_share));
   const auto compute = g.add(kernel);
   sim::workload::Task send;
@@ -276,6 +241,16 @@ double slowed_end(double duration, double overlap, double factor)
 }
 
 } // namespace
+
+TEST_CASE("a kernel beside its GPU's own transfer runs on the SMs NCCL leaves it, and at full speed after")
+{
+  const auto [end, transfer_s] = kernel_beside_transfer(0.0, 10e-3);
+  CHECK(transfer_s == Approx(1e9 / (300e9 * 0.767)).epsilon(1e-6));
+  // While the transfer runs, 16 of 108 SMs are NCCL's: the kernel loses 16/108 of that time (its speed is quantised
+  // to 1/speed_levels of the GPU's).
+  CHECK(end == Approx(10e-3 + 16.0 / 108.0 * transfer_s).margin(transfer_s / sim::engine::speed_levels));
+}
+
 
 TEST_CASE("a memory-bound kernel beside its GPU's collective loses the HBM bandwidth NCCL moves")
 {
