@@ -169,6 +169,14 @@ Json read_json_file(const std::filesystem::path& path)
   };
   try {
     return Json::parse(text, callback);
+  } catch (const Json::out_of_range& e) {
+    // nlohmann names the number in quotes ("number overflow parsing '1e400'"); the open frames say where it is.
+    const std::string what = e.what();
+    const auto open = what.find('\'');
+    const auto close = what.rfind('\'');
+    const std::string found = open < close ? what.substr(open + 1, close - open - 1) : std::string{};
+    throw InputError({name, frames_pointer(frames, frames.size()), ""}, "a number beyond the range of a double", found,
+                     "numbers within about 1.8e308 (and plausible for what they describe)");
   } catch (const Json::parse_error& e) {
     std::size_t line = 0;
     std::size_t column = 0;
@@ -182,13 +190,40 @@ Json read_json_file(const std::filesystem::path& path)
   }
 }
 
+namespace {
+
+// JSON text of `value`, stopping once `out` holds `budget` characters: never deeper than that, so that a value nested
+// a million levels deep renders in constant stack.
+void render_into(const Json& value, std::string& out, std::size_t budget)
+{
+  if (out.size() >= budget)
+    return;
+  if (value.is_array() || value.is_object()) {
+    out += value.is_array() ? '[' : '{';
+    bool first = true;
+    for (auto it = value.begin(); it != value.end() && out.size() < budget; ++it) {
+      if (!first)
+        out += ", ";
+      first = false;
+      if (value.is_object())
+        out += Json(it.key()).dump() + ": ";
+      render_into(*it, out, budget);
+    }
+    if (out.size() < budget)
+      out += value.is_array() ? ']' : '}';
+    return;
+  }
+  out += value.dump();
+}
+
+} // namespace
+
 std::string render_value(const Json& value)
 {
-  std::string text = value.dump();
   constexpr std::size_t max_length = 60;
-  if (text.size() > max_length)
-    text = text.substr(0, max_length - 3) + "...";
-  return text;
+  std::string text;
+  render_into(value, text, max_length + 1);
+  return clip(text, max_length);
 }
 
 std::string describe_type(const Json& value)

@@ -40,6 +40,8 @@ struct Warning {
 };
 
 std::string format_location(const Location& where);
+// `text` cut to `max_length` characters, with "..." where it was cut.
+std::string clip(const std::string& text, std::size_t max_length = 80);
 std::string format_warning(const Warning& warning);
 
 } // namespace sim::core

@@ -90,6 +90,9 @@ double Node::as_quantity(Dimension dimension) const
     fail("not a valid quantity", describe(dimension));
   if (!(*value > 0.0))
     fail("must be positive", describe(dimension));
+  const Range range = plausible_range(dimension);
+  if (*value < range.min || *value > range.max)
+    fail("out of the plausible range", fmt::format("{} {}", describe(dimension), range.text));
   return *value;
 }
 

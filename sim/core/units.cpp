@@ -106,6 +106,21 @@ std::optional<double> parse_quantity(std::string_view text, Dimension dimension)
   return number * it->second;
 }
 
+Range plausible_range(Dimension dimension)
+{
+  switch (dimension) {
+    case Dimension::BYTES:
+      return {1.0, 1e15, "from 1B to 1PB"};
+    case Dimension::BANDWIDTH:
+      return {1e6, 1e15, "from 1MBps to 1PBps"};
+    case Dimension::TIME:
+      return {1e-12, 365.0 * 86400.0, "from 1ps to 365d"};
+    case Dimension::FLOP_RATE:
+      return {1e9, 1e19, "from 1Gf to 10Ef"};
+  }
+  return {0.0, 0.0, ""};
+}
+
 std::string describe(Dimension dimension)
 {
   switch (dimension) {

@@ -18,6 +18,15 @@ std::optional<double> parse_quantity(std::string_view text, Dimension dimension)
 // How to write one, for error messages: `a bandwidth such as "450GBps" or "400Gbps"`.
 std::string describe(Dimension dimension);
 
+// The values a physical field of this dimension can plausibly take (SI): beyond them a value is a typo or a unit
+// mix-up (1 B to 1 PB, 1 MB/s to 1 PB/s, 1 ps to 1 year, 1 GFLOP/s to 10 EFLOP/s).
+struct Range {
+  double min;
+  double max;
+  const char* text; // "from 1MBps to 1PBps", as it would be written
+};
+Range plausible_range(Dimension dimension);
+
 // For people: "80.0 GiB", "450 GB/s", "1.25 ms", "312 TFLOP/s".
 std::string format_quantity(double si_value, Dimension dimension);
 

@@ -33,8 +33,8 @@ std::map<MemoryKernel, MemoryKernelRate> read_memory_kernels(const core::Node& n
       continue;
     core::ObjectReader e(*entry);
     MemoryKernelRate rate;
-    rate.forward = e.number("forward", 0.01, 1.0);
-    rate.backward = e.number_or("backward", 0.0, 0.01, 1.0);
+    rate.forward = e.number("forward", 0.05, 1.0);
+    rate.backward = e.number_or("backward", 0.0, 0.05, 1.0);
     e.finish();
     out[c.value] = rate;
   }
@@ -66,10 +66,11 @@ GpuSpec read_gpu(const core::Node& node)
   g.nvlink_bandwidth = r.quantity_or("nvlink_bandwidth", core::Dimension::BANDWIDTH, 0.0);
   g.pcie_generation = static_cast<int>(r.integer("pcie_generation", 3, 6));
   g.gemm_efficiency = r.number("gemm_efficiency", 0.05, 1.0);
-  g.memory_efficiency = r.number_or("memory_efficiency", 0.0, 0.0, 1.0);
-  g.nccl_nvlink_efficiency = r.number_or("nccl_nvlink_efficiency", 0.0, 0.0, 1.0);
-  g.attention_efficiency = r.number_or("attention_efficiency", 0.0, 0.0, 1.0);
-  g.attention_backward_efficiency = r.number_or("attention_backward_efficiency", 0.0, 0.0, 1.0);
+  // Measured efficiencies lie between 5 % and 100 % (absent: 0, "not measured").
+  g.memory_efficiency = r.number_or("memory_efficiency", 0.0, 0.05, 1.0);
+  g.nccl_nvlink_efficiency = r.number_or("nccl_nvlink_efficiency", 0.0, 0.05, 1.0);
+  g.attention_efficiency = r.number_or("attention_efficiency", 0.0, 0.05, 1.0);
+  g.attention_backward_efficiency = r.number_or("attention_backward_efficiency", 0.0, 0.05, 1.0);
   g.kernel_overhead_s = r.quantity_or("kernel_overhead", core::Dimension::TIME, 0.0);
   g.sustained_compute_ratio = r.number_or("sustained_compute_ratio", 1.0, 0.3, 1.0);
   g.sustained_spread = r.number_or("sustained_spread", 0.0, 0.0, 0.5);
@@ -90,7 +91,7 @@ GpuSpec read_gpu(const core::Node& node)
   // override may have removed the member).
   core::ObjectReader sources(r.at("sources", "an object: field name -> source"));
   for (const auto& item : sources.node().json().items()) {
-    const core::Node field = *sources.find(item.key());
+    const core::Node field = sources.node().element_of(item.key());
     if (!node.json().contains(item.key().substr(0, item.key().find('/'))))
       field.fail_found("names no field of this GPU", "\"" + item.key() + "\"",
                        "the name of a field given above, or a path to one of its members");

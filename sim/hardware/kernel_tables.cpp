@@ -150,7 +150,7 @@ std::shared_ptr<const KernelTables> read_kernel_tables(const core::Node& node)
 
   core::ObjectReader sources(r.at("sources", "an object: source key -> where the numbers come from"));
   for (const auto& item : sources.node().json().items())
-    t->sources[item.key()] = sources.find(item.key())->as_string();
+    t->sources[item.key()] = sources.node().element_of(item.key()).as_string();
 
   core::ObjectReader gemm(r.at("gemm", "an object with the measured GEMM rows"));
   t->gemm_best = gemm.quantity("best", core::Dimension::FLOP_RATE);

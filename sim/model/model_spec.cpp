@@ -12,16 +12,17 @@ ModelSpec read_model(const core::Node& node)
   m.name = r.text("name");
   m.description = r.text_or("description", "");
   m.source = r.text_or("source", "");
-  m.num_layers = r.integer("num_layers");
-  m.hidden_size = r.integer("hidden_size");
-  m.num_attention_heads = r.integer("num_attention_heads");
-  m.num_kv_heads = r.integer_or("num_kv_heads", m.num_attention_heads);
+  // Plausible ranges: beyond them a value is a typo, and the task graph it would need does not fit in memory.
+  m.num_layers = r.integer("num_layers", 1, 10000);
+  m.hidden_size = r.integer("hidden_size", 1, 1 << 20);
+  m.num_attention_heads = r.integer("num_attention_heads", 1, 1 << 16);
+  m.num_kv_heads = r.integer_or("num_kv_heads", m.num_attention_heads, 1, 1 << 16);
   const bool head_dim_given = r.has("head_dim");
-  m.head_dim = r.integer_or("head_dim", m.hidden_size / m.num_attention_heads);
+  m.head_dim = r.integer_or("head_dim", m.hidden_size / m.num_attention_heads, 1, 1 << 16);
   m.ffn_kind = r.choice_or<FfnKind>("ffn_kind", ffn_kind_choices, FfnKind::GELU);
-  m.ffn_hidden_size = r.integer_or("ffn_hidden_size", 4 * m.hidden_size);
-  m.vocab_size = r.integer("vocab_size");
-  m.seq_length = r.integer("seq_length");
+  m.ffn_hidden_size = r.integer_or("ffn_hidden_size", 4 * m.hidden_size, 1, 1 << 22);
+  m.vocab_size = r.integer("vocab_size", 1, 1 << 24);
+  m.seq_length = r.integer("seq_length", 1, 1 << 24);
   m.norm = r.choice_or<NormKind>("norm", norm_choices, NormKind::LAYERNORM);
   m.position_embedding =
       r.choice_or<PositionEmbedding>("position_embedding", position_choices, PositionEmbedding::LEARNED);

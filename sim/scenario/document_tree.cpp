@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <regex>
 
 namespace sim::scenario {
 namespace fs = std::filesystem;
@@ -197,6 +198,14 @@ void DocumentTree::set_path(const std::string& expression)
     value = core::Json::parse(text);
   } catch (const core::Json::parse_error&) {
     value = text; // not JSON: a bare string such as gpipe or 400GBps
+  } catch (const core::Json::out_of_range&) {
+    // A number beyond a double ("1e400"), or text starting with one ("1e400GBps"): the latter is a string whose
+    // quantity the reader will refuse.
+    static const std::regex number(R"(^\s*-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?\s*$)");
+    if (std::regex_match(text, number))
+      throw core::InputError(cli, "a number beyond the range of a double", core::clip(text),
+                             "numbers within about 1.8e308 (and plausible for what they describe)");
+    value = text;
   }
   provenance_.forget_below(pointer);
   root_[core::Json::json_pointer(pointer)] = std::move(value);

@@ -1,0 +1,22 @@
+// How large a step's task graph will be, estimated from the plan before any of it is built: the builder's loops
+// counted, not run. Lets the command line refuse a plan whose graph would not fit in memory, with the numbers.
+#pragma once
+
+#include "model/model_spec.hpp"
+#include "plan/parallel_plan.hpp"
+#include "topology/cluster_spec.hpp"
+
+namespace sim::workload {
+
+struct GraphSize {
+  double tasks = 0;
+  double bytes = 0; // the graph, its dependencies and the replay's state per task
+  bool folded = false;
+};
+
+// An estimate within a factor of about two (collectives are counted as hierarchical rings over their simulated
+// members); `fold` as build_task_graph's option.
+GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::ParallelPlan& plan,
+                              const topology::ClusterSpec& cluster, bool fold);
+
+} // namespace sim::workload
