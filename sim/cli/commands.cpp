@@ -9,6 +9,7 @@
 #include "report/run_report.hpp"
 #include "report/task_report.hpp"
 #include "report/topology_report.hpp"
+#include "scenario/feasibility.hpp"
 #include "topology/cluster_graph.hpp"
 #include "validation/summary.hpp"
 #include "workload/builder.hpp"
@@ -17,6 +18,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <iostream>
 #include <sys/resource.h>
@@ -55,6 +57,22 @@ void print_warnings(const std::vector<sim::core::Warning>& warnings)
     std::cerr << sim::core::format_warning(w) << "\n";
 }
 
+void prepare_output_dir(const fs::path& dir, const std::string& option)
+{
+  const std::string shown = core::clip(dir.string());
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error)
+    throw core::InputError({option, "", ""}, "the output folder cannot be created",
+                           fmt::format("{} ({})", shown, error.message()), "a folder that exists or can be made");
+  if (!fs::is_directory(dir))
+    throw core::InputError({option, "", ""}, "the output folder is a file", shown, "a folder");
+  const fs::path probe = dir / ".simtrain-write-test";
+  if (!std::ofstream(probe))
+    throw core::InputError({option, "", ""}, "the output folder cannot be written", shown, "a writable folder");
+  fs::remove(probe, error);
+}
+
 validation::SummaryFile load_validation_summary(const CommonOptions& o)
 {
   auto file = validation::load_summary(o.data_dir);
@@ -80,6 +98,11 @@ int simulate(const fs::path& file, const CommonOptions& o, const RunOptions& r)
 {
   const auto started = std::chrono::steady_clock::now();
   const auto s = sim::scenario::load_scenario(file, load_options(o));
+  if (!o.allow_oom)
+    sim::scenario::refuse_out_of_memory(s);
+  sim::scenario::refuse_oversized_graph(s, !r.no_fold, sim::scenario::machine_memory());
+  if (!r.out_dir.empty())
+    prepare_output_dir(r.out_dir);
   const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
   sim::topology::check_graph(graph, s.cluster.name);
   const auto tasks = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph, {!r.no_fold});
@@ -103,7 +126,6 @@ int simulate(const fs::path& file, const CommonOptions& o, const RunOptions& r)
   }
   if (!r.out_dir.empty()) {
     const fs::path dir = r.out_dir;
-    fs::create_directories(dir);
     std::ofstream(dir / "report.json") << json.dump(2) << "\n";
     std::ofstream trace(dir / "trace.json");
     sim::report::write_trace(trace, s, tasks, graph, timeline);
@@ -121,6 +143,8 @@ int check(const std::vector<std::string>& files, const CommonOptions& o)
   for (const auto& file : files) {
     try {
       const auto checked = sim::scenario::check_file(file, load_options(o));
+      if (checked.scenario && !o.allow_oom)
+        sim::scenario::refuse_out_of_memory(*checked.scenario);
       std::cout << fmt::format("ok    {} ({} '{}')\n", file, sim::scenario::describe(checked.kind), checked.name);
       for (const auto& w : checked.warnings)
         std::cout << "      " << sim::core::format_warning(w) << "\n";
@@ -164,15 +188,21 @@ int kernels(const fs::path& file, const CommonOptions& o)
   return 0;
 }
 
-int tasks(const fs::path& file, std::optional<int> rank, const CommonOptions& o)
+int tasks(const fs::path& file, std::optional<int> rank, bool no_fold, const CommonOptions& o)
 {
   const auto s = sim::scenario::load_scenario(file, load_options(o));
   print_warnings(s.warnings);
-  const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
-  const auto g = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph);
-  if (rank && (*rank < 0 || *rank >= g.gpus))
+  if (rank && (*rank < 0 || *rank >= s.gpus))
     throw sim::core::InputError({"--rank", "", ""}, "no such rank", std::to_string(*rank),
-                                fmt::format("0 to {}", g.gpus - 1));
+                                fmt::format("0 to {}", s.gpus - 1));
+  sim::scenario::refuse_oversized_graph(s, !no_fold, sim::scenario::machine_memory());
+  const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
+  const auto g = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph, {!no_fold});
+  if (rank && g.folded && std::find(g.simulated.begin(), g.simulated.end(), *rank) == g.simulated.end())
+    throw sim::core::InputError({"--rank", "", ""}, "this rank is folded into its stage's simulated GPU",
+                                std::to_string(*rank),
+                                fmt::format("a simulated rank ({}), or --no-fold to list every rank's own tasks",
+                                            fmt::join(g.simulated, ", ")));
   if (o.format == "json")
     sim::report::write_tasks_json(std::cout, g, rank);
   else

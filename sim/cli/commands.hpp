@@ -21,10 +21,14 @@ struct CommonOptions {
   std::vector<std::string> overrides;
   std::string format = "text";
   std::optional<double> tokens; // --tokens N: the scenario's training_tokens
+  bool allow_oom = false;       // simulate a plan that does not fit in GPU memory
 };
 
 scenario::LoadOptions load_options(const CommonOptions& o);
 void print_warnings(const std::vector<core::Warning>& warnings);
+// Creates `dir` if need be and checks a file can be written in it, before any long work; throws core::InputError
+// naming `option` (--out) and why not.
+void prepare_output_dir(const std::filesystem::path& dir, const std::string& option = "--out");
 // The data folder's validation summary; a malformed one is a warning on stderr, never an error.
 validation::SummaryFile load_validation_summary(const CommonOptions& o);
 
@@ -43,7 +47,7 @@ int simulate(const std::filesystem::path& file, const CommonOptions& o, const Ru
 int print_analysis(const std::filesystem::path& file, const CommonOptions& o);
 int check(const std::vector<std::string>& files, const CommonOptions& o);
 int inspect(const std::string& reference, int gpus, const CommonOptions& o);
-int tasks(const std::filesystem::path& file, std::optional<int> rank, const CommonOptions& o);
+int tasks(const std::filesystem::path& file, std::optional<int> rank, bool no_fold, const CommonOptions& o);
 int kernels(const std::filesystem::path& file, const CommonOptions& o);
 
 struct ValidateArgs {

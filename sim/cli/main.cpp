@@ -7,7 +7,11 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <iostream>
+#include <limits>
 
 namespace {
 
@@ -27,6 +31,39 @@ void add_common(CLI::App* app, CommonOptions& o, std::vector<std::string> format
     app->add_option("--format", o.format, "Output format")->check(CLI::IsMember(formats))->capture_default_str();
 }
 
+// 1048576, not 1.04858e+06; 1e+18 as that.
+std::string limit(double v)
+{
+  return v < 1e9 ? fmt::format("{:.0f}", v) : fmt::format("{:g}", v);
+}
+
+// A number from `lo` to `hi` (finite), with the range written as people write it in the message.
+CLI::Validator number_in(double lo, double hi)
+{
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        double v = 0;
+        try {
+          std::size_t used = 0;
+          v = std::stod(text, &used);
+          if (used != text.size())
+            throw std::invalid_argument(text);
+        } catch (const std::out_of_range&) {
+          v = std::numeric_limits<double>::infinity();
+        } catch (const std::exception&) {
+          return fmt::format("not a number (found \"{}\")", sim::core::clip(text, 40));
+        }
+        if (!std::isfinite(v) || v < lo || v > hi)
+          return fmt::format("out of range (found {}; expected {} to {})", sim::core::clip(text, 40), limit(lo),
+                             limit(hi));
+        return {};
+      },
+      fmt::format("NUMBER in [{}, {}]", limit(lo), limit(hi)));
+}
+
+constexpr double max_tokens = 1e18;
+constexpr double max_count = 1 << 20;
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -34,7 +71,8 @@ int main(int argc, char** argv)
   CLI::App app{"simtrain: a discrete-event simulator of large-model training clusters", "simtrain"};
   app.require_subcommand(1);
   std::string log_level = "warn";
-  app.add_option("--log-level", log_level, "Diagnostics on stderr: trace, debug, info, warn, error, off")
+  app.add_option("--log-level", log_level, "Diagnostics on stderr")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
 
   CommonOptions run_opts;
@@ -46,7 +84,9 @@ int main(int argc, char** argv)
   run->add_option("--view", run_extra.view, "Also print a text picture of the pipeline")
       ->check(CLI::IsMember({"pipeline"}));
   run->add_option("--tokens", run_opts.tokens, "A training budget in tokens: also print the time and cost to train it")
-      ->check(CLI::PositiveNumber);
+      ->check(number_in(1, max_tokens));
+  run->add_flag("--allow-oom", run_opts.allow_oom,
+                "Simulate a plan even when it does not fit in GPU memory (by default refused, exit 1)");
   run->add_flag("--no-fold", run_extra.no_fold,
                 "Simulate every GPU even where identical GPUs fold into one per stage (slower, same result)");
   add_common(run, run_opts, {"text", "json"});
@@ -61,6 +101,7 @@ int main(int argc, char** argv)
   std::vector<std::string> check_files;
   auto* check_cmd = app.add_subcommand("check", "Validate scenario, model, topology and GPU files");
   check_cmd->add_option("files", check_files, "Files to check")->required();
+  check_cmd->add_flag("--allow-oom", check_opts.allow_oom, "Accept a scenario whose plan does not fit in GPU memory");
   add_common(check_cmd, check_opts, {});
 
   CommonOptions inspect_opts;
@@ -69,7 +110,7 @@ int main(int argc, char** argv)
   auto* inspect_cmd = app.add_subcommand("inspect", "Show a topology: devices, links per class, bandwidths, graph");
   inspect_cmd->add_option("topology", inspect_ref, "Topology file or preset name")->required();
   inspect_cmd->add_option("--gpus", inspect_gpus, "GPUs in the cluster (default: the pinned nodes, or one node)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(number_in(0, 1 << 24));
   add_common(inspect_cmd, inspect_opts, {"text", "json", "dot"});
 
   CommonOptions kernels_opts;
@@ -86,6 +127,9 @@ int main(int argc, char** argv)
       app.add_subcommand("tasks", "The task graph of one training step: counts per rank, or every task as JSON");
   tasks_cmd->add_option("scenario", tasks_file, "Scenario file")->required();
   tasks_cmd->add_option("--rank", tasks_rank, "Only the tasks of this rank");
+  bool tasks_no_fold = false;
+  tasks_cmd->add_flag("--no-fold", tasks_no_fold,
+                      "Every GPU's tasks (by default identical GPUs fold into one simulated GPU per stage)");
   add_common(tasks_cmd, tasks_opts, {"text", "json"});
 
   CommonOptions validate_opts;
@@ -94,7 +138,7 @@ int main(int argc, char** argv)
       "validate", "Simulate published training runs (a validation cases file) and report the error of each");
   validate_cmd->add_option("cases", validate_args.cases, "Cases file (a JSON array of published runs)")->required();
   validate_cmd->add_option("--jobs,-j", validate_args.jobs, "Simulations at a time")
-      ->check(CLI::PositiveNumber)
+      ->check(number_in(1, max_count))
       ->capture_default_str();
   validate_cmd->add_option("--only", validate_args.only, "Only the cases whose id contains this text");
   validate_cmd->add_option("--keep", validate_args.keep, "Keep the generated scenarios and their reports here");
@@ -120,7 +164,9 @@ int main(int argc, char** argv)
       ->expected(1, 2);
   compare_cmd
       ->add_option("--tokens", compare_opts.tokens, "A training budget in tokens: compare time and cost to train")
-      ->check(CLI::PositiveNumber);
+      ->check(number_in(1, max_tokens));
+  compare_cmd->add_flag("--allow-oom", compare_opts.allow_oom,
+                        "Simulate a side even when its plan does not fit in GPU memory");
   add_common(compare_cmd, compare_opts, {"text", "json"});
 
   CommonOptions sweep_opts;
@@ -138,10 +184,10 @@ int main(int argc, char** argv)
                       "Every valid layout of the model on the scenario's GPUs: tp, pp, dp, micro-batch, schedule, "
                       "ZeRO stage, recomputation, sequence parallelism");
   sweep_cmd->add_option("--jobs,-j", sweep_args.jobs, "Simulations at a time")
-      ->check(CLI::PositiveNumber)
+      ->check(number_in(1, max_count))
       ->capture_default_str();
   sweep_cmd->add_option("--top", sweep_args.top, "Layouts shown, and the ranking that must be exact")
-      ->check(CLI::PositiveNumber)
+      ->check(number_in(1, max_count))
       ->capture_default_str();
   sweep_cmd->add_flag("--all", sweep_args.all,
                       "Simulate every layout that fits (default: skip those whose kernels alone cannot make the top)");
@@ -158,7 +204,7 @@ int main(int argc, char** argv)
                       "List every layout in the order of the --vary values (with their ranks) instead of the top");
   sweep_cmd
       ->add_option("--tokens", sweep_opts.tokens, "A training budget in tokens: time and cost to train it per layout")
-      ->check(CLI::PositiveNumber);
+      ->check(number_in(1, max_tokens));
   add_common(sweep_cmd, sweep_opts, {"text", "json", "csv"});
 
   CommonOptions merge_opts;
@@ -167,7 +213,9 @@ int main(int argc, char** argv)
       app.add_subcommand("merge", "Join the sweep.json files of a sweep's shards (--shard I/N) into one ranking");
   merge_cmd->add_option("parts", merge_args.parts, "sweep.json files")->required();
   merge_cmd->add_option("--out", merge_args.out_dir, "Write the merged sweep.csv and sweep.json into this folder");
-  merge_cmd->add_option("--top", merge_args.top, "Layouts shown")->check(CLI::PositiveNumber)->capture_default_str();
+  merge_cmd->add_option("--top", merge_args.top, "Layouts shown")
+      ->check(number_in(1, max_count))
+      ->capture_default_str();
   merge_cmd->add_option("--format", merge_opts.format, "Output format")
       ->check(CLI::IsMember({"text", "json", "csv"}))
       ->capture_default_str();
@@ -189,12 +237,30 @@ int main(int argc, char** argv)
       at = std::next(at, std::min<std::ptrdiff_t>(2, std::distance(at, args.end())));
     args.insert(at, "run");
   }
-  std::reverse(args.begin(), args.end());
+  // CLI11 parses argc/argv in order (its vector overload wants the arguments reversed, and lists leftovers so).
+  std::vector<char*> argv_in_order{argv[0]};
+  for (auto& a : args)
+    argv_in_order.push_back(a.data());
 
+  // Leftover arguments are collected, not thrown: CLI11 would list them in reverse.
+  app.allow_extras();
+  for (auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    sub->allow_extras();
   try {
-    app.parse(args);
+    app.parse(static_cast<int>(argv_in_order.size()), argv_in_order.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 1;
+  }
+  if (auto extra = app.remaining(true); !extra.empty()) {
+    std::vector<std::string> in_order;
+    for (const auto& a : args)
+      if (const auto it = std::find(extra.begin(), extra.end(), a); it != extra.end()) {
+        in_order.push_back(sim::core::clip(a, 40));
+        extra.erase(it);
+      }
+    std::cerr << fmt::format("The following argument{} not expected: {}\nRun with --help for more information.\n",
+                             in_order.size() == 1 ? " was" : "s were", fmt::join(in_order, " "));
+    return 1;
   }
 
   try {
@@ -211,7 +277,7 @@ int main(int argc, char** argv)
     if (*inspect_cmd)
       return inspect(inspect_ref, inspect_gpus, inspect_opts);
     if (*tasks_cmd)
-      return tasks(tasks_file, tasks_rank, tasks_opts);
+      return tasks(tasks_file, tasks_rank, tasks_no_fold, tasks_opts);
     if (*kernels_cmd)
       return kernels(kernels_file, kernels_opts);
     if (*validate_cmd)

@@ -2,6 +2,7 @@
 
 #include "core/input_error.hpp"
 #include "engine/replay.hpp"
+#include "scenario/feasibility.hpp"
 #include "study/compare.hpp"
 #include "study/process_pool.hpp"
 
@@ -24,6 +25,8 @@ std::vector<core::Json> run_children(const std::vector<std::pair<std::string, st
   for (std::size_t i = 0; i < runs.size(); ++i) {
     study::Command c;
     c.argv = {study::self_path().string(), "run", runs[i].first, "--format", "json", "--data-dir", o.data_dir};
+    if (o.allow_oom)
+      c.argv.push_back("--allow-oom");
     for (const auto& s : runs[i].second) {
       c.argv.push_back("--set");
       c.argv.push_back(s);
@@ -124,10 +127,30 @@ int compare(const CompareArgs& a, const CommonOptions& o)
   } else {
     const auto split = study::split_overrides(overrides);
     runs = {{a.scenarios.at(0), split.a}, {a.scenarios.at(0), split.b}};
+    // A side that changes tp or pp keeps the scenario's GPU count: its dp is derived again.
+    std::vector<std::string> common;
+    for (const auto& s : split.a)
+      if (std::find(split.b.begin(), split.b.end(), s) != split.b.end())
+        common.push_back(s);
+    const auto base = scenario::load_scenario(a.scenarios.at(0), scenario::LoadOptions{o.data_dir, common});
+    for (auto& [file, sets] : runs) {
+      std::vector<std::string> own;
+      for (const auto& s : sets)
+        if (std::find(common.begin(), common.end(), s) == common.end())
+          own.push_back(s);
+      if (const auto dp = study::keep_gpu_count(own, base.plan.tp, base.plan.pp, base.gpus)) {
+        std::cerr << fmt::format("note: {} keeps the scenario's {} GPUs with --set {}\n", fmt::join(own, " "),
+                                 base.gpus, *dp);
+        sets.push_back(*dp);
+      }
+    }
   }
-  // Bad input is reported before anything runs, naming its file and pointer.
-  for (const auto& [file, sets] : runs)
-    scenario::load_scenario(file, scenario::LoadOptions{o.data_dir, sets});
+  // Bad input (and a plan that does not fit, unless --allow-oom) is reported before anything runs.
+  for (const auto& [file, sets] : runs) {
+    const auto s = scenario::load_scenario(file, scenario::LoadOptions{o.data_dir, sets});
+    if (!o.allow_oom)
+      scenario::refuse_out_of_memory(s);
+  }
   const auto reports = run_children(runs, o, 2);
   print_comparison(reports[0], reports[1], side_name(runs[0].first, runs[0].second, runs[1].second),
                    side_name(runs[1].first, runs[1].second, runs[0].second), o);

@@ -101,7 +101,6 @@ void write_results(const study::SweepResult& r, const std::string& out_dir)
 {
   if (out_dir.empty())
     return;
-  fs::create_directories(out_dir);
   write_file(fs::path(out_dir) / "sweep.csv", study::sweep_csv(r));
   write_file(fs::path(out_dir) / "sweep.json", study::sweep_json(r).dump(2) + "\n");
 }
@@ -145,6 +144,8 @@ int sweep(const SweepArgs& a, const CommonOptions& o)
       throw core::InputError({"--save-runs", "", ""}, "needs a folder", "", "--out DIR as well");
     s.runs_dir = fs::path(a.out_dir) / "runs";
   }
+  if (!a.out_dir.empty())
+    prepare_output_dir(a.out_dir);
   ProgressBar bar;
   if (!a.quiet)
     s.on_progress = [&bar](const study::SweepProgress& p) { bar(p); };
@@ -173,6 +174,8 @@ int merge(const MergeArgs& a, const CommonOptions& o)
   for (const auto& file : a.parts)
     parts.push_back(study::sweep_from_json(core::read_json_file(file), core::display_path(file)));
   const auto merged = study::merge_sweeps(parts);
+  if (!a.out_dir.empty())
+    prepare_output_dir(a.out_dir);
   if (static_cast<int>(merged.rows.size()) < merged.layouts_total)
     std::cerr << fmt::format("warning: {} of the sweep's {} layouts are in these files: a shard is missing\n",
                              merged.rows.size(), merged.layouts_total);

@@ -60,7 +60,7 @@ void write_summary(const fs::path& file, const ValidateArgs& a, const sim::valid
 }
 
 // The validation once with every effect and once without each; the table of what each is worth.
-int ablation(const ValidateArgs& a, const CommonOptions& o, sim::validation::ValidateOptions v)
+int ablation(const ValidateArgs& a, sim::validation::ValidateOptions v)
 {
   std::vector<sim::validation::AblationRow> rows;
   rows.push_back({"", sim::validation::run_validation(v)});
@@ -86,6 +86,12 @@ int validate(const ValidateArgs& a, const CommonOptions& o)
   if (!a.summary.empty() && !a.only.empty())
     throw sim::core::InputError({"--summary", "", ""}, "needs a full run", "--only " + a.only,
                                 "every case of the file (no --only)");
+  // Every output is checked before the first case runs.
+  if (!a.keep.empty())
+    prepare_output_dir(a.keep, "--keep");
+  for (const auto& [option, file] : {std::pair{"--markdown", a.markdown}, std::pair{"--summary", a.summary}})
+    if (!file.empty() && fs::path(file).has_parent_path())
+      prepare_output_dir(fs::path(file).parent_path(), option);
   sim::validation::ValidateOptions v;
   v.cases_file = a.cases;
   v.data_dir = o.data_dir;
@@ -95,7 +101,7 @@ int validate(const ValidateArgs& a, const CommonOptions& o)
   v.keep_dir = a.keep;
   v.overrides = o.overrides;
   if (a.ablation)
-    return ablation(a, o, v);
+    return ablation(a, v);
   const auto result = sim::validation::run_validation(v);
   if (o.format == "json") {
     std::cout << sim::validation::render_json(result).dump(2) << "\n";

@@ -60,6 +60,12 @@ void Provenance::forget_below(const std::string& tree_pointer)
   }
 }
 
+void Provenance::forget_at_and_below(const std::string& tree_pointer)
+{
+  forget_below(tree_pointer);
+  sources_.erase(tree_pointer);
+}
+
 Location Provenance::locate(std::string_view tree_pointer) const
 {
   Location where{"<input>", std::string(tree_pointer), {}};
@@ -125,8 +131,12 @@ Json read_json_file(const std::filesystem::path& path)
 {
   const std::string name = display_path(path);
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError({name, "", ""}, "cannot read file", "a folder", "a JSON file");
+  if (!std::filesystem::exists(path, ec))
     throw InputError({name, "", ""}, "cannot read file", "no such file", "a JSON file");
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw InputError({name, "", ""}, "cannot read file", "not a regular file", "a JSON file");
   std::ifstream in(path, std::ios::binary);
   std::stringstream buffer;
   buffer << in.rdbuf();

@@ -26,6 +26,8 @@ class Provenance {
   void mark_set(const std::string& tree_pointer, std::string expression);
   // Forgets the sources recorded strictly below `tree_pointer` (its subtree is being replaced).
   void forget_below(const std::string& tree_pointer);
+  // Forgets those at `tree_pointer` too (a value the command line put there came from no file).
+  void forget_at_and_below(const std::string& tree_pointer);
   Location locate(std::string_view tree_pointer) const;
 
  private:

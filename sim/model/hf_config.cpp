@@ -115,6 +115,21 @@ FfnKind activation(const Converter& c, const char* fallback, bool gated)
       .fail("unsupported activation", "one of silu, gelu, gelu_new, gelu_pytorch_tanh, relu");
 }
 
+// A rotary model's max_position_embeddings is how far it can attend (131,072 for Llama 3.1, pre-trained at 8,192):
+// the pre-training length only where the config states it, as the context extension's original length.
+void pretraining_length(Converter& c)
+{
+  const auto scaling = c.find({"rope_scaling"});
+  if (!scaling || !scaling->json().is_object())
+    return;
+  const auto it = scaling->json().find("original_max_position_embeddings");
+  if (it == scaling->json().end() || it->is_null())
+    return;
+  const core::Node original(*it, core::pointer_append(scaling->pointer(), "original_max_position_embeddings"),
+                            c.config().provenance());
+  c.set("seq_length", original.as_integer(1, 1 << 24), original);
+}
+
 } // namespace
 
 bool looks_like_hf_config(const core::Json& json)
@@ -151,7 +166,7 @@ HfConversion convert_hf_config(const core::Node& config, const std::string& name
       c.optional_integer("head_dim", {"head_dim"});
       c.integer("ffn_hidden_size", {"intermediate_size"});
       c.integer("vocab_size", {"vocab_size"});
-      c.integer("seq_length", {"max_position_embeddings"});
+      pretraining_length(c);
       c.set("ffn_kind", core::choice_name(activation(c, "silu", true), ffn_kind_choices));
       c.set("norm", "rmsnorm");
       c.set("position_embedding", "rope");
@@ -183,7 +198,7 @@ HfConversion convert_hf_config(const core::Node& config, const std::string& name
       c.integer("num_attention_heads", {"num_attention_heads"});
       c.integer("ffn_hidden_size", {"intermediate_size"});
       c.integer("vocab_size", {"vocab_size"});
-      c.integer("seq_length", {"max_position_embeddings"});
+      pretraining_length(c);
       c.set("ffn_kind", core::choice_name(activation(c, "gelu", false), ffn_kind_choices));
       c.set("norm", "layernorm");
       c.set("position_embedding", "rope");

@@ -22,10 +22,13 @@ ModelSpec read_model(const core::Node& node)
   m.ffn_kind = r.choice_or<FfnKind>("ffn_kind", ffn_kind_choices, FfnKind::GELU);
   m.ffn_hidden_size = r.integer_or("ffn_hidden_size", 4 * m.hidden_size, 1, 1 << 22);
   m.vocab_size = r.integer("vocab_size", 1, 1 << 24);
-  m.seq_length = r.integer("seq_length", 1, 1 << 24);
   m.norm = r.choice_or<NormKind>("norm", norm_choices, NormKind::LAYERNORM);
   m.position_embedding =
       r.choice_or<PositionEmbedding>("position_embedding", position_choices, PositionEmbedding::LEARNED);
+  // The length the model was trained at: required with learned positions (their table is that long), else the
+  // plan's default (0: unknown, the plan must say).
+  m.seq_length = m.position_embedding == PositionEmbedding::LEARNED ? r.integer("seq_length", 1, 1 << 24)
+                                                                    : r.integer_or("seq_length", 0, 1, 1 << 24);
   m.tie_embeddings = r.flag_or("tie_embeddings", true);
   m.qkv_bias = r.flag_or("qkv_bias", true);
   m.linear_bias = r.flag_or("linear_bias", m.qkv_bias);

@@ -38,7 +38,7 @@ struct ModelSpec {
   std::int64_t head_dim = 0;     // usually hidden_size / num_attention_heads
   std::int64_t ffn_hidden_size = 0;
   std::int64_t vocab_size = 0;
-  std::int64_t seq_length = 0;
+  std::int64_t seq_length = 0; // trained at; 0 when unknown (a long-context config), then the plan must say
   FfnKind ffn_kind = FfnKind::GELU;
   NormKind norm = NormKind::LAYERNORM;
   PositionEmbedding position_embedding = PositionEmbedding::LEARNED;

@@ -32,6 +32,12 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   p.dp = static_cast<int>(r.integer_or("dp", default_dp, 1, 1 << 20));
   p.micro_batch = static_cast<int>(r.integer_or("micro_batch", 1, 1, 1 << 16));
   p.global_batch = r.integer_or("global_batch", static_cast<std::int64_t>(p.micro_batch) * p.dp, 1);
+  if (model.seq_length == 0 && !r.has("seq_length"))
+    throw core::InputError(key_location(node, "seq_length"), "missing required key", "nothing",
+                           fmt::format("the sequence length to train at: model '{}' does not state one (a HuggingFace "
+                                       "config's max_position_embeddings is how far it can attend, not its "
+                                       "pre-training length)",
+                                       model.name));
   p.seq_length = r.integer_or("seq_length", model.seq_length, 1, 1 << 24);
   p.virtual_stages = static_cast<int>(r.integer_or("virtual_stages", 1, 1, 1024));
   p.schedule = r.choice_or<Schedule>("schedule", schedule_choices,
@@ -169,6 +175,17 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
                                  "and dp > 1");
   if (p.tp_comm_overlap && (!p.sequence_parallel || p.tp == 1))
     warn("tp_comm_overlap", "has no effect without sequence_parallel and tp > 1 (Megatron-core requires both)");
+
+  // Fewer micro-batches than stages: most of the pipeline idles (GPipe and 1F1B: (p-1)/(m+p-1)).
+  if (p.pp > 1 && p.microbatches() < p.pp) {
+    const double m_ = static_cast<double>(p.microbatches());
+    const double bubble = (p.pp - 1.0) / (m_ * p.virtual_stages + p.pp - 1.0);
+    warn("global_batch",
+         fmt::format("{} micro-batch{} per step for {} pipeline stages: about {:.0f}% of the pipeline phase is bubble; "
+                     "a global_batch of {} or more (several micro-batches per stage) keeps it small",
+                     p.microbatches(), p.microbatches() == 1 ? "" : "es", p.pp, 100.0 * bubble,
+                     4LL * p.pp * p.micro_batch * p.dp));
+  }
 
   // TP groups that straddle nodes run their per-layer all-reduces over the NICs.
   if (p.tp > 1) {

@@ -4,6 +4,7 @@
 #include "model/param_count.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace sim::report {
 namespace {
@@ -169,8 +170,12 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
   auto line = [&out](const std::string& text) { out += text + "\n"; };
 
   line(fmt::format("{} ({})", s.name, s.file));
-  if (!s.description.empty())
+  // The file's description speaks of the file's plan: say when the command line changed what it describes.
+  if (!s.description.empty() && s.overrides.empty())
     line(s.description);
+  else if (!s.description.empty())
+    line(fmt::format("{} (as the file describes it, before --set {})", s.description,
+                     core::clip(fmt::format("{}", fmt::join(s.overrides, " --set ")), 160)));
   line("Analytic estimate from the architecture and the plan (memory model and FLOP count; no simulation).");
   line("");
   line(fmt::format("model    {}: {} layers, hidden {}, {} heads ({} KV), FFN {} ({}), vocab {}; {} parameters", m.name,
@@ -186,11 +191,11 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
   std::string sharding = p.zero_stage > 0 ? fmt::format(", ZeRO-{}", p.zero_stage) : "";
   if (p.distributed_optimizer)
     sharding += ", distributed optimizer";
-  line(fmt::format("plan     TP {} x PP {} x DP {}; micro-batch {}, global batch {} ({} micro-batches per pipeline), "
+  line(fmt::format("plan     TP {} x PP {} x DP {}; micro-batch {}, global batch {} ({} micro-batch{} per pipeline), "
                    "sequence {}; {}; recompute {}{}{}",
-                   p.tp, p.pp, p.dp, p.micro_batch, p.global_batch, p.microbatches(), p.seq_length, schedule,
-                   name_of(p.recompute, model::recompute_choices), p.sequence_parallel ? ", sequence parallel" : "",
-                   sharding));
+                   p.tp, p.pp, p.dp, p.micro_batch, p.global_batch, p.microbatches(), p.microbatches() == 1 ? "" : "es",
+                   p.seq_length, schedule, name_of(p.recompute, model::recompute_choices),
+                   p.sequence_parallel ? ", sequence parallel" : "", sharding));
   line("");
   line("Memory per GPU, one GPU of each pipeline stage (GiB)");
   line(fmt::format("{:>5} {:>6} {:>9} {:>8} {:>8} {:>9} {:>11} {:>7} {:>8} {:>8}  {}", "stage", "layers", "params",

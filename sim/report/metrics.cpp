@@ -308,7 +308,8 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
       cursor = tl.tasks[t].end_s;
     }
     st.pipeline_busy_s = busy;
-    st.bubble = m.pipeline_time_s > 0 ? 1.0 - busy / m.pipeline_time_s : 0.0;
+    // Busy time summed task by task can exceed the phase by a rounding error: a share is never below zero.
+    st.bubble = m.pipeline_time_s > 0 ? std::clamp(1.0 - busy / m.pipeline_time_s, 0.0, 1.0) : 0.0;
     m.bubble_mean += st.bubble / p.pp;
     m.per_stage.push_back(st);
   }
@@ -346,7 +347,7 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
   for (const auto& u : tl.usage) {
     const auto* l = by_id[u.link];
     auto& c = m.links[class_name(l->cls)];
-    c.peak_util = std::max(c.peak_util, u.peak / l->bandwidth);
+    c.peak_util = std::max(c.peak_util.value_or(0.0), u.peak / l->bandwidth);
   }
   return m;
 }

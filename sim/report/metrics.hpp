@@ -9,6 +9,7 @@
 #include "workload/task_graph.hpp"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,8 +50,10 @@ struct BusyLink {
 struct LinkClassMetrics {
   int links = 0;
   double bytes = 0;
-  double avg_util = 0;  // bytes / (both directions' capacity x step time), over the class's links
-  double peak_util = 0; // busiest instant of the busiest link, from each transfer's mean rate
+  double avg_util = 0; // bytes / (both directions' capacity x step time), over the class's links
+  // Busiest instant of the busiest tracked link, from each transfer's mean rate; none when no link of the class was
+  // tracked (the replay follows the links of each stage's first GPU).
+  std::optional<double> peak_util;
   std::vector<BusyLink> busiest;
 };
 

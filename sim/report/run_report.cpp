@@ -135,7 +135,7 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
     links[cls] = {{"links", c.links},
                   {"bytes", c.bytes},
                   {"avg_util", c.avg_util},
-                  {"peak_util", c.peak_util},
+                  {"peak_util", c.peak_util ? core::Json(*c.peak_util) : core::Json()},
                   {"busiest", busiest}};
   }
   j["links"] = links;
@@ -172,10 +172,11 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
   std::string schedule = name_of(p.schedule, plan::schedule_choices);
   if (p.schedule == plan::Schedule::INTERLEAVED)
     schedule += fmt::format(" (v={})", p.virtual_stages);
-  line(fmt::format("plan: TP {} x PP {} x DP {}, micro-batch {}, global batch {} ({} micro-batches), sequence {}, {}, "
+  line(fmt::format("plan: TP {} x PP {} x DP {}, micro-batch {}, global batch {} ({} micro-batch{}), sequence {}, {}, "
                    "recompute {}{}{}{}",
-                   p.tp, p.pp, p.dp, p.micro_batch, p.global_batch, p.microbatches(), p.seq_length, schedule,
-                   name_of(p.recompute, model::recompute_choices), p.sequence_parallel ? ", sequence parallel" : "",
+                   p.tp, p.pp, p.dp, p.micro_batch, p.global_batch, p.microbatches(), p.microbatches() == 1 ? "" : "es",
+                   p.seq_length, schedule, name_of(p.recompute, model::recompute_choices),
+                   p.sequence_parallel ? ", sequence parallel" : "",
                    p.zero_stage ? fmt::format(", ZeRO-{}", p.zero_stage) : "",
                    p.distributed_optimizer ? ", distributed optimizer" : ""));
   line("");
@@ -217,7 +218,7 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
         c.busiest.empty() ? ""
                           : fmt::format("{} ({})", c.busiest.front().name, core::format_bytes(c.busiest.front().bytes));
     line(fmt::format("  {:<9} {:>12} {:>9} {:>9}  {}", cls, core::format_bytes(c.bytes), percent(c.avg_util),
-                     percent(c.peak_util), busiest));
+                     c.peak_util ? percent(*c.peak_util) : std::string("-"), busiest));
   }
   line("");
   const auto& worst = m.memory.per_stage[static_cast<std::size_t>(m.memory.peak_stage)];

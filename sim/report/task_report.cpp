@@ -62,8 +62,12 @@ std::string task_summary_text(const workload::TaskGraph& g, std::optional<int> r
       r.bytes[t.category] += t.bytes;
     }
   }
-  std::string out = fmt::format("{} tasks on {} GPUs, {} dependencies{}\n\n", g.size(), g.gpus, g.dependency_count(),
+  std::string out = fmt::format("{} tasks on {} GPUs, {} dependencies{}\n", g.size(), g.gpus, g.dependency_count(),
                                 rank ? fmt::format(" (showing rank {})", *rank) : "");
+  out += g.folded ? fmt::format("folded: {} simulated GPUs, one per pipeline stage, each standing for its {} "
+                                "identical GPUs (--no-fold: every GPU)\n\n",
+                                g.simulated.size(), g.multiplicity)
+                  : "every GPU simulated (not folded)\n\n";
   out += fmt::format("{:<10} {:<10} {:>12} {:>14} {:>14}\n", "kind", "category", "tasks", "compute time", "bytes");
   for (const auto& [key, totals] : by_kind)
     out += fmt::format("{:<10} {:<10} {:>12} {:>14} {:>14}\n", kind_name(key.first), category_name(key.second),
@@ -90,7 +94,9 @@ std::string task_summary_text(const workload::TaskGraph& g, std::optional<int> r
 
 void write_tasks_json(std::ostream& out, const workload::TaskGraph& g, std::optional<int> rank)
 {
-  out << "{\n  \"gpus\": " << g.gpus << ",\n  \"tasks\": [";
+  out << "{\n  \"gpus\": " << g.gpus << ",\n  \"folded\": " << (g.folded ? "true" : "false")
+      << ",\n  \"multiplicity\": " << g.multiplicity << ",\n  \"simulated\": " << core::Json(g.simulated).dump()
+      << ",\n  \"tasks\": [";
   bool first = true;
   for (workload::TaskId id = 0; id < g.size(); ++id) {
     const Task& t = g[id];

@@ -207,9 +207,15 @@ void DocumentTree::set_path(const std::string& expression)
                              "numbers within about 1.8e308 (and plausible for what they describe)");
     value = text;
   }
-  provenance_.forget_below(pointer);
+  provenance_.forget_at_and_below(pointer);
   root_[core::Json::json_pointer(pointer)] = std::move(value);
   provenance_.mark_set(pointer, expression);
+  // A path typed on the command line is relative to the working directory, like every other.
+  for (auto it = dirs_.begin(); it != dirs_.end();)
+    it = !it->first.empty() && (it->first == pointer || it->first.starts_with(pointer + "/")) ? dirs_.erase(it)
+                                                                                              : std::next(it);
+  std::error_code ec;
+  dirs_[pointer] = fs::current_path(ec);
 }
 
 } // namespace sim::scenario

@@ -1,11 +1,13 @@
 #include "scenario/scenario.hpp"
 
+#include "core/units.hpp"
 #include "model/hf_config.hpp"
 #include "plan/plan_reader.hpp"
 #include "scenario/document_tree.hpp"
 #include "validation/summary.hpp"
 
 #include <fmt/format.h>
+#include <functional>
 
 namespace sim::scenario {
 namespace {
@@ -29,6 +31,25 @@ void apply_overrides(DocumentTree& tree, const LoadOptions& options, void (*reso
   for (const auto& expression : options.overrides)
     tree.apply_override(expression, [&] { resolve_all(tree); });
   resolve_all(tree);
+}
+
+// A value as it means, not as it is spelt: quantities in SI ("25GBps" and "200Gbps" alike), numbers as doubles.
+core::Json normalized(const core::Json& j)
+{
+  if (j.is_object() || j.is_array()) {
+    core::Json out = j;
+    for (auto& item : out)
+      item = normalized(item);
+    return out;
+  }
+  if (j.is_number())
+    return j.get<double>();
+  if (j.is_string())
+    for (auto d :
+         {core::Dimension::BYTES, core::Dimension::BANDWIDTH, core::Dimension::TIME, core::Dimension::FLOP_RATE})
+      if (const auto v = core::parse_quantity(j.get<std::string>(), d))
+        return core::Json{{"si", *v}, {"dimension", static_cast<int>(d)}};
+  return j;
 }
 
 Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& file)
@@ -71,6 +92,10 @@ Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& fi
   }
   s.nodes = (s.gpus + per_node - 1) / per_node;
   s.warnings = plan::check_plan(s.plan, plan_node, s.model, s.cluster, s.gpus);
+  core::Json setup = tree.root();
+  for (const char* key : {"plan", "name", "description"})
+    setup.erase(key);
+  s.setup_hash = std::hash<std::string>{}(normalized(setup).dump());
   return s;
 }
 
@@ -80,7 +105,9 @@ Scenario load_scenario(const std::filesystem::path& file, const LoadOptions& opt
 {
   DocumentTree tree(file, options.data_dir);
   apply_overrides(tree, options, resolve_scenario_references);
-  return read_scenario(tree, file);
+  Scenario s = read_scenario(tree, file);
+  s.overrides = options.overrides;
+  return s;
 }
 
 CheckedFile check_file(const std::filesystem::path& file, const LoadOptions& options)
@@ -108,10 +135,11 @@ CheckedFile check_file(const std::filesystem::path& file, const LoadOptions& opt
   const std::string name = schema->is_string() ? schema->get<std::string>() : "";
   if (name == "scenario/v1") {
     apply_overrides(tree, options, resolve_scenario_references);
-    const Scenario s = read_scenario(tree, file);
+    Scenario s = read_scenario(tree, file);
     checked.kind = FileKind::SCENARIO;
     checked.name = s.name;
     checked.warnings = s.warnings;
+    checked.scenario = std::move(s);
   } else if (name == "model/v1") {
     apply_overrides(tree, options, [](DocumentTree&) {});
     checked.kind = FileKind::MODEL;

@@ -9,6 +9,7 @@
 #include "topology/cluster_spec.hpp"
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,10 @@ struct Scenario {
   int gpus = 0;
   int nodes = 0;
   std::vector<core::Warning> warnings;
+  std::vector<std::string> overrides; // the --set expressions applied, in order
+  // A hash of everything but the plan, name and description (model, cluster, GPU, kernels, cost), as resolved: two
+  // scenarios with the same hash and plan simulate the same thing.
+  std::size_t setup_hash = 0;
 };
 
 Scenario load_scenario(const std::filesystem::path& file, const LoadOptions& options);
@@ -40,6 +45,7 @@ struct CheckedFile {
   FileKind kind = FileKind::SCENARIO;
   std::string name;
   std::vector<core::Warning> warnings;
+  std::optional<Scenario> scenario; // a scenario file's, loaded
 };
 
 // Validates one file of any kind, with the checks that apply to it (a scenario gets the cross-file checks).

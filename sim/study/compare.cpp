@@ -78,6 +78,40 @@ const std::vector<std::pair<std::string, std::string>>& parts()
   return p;
 }
 
+// "16 x A100-SXM4-80GB, Llama-2 13B, TP 8 x PP 2 x DP 1, micro-batch 1, global batch 16, sequence 4096, 1f1b"
+std::string setup_line(const Json& r)
+{
+  const Json::json_pointer gpus("/cluster/gpus");
+  const Json::json_pointer gpu("/cluster/gpu");
+  const Json::json_pointer model("/model/name");
+  const Json& p = r.contains("plan") ? r.at("plan") : Json::object();
+  const auto integer = [&p](const char* key) { return p.contains(key) ? p.at(key).dump() : std::string("?"); };
+  return fmt::format("{} x {}, {}, TP {} x PP {} x DP {}, micro-batch {}, global batch {}, sequence {}, {}",
+                     r.contains(gpus) ? r.at(gpus).dump() : "?", r.value(gpu, std::string("?")),
+                     r.value(model, std::string("?")), integer("tp"), integer("pp"), integer("dp"),
+                     integer("micro_batch"), integer("global_batch"), integer("seq_length"),
+                     p.value("schedule", std::string("?")));
+}
+
+std::vector<std::string> like_for_like_warnings(const Json& a, const Json& b)
+{
+  std::vector<std::string> out;
+  const auto differs = [&](const char* pointer, const char* what) {
+    const Json::json_pointer p(pointer);
+    const Json va = a.contains(p) ? a.at(p) : Json();
+    const Json vb = b.contains(p) ? b.at(p) : Json();
+    if (va != vb)
+      out.push_back(fmt::format("A and B differ in {} ({} vs {}): per-step numbers are not like for like", what,
+                                va.is_string() ? va.get<std::string>() : va.dump(),
+                                vb.is_string() ? vb.get<std::string>() : vb.dump()));
+  };
+  differs("/cluster/gpus", "GPU count");
+  differs("/model/name", "model");
+  differs("/plan/global_batch", "global batch");
+  differs("/plan/seq_length", "sequence length");
+  return out;
+}
+
 } // namespace
 
 Comparison compare_reports(const Json& a, const Json& b, std::string a_name, std::string b_name)
@@ -85,6 +119,9 @@ Comparison compare_reports(const Json& a, const Json& b, std::string a_name, std
   Comparison c;
   c.a_name = std::move(a_name);
   c.b_name = std::move(b_name);
+  c.a_setup = setup_line(a);
+  c.b_setup = setup_line(b);
+  c.warnings = like_for_like_warnings(a, b);
   c.validation_a = a.contains("validation") ? a["validation"] : Json();
   c.validation_b = b.contains("validation") ? b["validation"] : Json();
   const auto add = [&](const std::string& label, const char* pointer, Unit unit, int indent = 0) {
@@ -193,7 +230,11 @@ std::string comparison_text(const Comparison& c)
   std::string out;
   const auto line = [&out](const std::string& s) { out += s + "\n"; };
   line(fmt::format("A: {}", c.a_name));
+  line(fmt::format("   {}", c.a_setup));
   line(fmt::format("B: {}", c.b_name));
+  line(fmt::format("   {}", c.b_setup));
+  for (const auto& w : c.warnings)
+    line("WARNING: " + w);
   if (c.validation_a == c.validation_b && !c.validation_a.is_null()) {
     line(validation::accuracy_line(c.validation_a));
   } else {
@@ -233,6 +274,8 @@ Json comparison_json(const Comparison& c, const Json& a, const Json& b)
           {"rows", rows},
           {"contributions", contributions},
           {"explanation", c.explanation},
+          {"setup", {{"a", c.a_setup}, {"b", c.b_setup}}},
+          {"warnings", c.warnings},
           {"validation", {{"a", c.validation_a}, {"b", c.validation_b}}},
           {"a", a},
           {"b", b}};
@@ -263,6 +306,40 @@ SplitOverrides split_overrides(const std::vector<std::string>& overrides)
     throw core::InputError({"compare", "", ""}, "nothing to compare", "one scenario and no --set path given twice",
                            "two scenarios, or one with a --set path given twice: --set plan.tp=4 --set plan.tp=8");
   return s;
+}
+
+std::optional<std::string> keep_gpu_count(const std::vector<std::string>& side, int tp, int pp, int gpus)
+{
+  bool changes_layout = false;
+  std::string changed;
+  for (const auto& o : side) {
+    const std::string path = o.substr(0, o.find('='));
+    const std::string value = o.find('=') == std::string::npos ? "" : o.substr(o.find('=') + 1);
+    if (path == "plan.dp" || path == "gpus" || path == "plan")
+      return std::nullopt; // the side says how many GPUs it wants
+    if (path != "plan.tp" && path != "plan.pp")
+      continue;
+    int parsed = 0;
+    try {
+      std::size_t used = 0;
+      parsed = std::stoi(value, &used);
+      if (used != value.size())
+        return std::nullopt; // not an integer: the scenario loader says what is wrong with it
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    (path == "plan.tp" ? tp : pp) = parsed;
+    changes_layout = true;
+    changed = o;
+  }
+  if (!changes_layout || tp <= 0 || pp <= 0)
+    return std::nullopt;
+  if (gpus % (tp * pp) != 0)
+    throw core::InputError(
+        {"--set " + changed, "", ""},
+        fmt::format("tp*pp = {}*{} = {} does not divide the scenario's {} GPUs", tp, pp, tp * pp, gpus), "",
+        "a layout of the same GPUs, or --set plan.dp (or gpus) on that side to change the count");
+  return fmt::format("plan.dp={}", gpus / (tp * pp));
 }
 
 } // namespace sim::study

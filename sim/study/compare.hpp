@@ -4,6 +4,7 @@
 
 #include "core/document.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ struct Contribution {
 struct Comparison {
   std::string a_name;
   std::string b_name;
+  std::string a_setup; // GPUs, GPU kind, model and plan of each side, one line
+  std::string b_setup;
+  std::vector<std::string> warnings; // the two sides differ in what a like-for-like comparison keeps
   std::vector<CompareRow> rows;
   std::vector<Contribution> contributions; // the parts of the step that moved, largest first
   std::string explanation;                 // one paragraph
@@ -47,5 +51,10 @@ struct SplitOverrides {
   std::vector<std::string> b;
 };
 SplitOverrides split_overrides(const std::vector<std::string>& overrides);
+
+// A side that changes plan.tp or plan.pp of a scenario of `gpus` GPUs, and says nothing of plan.dp or gpus, keeps
+// the GPU count: the `--set plan.dp=N` that does so (nothing when the side needs none). Throws core::InputError when
+// tp*pp does not divide the GPU count.
+std::optional<std::string> keep_gpu_count(const std::vector<std::string>& side, int tp, int pp, int gpus);
 
 } // namespace sim::study

@@ -1,5 +1,7 @@
 #include "study/sweep.hpp"
 
+#include "study/compare.hpp"
+
 #include "core/input_error.hpp"
 #include "core/units.hpp"
 #include "memory/memory_model.hpp"
@@ -125,7 +127,8 @@ std::vector<std::string> column_values(const SweepRow& row, const std::vector<st
   return out;
 }
 
-// What makes two scenarios one layout: the model, the cluster, the GPU count and the plan. The distributed optimizer
+// What makes two scenarios one layout: everything but the plan (model, cluster, GPU, cost: the setup), the GPU count
+// and the plan. The distributed optimizer
 // and ZeRO-1 count as one: both shard the optimizer state, and simtrain simulates them alike.
 std::string layout_fingerprint(const scenario::Scenario& s)
 {
@@ -133,7 +136,7 @@ std::string layout_fingerprint(const scenario::Scenario& s)
   if (plan.value("distributed_optimizer", false))
     plan["zero_stage"] = std::max(1, plan.value("zero_stage", 0));
   plan.erase("distributed_optimizer");
-  return fmt::format("{}|{}|{}|{}|{}", s.model.name, s.cluster.name, s.cluster.gpu.name, s.gpus, plan.dump());
+  return fmt::format("{}|{}|{}", s.setup_hash, s.gpus, plan.dump());
 }
 
 // Where a simulated layout's report, trace and timeline go under --save-runs.
@@ -167,8 +170,11 @@ class Sweep {
         row.layout = o_.layouts[i];
         r.rows.push_back(row);
       }
-    base_ =
-        layout_fingerprint(scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, o_.base_overrides}));
+    const auto base = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, o_.base_overrides});
+    base_ = layout_fingerprint(base);
+    base_tp_ = base.plan.tp;
+    base_pp_ = base.plan.pp;
+    base_gpus_ = base.gpus;
     std::vector<std::size_t> candidates;
     for (std::size_t k = 0; k < r.rows.size(); ++k) {
       if (screen(r.rows[k]))
@@ -177,6 +183,10 @@ class Sweep {
       if (progress_.screened % 64 == 0)
         report();
     }
+    for (const auto& row : r.rows) // a dp derived again to keep the GPU count gets its column
+      for (const auto& e : row.layout.overrides)
+        if (seen.insert(path_of(e)).second)
+          r.columns.push_back(path_of(e));
     progress_.candidates = static_cast<int>(candidates.size());
     std::stable_sort(candidates.begin(), candidates.end(),
                      [&r](std::size_t a, std::size_t b) { return r.rows[a].bound_metric > r.rows[b].bound_metric; });
@@ -192,6 +202,15 @@ class Sweep {
   // Loads the layout's scenario: an invalid plan or one that does not fit ends here; the rest get their bound.
   bool screen(SweepRow& row)
   {
+    // A layout that changes tp or pp and says nothing of dp keeps the scenario's GPU count, as compare does.
+    try {
+      if (const auto dp = keep_gpu_count(row.layout.overrides, base_tp_, base_pp_, base_gpus_))
+        row.layout.overrides.push_back(*dp);
+    } catch (const core::InputError& e) {
+      row.outcome = Outcome::INVALID;
+      row.reason = e.problem();
+      return false;
+    }
     std::vector<std::string> overrides = o_.base_overrides;
     overrides.insert(overrides.end(), row.layout.overrides.begin(), row.layout.overrides.end());
     scenario::Scenario s;
@@ -323,6 +342,9 @@ class Sweep {
 
   const SweepOptions& o_;
   std::string base_; // the scenario's own layout
+  int base_tp_ = 1;
+  int base_pp_ = 1;
+  int base_gpus_ = 1;
   bool base_found_ = false;
   std::set<std::string> gpus_; // of the valid layouts
   SweepProgress progress_;
@@ -639,11 +661,16 @@ std::string sweep_csv(const SweepResult& r)
     out += fmt::format("{},{}", row.index, csv_field(layout_label(row.layout)));
     for (const auto& v : column_values(row, r.columns))
       out += "," + csv_field(v);
+    // What was not simulated or not asked for (no price, no --tokens) is an empty field, not a zero.
+    const bool simulated = row.outcome == Outcome::RANKED;
+    const auto measured = [simulated](double v) { return simulated ? fmt::format("{}", v) : std::string(); };
+    const auto given = [](double v) { return v > 0 ? fmt::format("{}", v) : std::string(); };
     out += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", outcome_name(row.outcome),
-                       row.rank, row.baseline, row.schedule, row.virtual_stages, row.microbatches, row.step_time_s,
-                       row.tokens_per_s, row.mfu, row.bubble, row.bubble_theory, row.activation_bytes,
-                       row.peak_memory_bytes, row.memory_over_bytes, row.tokens_per_usd, row.time_to_train_s,
-                       row.cost_to_train_usd, row.bound_s, csv_field(row.reason));
+                       row.rank, row.baseline, row.schedule, row.virtual_stages, row.microbatches,
+                       measured(row.step_time_s), measured(row.tokens_per_s), measured(row.mfu), measured(row.bubble),
+                       row.bubble_theory, given(row.activation_bytes), given(row.peak_memory_bytes),
+                       given(row.memory_over_bytes), given(row.tokens_per_usd), given(row.time_to_train_s),
+                       given(row.cost_to_train_usd), given(row.bound_s), csv_field(row.reason));
   }
   return out;
 }

@@ -1,7 +1,12 @@
 #include "workload/graph_size.hpp"
 
+#include "memory/memory_model.hpp"
+#include "plan/plan_reader.hpp"
 #include "workload/builder.hpp"
 #include "workload/layer_program.hpp"
+
+#include <algorithm>
+#include <cmath>
 
 namespace sim::workload {
 namespace {
@@ -10,16 +15,44 @@ namespace {
 // dependencies); the replay adds each task's times, its pending count and its activity.
 constexpr double bytes_per_task = 200.0;
 
-// Tasks of one pass through a program on one TP group: a task per kernel step per simulated GPU, and per collective
-// its syncs and up to three phases of flows among its simulated members.
-double program_tasks(const Program& program, double members)
+// How a collective over one parallel dimension is lowered (workload/collectives): one ring when its members share a
+// node or each sits in a different node, else reduce-scatter, across and all-gather phases.
+struct GroupShape {
+  double simulated = 1; // members that have tasks
+  int phases = 1;
+};
+
+GroupShape group_shape(const plan::ParallelPlan& p, int gpus_per_node, plan::ParallelDim dim, bool folded)
+{
+  int stride = 1;
+  for (plan::ParallelDim d : p.rank_order) {
+    if (d == dim)
+      break;
+    stride *= p.size(d);
+  }
+  const int size = p.size(dim);
+  const int per_node = std::clamp(gpus_per_node / stride, 1, size);
+  GroupShape shape;
+  shape.simulated = folded ? 1.0 : size;
+  shape.phases = per_node > 1 && per_node < size ? 3 : 1;
+  return shape;
+}
+
+// A collective's tasks: a sync before, and per phase a flow per simulated member and a sync.
+double collective_tasks(const GroupShape& g)
+{
+  return 1.0 + g.phases * (g.simulated + 1.0);
+}
+
+// Tasks of one pass through a program on one TP group.
+double program_tasks(const Program& program, const GroupShape& tp)
 {
   double tasks = 0;
   for (const Step& s : program) {
     if (s.kind != Step::Kind::COLLECTIVE)
-      tasks += members;
+      tasks += tp.simulated;
     if (s.kind != Step::Kind::COMPUTE)
-      tasks += 4.0 + 3.0 * members;
+      tasks += collective_tasks(tp);
   }
   return tasks;
 }
@@ -31,28 +64,53 @@ GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::Paralle
 {
   GraphSize size;
   size.folded = fold && fold_precondition(plan, cluster).empty();
-  // Costing a layer's kernels is cheap, and the programs' lengths are what the builder repeats.
-  hardware::GpuSpec gpu = cluster.gpu;
-  const LayerPrograms programs = build_programs(model, plan, gpu);
-  const double groups = size.folded ? 1.0 : plan.dp;  // TP groups per stage
-  const double members = size.folded ? 1.0 : plan.tp; // simulated GPUs per TP group
-  const double layer = program_tasks(programs.layer_forward, members) + program_tasks(programs.layer_backward, members);
-  const double ends = program_tasks(programs.embedding_forward, members) +
-                      program_tasks(programs.embedding_backward, members) +
-                      program_tasks(programs.head_forward, members) + program_tasks(programs.head_backward, members);
+  const bool folded = size.folded;
+  const int gpn = cluster.node.gpus;
+  const GroupShape tp = group_shape(plan, gpn, plan::ParallelDim::TP, folded);
+  const GroupShape dp = group_shape(plan, gpn, plan::ParallelDim::DP, folded);
+  const double groups = folded ? 1.0 : plan.dp; // TP groups per stage that have tasks
+  const double stage_gpus = groups * tp.simulated;
+  const double stages = plan.pp;
+  const double chunks = plan.chunks();
+  const double layers = model.num_layers;
   const double microbatches = static_cast<double>(plan.microbatches());
-  const double layers = static_cast<double>(model.num_layers);
-  // Per micro-batch: every layer of the model once on its stage, the embedding and output layer, a pipeline send
-  // and receive per stage boundary, a host-sync step and a gradient accumulation per item.
-  double per_microbatch = groups * (layers * (layer + 2.0 * members) + ends) + 8.0 * plan.pp * groups * members;
-  // Per step: gradient buckets and parameter gathers (at most one per layer and direction) over the data-parallel
-  // groups, the optimizer.
-  const double dp_members = size.folded ? 1.0 : plan.dp;
-  if (plan.zero_stage >= 2) // gradients reduce-scattered (and ZeRO-3 parameters gathered) every micro-batch
-    per_microbatch += (size.folded ? 1.0 : plan.tp) * 3.0 * layers * (4.0 + 3.0 * dp_members) *
-                      (plan.software.zero3_per_tensor ? 4.0 : 1.0);
-  const double per_step =
-      (size.folded ? 1.0 : plan.tp) * 3.0 * layers * (4.0 + 3.0 * dp_members) + plan.pp * groups * members;
+
+  // Costing a layer's kernels is cheap, and the programs' lengths are what the builder repeats.
+  const LayerPrograms programs = build_programs(model, plan, cluster.gpu);
+  const double layer = program_tasks(programs.layer_forward, tp) + program_tasks(programs.layer_backward, tp);
+  const double ends = program_tasks(programs.embedding_forward, tp) + program_tasks(programs.embedding_backward, tp) +
+                      program_tasks(programs.head_forward, tp) + program_tasks(programs.head_backward, tp);
+  const double items = layers + 2.0;
+  const double accumulate = programs.grad_accumulation_s_per_param > 0 ? stage_gpus : 0.0;
+
+  // Per micro-batch: every layer once forward and backward on its stage (a gradient accumulation and a join after
+  // each backward item), host syncs per pass, and per virtual-stage boundary and direction an input sync, the sends
+  // (two legs when relayed) and the receiving group's all-gather.
+  double per_microbatch = groups * (layers * layer + ends) + items * (accumulate + stage_gpus);
+  if (plan.software.host_syncs_per_microbatch > 0)
+    per_microbatch += 2.0 * chunks * stage_gpus;
+  per_microbatch += 2.0 * (chunks - 1.0) * groups * (1.0 + 2.0 * tp.simulated + collective_tasks(tp));
+
+  // Data parallelism: gradient buckets per stage (an item never split, except per tensor), reduced every micro-batch
+  // with ZeRO-2/3 or once per step; ZeRO-3 gathers each item's parameters before each pass.
+  const double grad_bytes = plan.fp32_grad_accumulation ? 4.0 : 2.0;
+  const double stage_bytes = memory::layer_params_per_rank(model, plan.tp) * layers / stages * grad_bytes;
+  const double per_bucket = plan.dp_bucket_bytes > 0 ? plan.dp_bucket_bytes : stage_bytes;
+  const double tensors = plan.zero_stage >= 3 && plan.software.zero3_per_tensor ? 4.0 : 1.0;
+  const double buckets_per_stage =
+      tensors > 1.0 ? tensors * items / stages : std::min(items / stages, std::ceil(stage_bytes / per_bucket) + 1.0);
+  const double reductions = plan.dp > 1 ? stages * buckets_per_stage * tp.simulated * collective_tasks(dp) : 0.0;
+  double per_step = 0;
+  if (plan.zero_stage >= 2)
+    per_microbatch += reductions;
+  else
+    per_step += 2.0 * reductions; // the reduction, and the updated parameters gathered back
+  if (plan.zero_stage >= 3 && plan.dp > 1)
+    per_microbatch += 2.0 * items * tensors * tp.simulated * collective_tasks(dp);
+  if (model.tie_embeddings && plan.pp > 1)
+    per_step += groups * tp.simulated * collective_tasks(GroupShape{folded ? 1.0 : 2.0, 1});
+  per_step += stages * stage_gpus + 1.0; // the optimizer, the step's end
+
   size.tasks = microbatches * per_microbatch + per_step;
   size.bytes = size.tasks * bytes_per_task;
   return size;

@@ -46,7 +46,7 @@ std::string scenario(const std::string& name)
 TEST_CASE("a TP-heavy step slows on A800, and its exposed TP time grows by the NVLink ratio")
 {
   const std::string plan = scenario("default.json") +
-                           " --set plan.pp=1 --set plan.micro_batch=8 --set plan.global_batch=8"
+                           " --set plan.pp=1 --set plan.micro_batch=4 --set plan.global_batch=4"
                            " --set plan.sequence_parallel=false";
   const auto a100 = run_json(plan + " --set topology=dgx-a100");
   const auto a800 = run_json(plan + " --set topology=hgx-a800");
@@ -255,7 +255,8 @@ TEST_CASE("sweep ranks layouts by tokens/s and reports those that do not fit, wi
   INFO(r.out);
   REQUIRE(r.status == 0);
   CHECK(r.out.find("sweep of ") != std::string::npos);
-  CHECK(r.out.find("do not fit in GPU memory (closest: tp=1 micro_batch=1, over by") != std::string::npos);
+  // Each layout keeps the scenario's 16 GPUs: dp follows tp.
+  CHECK(r.out.find("do not fit in GPU memory (closest: tp=1 micro_batch=1 dp=8, over by") != std::string::npos);
   CHECK(r.out.find("\n  accuracy: A100-SXM4-80GB step times ") != std::string::npos);
   const auto j = nlohmann::json::parse(std::ifstream(dir / "sweep.json"));
   REQUIRE(j["validation"].size() == 1); // every layout on the same GPU
@@ -270,9 +271,12 @@ TEST_CASE("sweep ranks layouts by tokens/s and reports those that do not fit, wi
       CHECK(row["tokens_per_s"].get<double>() <= previous);
       previous = row["tokens_per_s"].get<double>();
       // The row's numbers are its own simulation's.
-      const auto report = run_json(scenario("default.json") + " --set " + row["overrides"][0].get<std::string>() +
-                                   " --set " + row["overrides"][1].get<std::string>());
+      std::string sets;
+      for (const auto& o : row["overrides"])
+        sets += " --set " + o.get<std::string>();
+      const auto report = run_json(scenario("default.json") + sets);
       CHECK(row["step_time_s"].get<double>() == Approx(report["step_time_s"].get<double>()).epsilon(1e-12));
+      CHECK(report["cluster"]["gpus"] == 16);
     } else {
       CHECK(row["outcome"] == "out_of_memory");
       CHECK(row["memory_over_bytes"].get<double>() > 0);
@@ -285,10 +289,10 @@ TEST_CASE("sweep ranks layouts by tokens/s and reports those that do not fit, wi
   for (const auto& row : j["rows"])
     if (row["baseline"].get<bool>()) {
       ++baselines;
-      CHECK(row["label"] == "tp=8 micro_batch=1");
+      CHECK(row["label"] == "tp=8 micro_batch=1 dp=1");
     }
   CHECK(baselines == 1);
-  CHECK(r.out.find("the scenario's own layout (tp=8 micro_batch=1)") != std::string::npos);
+  CHECK(r.out.find("the scenario's own layout (tp=8 micro_batch=1 dp=1)") != std::string::npos);
 }
 
 TEST_CASE("a sweep in shards, merged, ranks as the whole sweep, and pruning keeps the top exact")

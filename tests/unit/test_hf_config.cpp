@@ -26,6 +26,7 @@ TEST_CASE("HuggingFace configs give the checkpoints' exact parameter counts")
   // Totals of the published checkpoints (safetensors metadata / model cards).
   CHECK(sim::model::count_params(from_hf("llama-2-7b")).total == 6738415616.0);
   CHECK(sim::model::count_params(from_hf("mistral-7b")).total == 7241732096.0);
+  CHECK(sim::model::count_params(from_hf("llama-3.1-8b")).total == 8030261248.0);
   CHECK(sim::model::count_params(from_hf("qwen2-7b")).total == 7615616512.0);
   CHECK(sim::model::count_params(from_hf("gpt2")).total == 124439808.0);
   CHECK(sim::model::count_params(from_hf("pythia-160m")).total == 162322944.0);
@@ -41,7 +42,12 @@ TEST_CASE("HuggingFace configs map GQA, gating, biases and positions")
   CHECK(mistral.ffn_kind == sim::model::FfnKind::SWIGLU);
   CHECK(mistral.norm == sim::model::NormKind::RMSNORM);
   CHECK_FALSE(mistral.tie_embeddings);
-  CHECK(mistral.seq_length == 32768);
+  // max_position_embeddings (32,768) is how far it can attend, not its pre-training length: unknown, the plan says.
+  CHECK(mistral.seq_length == 0);
+  CHECK(from_hf("llama-2-7b").seq_length == 0);
+  // Llama 3.1 states it: the context extension's original length.
+  CHECK(from_hf("llama-3.1-8b").seq_length == 8192);
+  CHECK(from_hf("gpt2").seq_length == 1024); // learned positions: the table's length
 
   const auto qwen = from_hf("qwen2-7b");
   CHECK(qwen.qkv_bias);

@@ -140,9 +140,9 @@ TEST_CASE("a TP group spanning nodes and an uneven layer split are flagged, not 
   REQUIRE(s.warnings.size() == 1);
   CHECK_THAT(sim::core::format_warning(s.warnings[0]),
              Catch::Contains("/plan/tp: 1 of 1 tensor-parallel groups span nodes (up to 2 nodes each)"));
-  s = load(scenario_json("llama2-7b", {{"tp", 4}, {"pp", 2}, {"rank_order", "pp-tp-dp"}}));
+  s = load(scenario_json("llama2-7b", {{"tp", 4}, {"pp", 2}, {"rank_order", "pp-tp-dp"}, {"global_batch", 8}}));
   REQUIRE(s.warnings.empty()); // 8 GPUs: every group is inside the one node
-  s = load(scenario_json("llama3-405b", {{"tp", 8}, {"pp", 16}}));
+  s = load(scenario_json("llama3-405b", {{"tp", 8}, {"pp", 16}, {"global_batch", 64}}));
   REQUIRE(s.warnings.size() == 1);
   CHECK_THAT(sim::core::format_warning(s.warnings[0]), Catch::Contains("balanced as 7 to 8 layers"));
 }

@@ -1,0 +1,26 @@
+// Plans that are well formed but cannot run as asked, refused before any long work: a GPU whose memory overflows,
+// a step whose task graph would not fit in this machine's memory.
+#pragma once
+
+#include "scenario/scenario.hpp"
+
+#include <string>
+
+namespace sim::scenario {
+
+// Throws core::InfeasiblePlan when the fullest GPU's peak exceeds its HBM, with by how much and what would help.
+void refuse_out_of_memory(const Scenario& s);
+
+// Memory this process may still take: the least of the kernel's MemAvailable, the cgroup's limit less its usage and
+// the address-space limit; `source` names the one that binds.
+struct MachineMemory {
+  double available_bytes = 0;
+  std::string source;
+};
+MachineMemory machine_memory();
+
+// Throws core::InfeasiblePlan when the step's task graph (estimated before it is built) would take more than the
+// machine's available memory, with the numbers and what folding or fewer micro-batches would make of it.
+void refuse_oversized_graph(const Scenario& s, bool fold, const MachineMemory& machine);
+
+} // namespace sim::scenario
