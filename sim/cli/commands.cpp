@@ -122,7 +122,7 @@ int simulate(const fs::path& file, const CommonOptions& o, const RunOptions& r)
   } else {
     std::cout << sim::report::run_text(s, metrics, cost, validation);
     if (r.view == "pipeline")
-      std::cout << "\n" << sim::report::pipeline_text(s, metrics, boxes);
+      std::cout << "\n" << sim::report::pipeline_text(s, metrics, boxes, r.width);
   }
   if (!r.out_dir.empty()) {
     const fs::path dir = r.out_dir;

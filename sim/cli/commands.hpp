@@ -40,6 +40,7 @@ inline int default_jobs()
 struct RunOptions {
   std::string out_dir;
   std::string view;
+  int width = 100; // columns of the --view pipeline timeline
   bool no_fold = false;
 };
 

@@ -83,6 +83,9 @@ int main(int argc, char** argv)
   run->add_option("--out", run_extra.out_dir, "Write report.json, trace.json and timeline.svg into this folder");
   run->add_option("--view", run_extra.view, "Also print a text picture of the pipeline")
       ->check(CLI::IsMember({"pipeline"}));
+  run->add_option("--width", run_extra.width, "Columns of the --view pipeline timeline")
+      ->check(number_in(40, 1000))
+      ->capture_default_str();
   run->add_option("--tokens", run_opts.tokens, "A training budget in tokens: also print the time and cost to train it")
       ->check(number_in(1, max_tokens));
   run->add_flag("--allow-oom", run_opts.allow_oom,

@@ -151,24 +151,120 @@ std::string pipeline_svg(const scenario::Scenario& s, const Metrics& m, const st
   return svg;
 }
 
+namespace {
+
+// A stage's passes in the order they ran, split where the schedule's phases change (Megatron-LM's names): warm-up,
+// the forwards before the first one-forward-one-backward pair; steady state, the pairs; cool-down, the backwards
+// after the last pair. A schedule without pairs (GPipe) has its forwards as warm-up and backwards as cool-down.
+struct Phases {
+  std::vector<const PassBox*> warmup, steady, cooldown;
+};
+
+Phases phases_of(const std::vector<const PassBox*>& passes)
+{
+  const std::size_t n = passes.size();
+  std::size_t leading = 0; // forwards before the first backward
+  while (leading < n && !passes[leading]->backward)
+    ++leading;
+  std::size_t trailing = 0; // backwards after the last forward
+  while (trailing < n && passes[n - 1 - trailing]->backward)
+    ++trailing;
+  const bool pairs = leading + trailing < n; // forwards after the first backward
+  const std::size_t warmup = pairs ? leading - 1 : leading;
+  const std::size_t cooldown = pairs ? trailing - 1 : trailing;
+  Phases p;
+  for (std::size_t i = 0; i < n; ++i)
+    (i < warmup ? p.warmup : i >= n - cooldown ? p.cooldown : p.steady).push_back(passes[i]);
+  return p;
+}
+
+// "F3 B0 F4" within `width` characters: the first and last passes, and how many were left out between them.
+std::string pass_list(const scenario::Scenario& s, const std::vector<const PassBox*>& passes, std::size_t width)
+{
+  std::vector<std::string> labels;
+  for (const PassBox* b : passes)
+    labels.push_back((b->backward ? "B" : "F") + mb_label(s, *b));
+  const auto joined = [&labels](std::size_t from, std::size_t to) {
+    std::string out;
+    for (std::size_t i = from; i < to; ++i)
+      out += (out.empty() ? "" : " ") + labels[i];
+    return out;
+  };
+  std::string all = joined(0, labels.size());
+  if (all.size() <= width || labels.size() < 4)
+    return all;
+  std::size_t keep = 1;
+  while (2 * (keep + 1) < labels.size() &&
+         joined(0, keep + 1).size() + joined(labels.size() - keep - 1, labels.size()).size() + 16 <= width)
+    ++keep;
+  return fmt::format("{} ...{} more... {}", joined(0, keep), labels.size() - 2 * keep,
+                     joined(labels.size() - keep, labels.size()));
+}
+
+} // namespace
+
 std::string pipeline_text(const scenario::Scenario& s, const Metrics& m, const std::vector<PassBox>& boxes, int width)
 {
   const double span = m.pipeline_time_s > 0 ? m.pipeline_time_s : 1.0;
-  std::vector<std::string> rows(static_cast<std::size_t>(s.plan.pp), std::string(static_cast<std::size_t>(width), '.'));
-  for (const PassBox& b : boxes) {
-    auto& r = rows[static_cast<std::size_t>(b.stage)];
-    const int c0 = std::clamp(static_cast<int>(std::lround(b.start_s / span * width)), 0, width - 1);
-    const int c1 = std::clamp(static_cast<int>(std::lround(b.end_s / span * width)), c0 + 1, width);
-    const std::string label = (b.backward ? "B" : "F") + mb_label(s, b);
-    for (int c = c0; c < c1; ++c)
-      r[static_cast<std::size_t>(c)] = b.backward ? '=' : '-';
-    for (std::size_t k = 0; k < label.size() && c0 + static_cast<int>(k) < c1; ++k)
-      r[static_cast<std::size_t>(c0) + k] = label[k];
+  const auto w = static_cast<std::size_t>(std::max(width, 10));
+  std::vector<std::vector<const PassBox*>> by_stage(static_cast<std::size_t>(s.plan.pp));
+  for (const PassBox& b : boxes)
+    by_stage[static_cast<std::size_t>(b.stage)].push_back(&b);
+
+  // The timeline: each pass over the columns of its time; its label where the whole label fits in its own columns,
+  // else its letter alone; never one label over another.
+  std::string out = fmt::format("pipeline: {} across {} columns ({} per column); F forward, B backward, then the "
+                                "micro-batch{}; - and = the rest of a pass, . idle\n",
+                                core::format_time(span), w, core::format_time(span / static_cast<double>(w)),
+                                s.plan.virtual_stages > 1 ? ".chunk" : "");
+  for (std::size_t st = 0; st < by_stage.size(); ++st) {
+    std::string row(w, '.');
+    std::vector<int> owner(w, -1);
+    const auto& passes = by_stage[st];
+    std::vector<std::pair<std::size_t, std::size_t>> cells(passes.size());
+    for (std::size_t i = 0; i < passes.size(); ++i) {
+      const PassBox& b = *passes[i];
+      const double ws = static_cast<double>(w);
+      const auto c0 =
+          static_cast<std::size_t>(std::clamp(std::lround(b.start_s / span * ws), 0L, static_cast<long>(w) - 1));
+      const auto c1 = static_cast<std::size_t>(
+          std::clamp(std::lround(b.end_s / span * ws), static_cast<long>(c0) + 1, static_cast<long>(w)));
+      cells[i] = {c0, c1};
+      for (std::size_t c = c0; c < c1; ++c) {
+        row[c] = b.backward ? '=' : '-';
+        owner[c] = static_cast<int>(i);
+      }
+    }
+    for (std::size_t i = 0; i < passes.size(); ++i) {
+      const auto [c0, c1] = cells[i];
+      std::size_t from = c0;
+      while (from < c1 && owner[from] != static_cast<int>(i))
+        ++from;
+      std::size_t to = from;
+      while (to < c1 && owner[to] == static_cast<int>(i))
+        ++to;
+      if (from == to)
+        continue;
+      const std::string label = (passes[i]->backward ? "B" : "F") + mb_label(s, *passes[i]);
+      const std::string shown = label.size() <= to - from ? label : label.substr(0, 1);
+      row.replace(from, shown.size(), shown);
+    }
+    out += fmt::format("stage {:>3} |{}|\n", st, row);
   }
-  std::string out = fmt::format("pipeline ({} across; F = forward, B = backward, then the micro-batch; . = idle)\n",
-                                core::format_time(span));
-  for (std::size_t st = 0; st < rows.size(); ++st)
-    out += fmt::format("stage {:>3} |{}|\n", st, rows[st]);
+
+  // The order of passes on each stage, phase by phase: what the timeline has no room to number.
+  out += "order of passes per stage: warm-up | steady state | cool-down\n";
+  for (std::size_t st = 0; st < by_stage.size(); ++st) {
+    const Phases ph = phases_of(by_stage[st]);
+    const std::size_t room = std::max<std::size_t>(w / 4, 20);
+    out +=
+        fmt::format("stage {:>3}  {} forward | {} | {} backward\n", st, ph.warmup.size(),
+                    ph.steady.empty() ? std::string("no steady state") : fmt::format("{} pairs", ph.steady.size() / 2),
+                    ph.cooldown.size());
+    out += fmt::format("           {} | {} | {}\n", ph.warmup.empty() ? "-" : pass_list(s, ph.warmup, room),
+                       ph.steady.empty() ? "-" : pass_list(s, ph.steady, 2 * room),
+                       ph.cooldown.empty() ? "-" : pass_list(s, ph.cooldown, room));
+  }
   out += fmt::format("bubble: {:.1f}% measured (mean over stages), {:.1f}% textbook\n", 100 * m.bubble_mean,
                      100 * m.bubble_theory);
   return out;

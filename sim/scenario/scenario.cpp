@@ -91,7 +91,9 @@ Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& fi
         fmt::format("a multiple of {} GPUs (or at most one node)", per_node));
   }
   s.nodes = (s.gpus + per_node - 1) / per_node;
-  s.warnings = plan::check_plan(s.plan, plan_node, s.model, s.cluster, s.gpus);
+  s.warnings = s.cluster.warnings;
+  const auto plan_warnings = plan::check_plan(s.plan, plan_node, s.model, s.cluster, s.gpus);
+  s.warnings.insert(s.warnings.end(), plan_warnings.begin(), plan_warnings.end());
   core::Json setup = tree.root();
   for (const char* key : {"plan", "name", "description"})
     setup.erase(key);
@@ -147,7 +149,9 @@ CheckedFile check_file(const std::filesystem::path& file, const LoadOptions& opt
   } else if (name == "topology/v1") {
     apply_overrides(tree, options, resolve_topology_references);
     checked.kind = FileKind::TOPOLOGY;
-    checked.name = topology::read_cluster(tree.node()).name;
+    const auto cluster = topology::read_cluster(tree.node());
+    checked.name = cluster.name;
+    checked.warnings = cluster.warnings;
   } else if (name == "gpu/v1") {
     apply_overrides(tree, options, [](DocumentTree& t) { t.resolve("/kernel_tables", ReferenceKind::KERNELS); });
     checked.kind = FileKind::GPU;

@@ -2,6 +2,7 @@
 // the network between nodes. The explicit graph of devices and links is built from this by cluster_graph.
 #pragma once
 
+#include "core/input_error.hpp"
 #include "hardware/gpu_spec.hpp"
 
 #include <array>
@@ -96,7 +97,8 @@ struct ClusterSpec {
   hardware::GpuSpec gpu;
   NodeSpec node;
   NetworkSpec network;
-  std::optional<int> nodes; // pinned node count; otherwise it follows from the plan's GPU count
+  std::optional<int> nodes;            // pinned node count; otherwise it follows from the plan's GPU count
+  std::vector<core::Warning> warnings; // what the file leaves to a default worth knowing
 };
 
 // Reads a topology/v1 object whose `node.gpu` has already been resolved to a gpu/v1 object.

@@ -61,11 +61,12 @@ TEST_CASE("1 GB over PCIe takes latency + size / bandwidth")
   CHECK(one_transfer(g, 0, 1) == Approx(1e-6 + 1e9 / 31.5e9).epsilon(1e-9));
 }
 
-TEST_CASE("1 GB over Ethernet takes latency + size / bandwidth")
+TEST_CASE("1 GB over Ethernet takes latency + size / achievable bandwidth")
 {
   const auto g = cluster("pcie-4090", 2);
   CHECK(latency(g, 0, 8) == Approx(1e-6 + 2.7e-6 + 1e-6)); // PCIe up to the NIC, the network, PCIe down
-  CHECK(one_transfer(g, 0, 8) == Approx(latency(g, 0, 8) + 1e9 / 12.5e9).epsilon(1e-9));
+  CHECK(one_transfer(g, 0, 8) ==
+        Approx(latency(g, 0, 8) + 1e9 / (12.5e9 * 0.96)).epsilon(1e-9)); // NCCL: 96 % of 100 Gb/s
 }
 
 TEST_CASE("1 GB across CPU sockets is limited by the inter-socket link when it is the narrowest")
