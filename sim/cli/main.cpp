@@ -1,6 +1,7 @@
 // simtrain's command line: a thin layer over the commands (cli/commands.hpp) that parses arguments and maps errors
 // to exit codes (0 ok, 1 bad input, 2 simulation failed, 3 internal error, 4 validation targets missed with --check).
 #include "cli/commands.hpp"
+#include "core/document.hpp"
 #include "core/input_error.hpp"
 #include "core/log.hpp"
 #include "engine/replay.hpp"
@@ -225,6 +226,12 @@ int main(int argc, char** argv)
 
   // `simtrain` alone, or `simtrain SCENARIO.json`, runs the main job.
   std::vector<std::string> args(argv + 1, argv + argc);
+  // Arguments end up in JSON reports and messages, which are UTF-8.
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (!sim::core::is_valid_utf8(args[i])) {
+      std::cerr << fmt::format("error: argument {}: not valid UTF-8 (expected text)\n", i + 1);
+      return 1;
+    }
   const auto is_subcommand = [&app](const std::string& word) {
     for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
       if (sub->get_name() == word)

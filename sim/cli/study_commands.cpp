@@ -146,10 +146,18 @@ int compare(const CompareArgs& a, const CommonOptions& o)
     }
   }
   // Bad input (and a plan that does not fit, unless --allow-oom) is reported before anything runs.
-  for (const auto& [file, sets] : runs) {
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& [file, sets] = runs[i];
     const auto s = scenario::load_scenario(file, scenario::LoadOptions{o.data_dir, sets});
     if (!o.allow_oom)
-      scenario::refuse_out_of_memory(s);
+    {
+      std::vector<std::string> own; // what makes this side differ from the other
+      for (const auto& e : sets)
+        if (std::find(runs[1 - i].second.begin(), runs[1 - i].second.end(), e) == runs[1 - i].second.end())
+          own.push_back(e);
+      scenario::refuse_out_of_memory(
+          s, own.empty() ? std::string() : fmt::format("{} (side {})", fmt::join(own, " --set "), i == 0 ? 'A' : 'B'));
+    }
   }
   const auto reports = run_children(runs, o, 2);
   print_comparison(reports[0], reports[1], side_name(runs[0].first, runs[0].second, runs[1].second),

@@ -45,6 +45,9 @@ std::string display_path(const std::filesystem::path& path);
 // Parses a JSON file; rejects unreadable files, syntax errors and duplicate keys with an InputError.
 Json read_json_file(const std::filesystem::path& path);
 
+// Whether `text` is well-formed UTF-8 (what JSON text must be; command-line text is checked against it).
+bool is_valid_utf8(std::string_view text);
+
 // A short rendering of a JSON value for "found ..." in messages.
 std::string render_value(const Json& value);
 

@@ -151,7 +151,15 @@ Node ObjectReader::at(std::string_view key, const std::string& expected)
   auto n = find(key);
   if (!n) {
     const Location where = node_.provenance().locate(pointer_append(node_.pointer(), key));
-    throw InputError(where, "missing required key", "nothing", expected);
+    // A key spelt almost like the missing one is most likely it, mistyped.
+    std::vector<std::string> present;
+    if (node_.json().is_object())
+      for (const auto& [k, v] : node_.json().items())
+        present.push_back(k);
+    const auto typo = closest_match(key, present);
+    throw InputError(where, typo ? fmt::format("missing required key; is \"{}\" meant to be it?", clip(*typo, 40))
+                                 : std::string("missing required key"),
+                     "nothing", expected);
   }
   return *n;
 }

@@ -76,11 +76,12 @@ std::string task_summary_text(const workload::TaskGraph& g, std::optional<int> r
   out += fmt::format("\n{:>6} {:>6} {:>9} {:>13} {:>8} {:>12} {:>12} {:>12}\n", "rank", "stage", "compute",
                      "compute time", "sends", "tp bytes", "pp bytes", "dp bytes");
   std::size_t shown = 0;
-  for (const auto& [r, t] : by_rank) {
+  for (const auto& [r, totals] : by_rank) {
     if (!rank && shown++ == 32) {
       out += fmt::format("... {} more ranks (--rank R shows one)\n", by_rank.size() - 32);
       break;
     }
+    const RankTotals& t = totals;
     auto bytes = [&t](Category c) {
       const auto it = t.bytes.find(c);
       return it == t.bytes.end() ? std::string("-") : core::format_bytes(it->second);

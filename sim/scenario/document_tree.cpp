@@ -102,6 +102,16 @@ void DocumentTree::resolve(const std::string& pointer, ReferenceKind kind)
   if (!has(pointer))
     return;
   const core::Node where = node(pointer);
+  if (kind == ReferenceKind::MODEL && model::looks_like_hf_config(where.json())) { // a config.json pasted inline
+    const core::Location at = where.location();
+    core::Provenance hf_provenance;
+    hf_provenance.add_source("", at.file, at.pointer);
+    auto converted = model::convert_hf_config(core::Node(where.json(), "", hf_provenance), "inline");
+    for (const auto& [field, origin] : converted.origins)
+      provenance_.add_source(pointer + field, at.file, at.pointer + origin);
+    root_[core::Json::json_pointer(pointer)] = std::move(converted.model);
+    return;
+  }
   if (where.json().is_object() || (where.json().is_null() && kind == ReferenceKind::KERNELS))
     return; // kernel tables are optional: null drops them
   const std::string expected = fmt::format("a {} preset name, a path to a JSON file, or an object", kind_name(kind));
@@ -152,6 +162,9 @@ void DocumentTree::resolve(const std::string& pointer, ReferenceKind kind)
 
 void DocumentTree::set_path(const std::string& expression)
 {
+  if (!core::is_valid_utf8(expression)) // JSON text is UTF-8, and so must be what goes into the document
+    throw core::InputError({"--set", "", ""}, "not valid UTF-8", "bytes that are not UTF-8 text",
+                           "PATH=VALUE in UTF-8");
   const auto eq = expression.find('=');
   const core::Location cli{"--set " + expression, "", ""};
   if (eq == std::string::npos || eq == 0)

@@ -37,15 +37,17 @@ std::optional<double> read_number(const std::string& path)
 
 } // namespace
 
-void refuse_out_of_memory(const Scenario& s)
+void refuse_out_of_memory(const Scenario& s, const std::string& set_by)
 {
   const memory::MemoryEstimate m = memory::estimate_memory(s.model, s.plan, s.cluster.gpu);
   if (!m.oom)
     return;
   const memory::StageMemory& st = m.per_stage.at(static_cast<std::size_t>(m.peak_stage));
   const double over = st.peak_bytes - m.capacity_bytes;
+  core::Location where = plan_location(s);
+  where.set_by = set_by;
   throw core::InfeasiblePlan(
-      plan_location(s),
+      where,
       fmt::format("does not fit in GPU memory: stage {} needs {} of {} per GPU, {} ({:.0f}%) over (weights {}, "
                   "gradients {}, optimizer {}, activations {})",
                   st.stage, core::format_bytes(st.peak_bytes), core::format_bytes(m.capacity_bytes),

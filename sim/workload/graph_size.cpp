@@ -72,7 +72,7 @@ GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::Paralle
   const double stage_gpus = groups * tp.simulated;
   const double stages = plan.pp;
   const double chunks = plan.chunks();
-  const double layers = model.num_layers;
+  const auto layers = static_cast<double>(model.num_layers);
   const double microbatches = static_cast<double>(plan.microbatches());
 
   // Costing a layer's kernels is cheap, and the programs' lengths are what the builder repeats.
