@@ -149,8 +149,7 @@ int compare(const CompareArgs& a, const CommonOptions& o)
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& [file, sets] = runs[i];
     const auto s = scenario::load_scenario(file, scenario::LoadOptions{o.data_dir, sets});
-    if (!o.allow_oom)
-    {
+    if (!o.allow_oom) {
       std::vector<std::string> own; // what makes this side differ from the other
       for (const auto& e : sets)
         if (std::find(runs[1 - i].second.begin(), runs[1 - i].second.end(), e) == runs[1 - i].second.end())

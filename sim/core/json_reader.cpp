@@ -157,8 +157,9 @@ Node ObjectReader::at(std::string_view key, const std::string& expected)
       for (const auto& [k, v] : node_.json().items())
         present.push_back(k);
     const auto typo = closest_match(key, present);
-    throw InputError(where, typo ? fmt::format("missing required key; is \"{}\" meant to be it?", clip(*typo, 40))
-                                 : std::string("missing required key"),
+    throw InputError(where,
+                     typo ? fmt::format("missing required key; is \"{}\" meant to be it?", clip(*typo, 40))
+                          : std::string("missing required key"),
                      "nothing", expected);
   }
   return *n;
