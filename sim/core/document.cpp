@@ -1,5 +1,6 @@
 #include "core/document.hpp"
 
+#include <fmt/format.h>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -127,46 +128,72 @@ void line_and_column(const std::string& text, std::size_t byte, std::size_t& lin
 
 } // namespace
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence at text[i], or 0 when it is not one.
+std::size_t utf8_sequence_length(std::string_view text, std::size_t i)
+{
+  const auto c = static_cast<unsigned char>(text[i]);
+  if (c < 0x80)
+    return 1;
+  std::size_t extra = 0;
+  unsigned min = 0;
+  unsigned code = 0;
+  if ((c & 0xE0) == 0xC0) {
+    extra = 1;
+    min = 0x80;
+    code = c & 0x1F;
+  } else if ((c & 0xF0) == 0xE0) {
+    extra = 2;
+    min = 0x800;
+    code = c & 0x0F;
+  } else if ((c & 0xF8) == 0xF0) {
+    extra = 3;
+    min = 0x10000;
+    code = c & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + extra >= text.size()) // its continuation bytes run past the end
+    return 0;
+  for (std::size_t k = 1; k <= extra; ++k) {
+    const auto b = static_cast<unsigned char>(text[i + k]);
+    if ((b & 0xC0) != 0x80)
+      return 0;
+    code = (code << 6) | (b & 0x3F);
+  }
+  if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
+    return 0;
+  return extra + 1;
+}
+
+} // namespace
+
 bool is_valid_utf8(std::string_view text)
 {
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    std::size_t extra = 0;
-    unsigned min = 0;
-    unsigned code = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    if ((c & 0xE0) == 0xC0) {
-      extra = 1;
-      min = 0x80;
-      code = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2;
-      min = 0x800;
-      code = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3;
-      min = 0x10000;
-      code = c & 0x07;
-    } else {
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = utf8_sequence_length(text, i);
+    if (n == 0)
       return false;
-    }
-    if (i + extra >= text.size()) // its continuation bytes run past the end
-      return false;
-    for (std::size_t k = 1; k <= extra; ++k) {
-      const auto b = static_cast<unsigned char>(text[i + k]);
-      if ((b & 0xC0) != 0x80)
-        return false;
-      code = (code << 6) | (b & 0x3F);
-    }
-    if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
-      return false;
-    i += extra + 1;
+    i += n;
   }
   return true;
+}
+
+std::string escape_invalid_utf8(std::string_view text)
+{
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    const std::size_t n = utf8_sequence_length(text, i);
+    if (n == 0) {
+      out += fmt::format("\\x{:02X}", static_cast<unsigned char>(text[i]));
+      ++i;
+    } else {
+      out.append(text.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
 }
 
 Json read_json_file(const std::filesystem::path& path)
@@ -233,12 +260,20 @@ Json read_json_file(const std::filesystem::path& path)
     std::size_t line = 0;
     std::size_t column = 0;
     line_and_column(text, e.byte, line, column);
+    // nlohmann: "[json.exception.parse_error.101] parse error at line L, column C: PROBLEM[; last read: 'TEXT']".
     std::string what = e.what();
-    const auto colon = what.rfind(": ");
-    if (colon != std::string::npos)
-      what = what.substr(colon + 2);
+    if (const auto at = what.find(": ", what.find("column")); at != std::string::npos)
+      what = what.substr(at + 2);
+    std::string found;
+    if (const auto last = what.find("; last read: '"); last != std::string::npos) {
+      found = what.substr(last + 14);
+      if (!found.empty() && found.back() == '\'')
+        found.pop_back();
+      found = escape_invalid_utf8(found);
+      what.erase(last);
+    }
     throw InputError({name + ":" + std::to_string(line) + ":" + std::to_string(column), "", ""},
-                     "invalid JSON: " + what);
+                     "invalid JSON: " + escape_invalid_utf8(what), found);
   }
 }
 

@@ -48,6 +48,9 @@ Json read_json_file(const std::filesystem::path& path);
 // Whether `text` is well-formed UTF-8 (what JSON text must be; command-line text is checked against it).
 bool is_valid_utf8(std::string_view text);
 
+// `text` with each byte that is not part of well-formed UTF-8 written as \xNN, for echoing it in a message.
+std::string escape_invalid_utf8(std::string_view text);
+
 // A short rendering of a JSON value for "found ..." in messages.
 std::string render_value(const Json& value);
 

@@ -28,8 +28,16 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   ParallelPlan p;
   p.tp = static_cast<int>(r.integer_or("tp", 1, 1, 1 << 16));
   p.pp = static_cast<int>(r.integer_or("pp", 1, 1, 1 << 16));
-  const int default_dp = gpus && *gpus % (p.tp * p.pp) == 0 ? *gpus / (p.tp * p.pp) : 1;
-  p.dp = static_cast<int>(r.integer_or("dp", default_dp, 1, 1 << 20));
+  constexpr std::int64_t max_gpus = 1 << 20;
+  const std::int64_t model_parallel = static_cast<std::int64_t>(p.tp) * p.pp;
+  if (model_parallel > max_gpus)
+    infeasible(node, "pp", fmt::format("tp*pp = {}*{} = {} GPUs per replica", p.tp, p.pp, model_parallel),
+               fmt::format("at most {} GPUs in all", max_gpus));
+  const int default_dp = gpus && *gpus % model_parallel == 0 ? static_cast<int>(*gpus / model_parallel) : 1;
+  p.dp = static_cast<int>(r.integer_or("dp", default_dp, 1, max_gpus));
+  if (model_parallel * p.dp > max_gpus)
+    infeasible(node, "dp", fmt::format("tp*pp*dp = {}*{}*{} = {} GPUs", p.tp, p.pp, p.dp, model_parallel * p.dp),
+               fmt::format("at most {} GPUs in all", max_gpus));
   p.micro_batch = static_cast<int>(r.integer_or("micro_batch", 1, 1, 1 << 16));
   p.global_batch = r.integer_or("global_batch", static_cast<std::int64_t>(p.micro_batch) * p.dp, 1);
   if (model.seq_length == 0 && !r.has("seq_length"))

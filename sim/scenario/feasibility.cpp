@@ -105,9 +105,10 @@ void refuse_oversized_graph(const Scenario& s, bool fold, const MachineMemory& m
                   size.folded ? s.plan.pp : s.plan.pp * s.plan.tp * s.plan.dp, core::format_bytes(size.bytes),
                   core::format_bytes(machine.available_bytes), machine.source),
       {},
-      fmt::format("a step that fits: a global_batch of at most {} sequences (in the steady state every micro-batch "
-                  "adds the same time){}",
-                  core::format_count(std::max(0.0, fitting) * sequences_per_microbatch), folding));
+      fitting >= 1 ? fmt::format("a step that fits: a global_batch of at most {} sequences (in the steady state every "
+                                 "micro-batch adds the same time){}",
+                                 core::format_count(fitting * sequences_per_microbatch), folding)
+                   : fmt::format("a machine with more memory: even one micro-batch's graph would not fit{}", folding));
 }
 
 } // namespace sim::scenario

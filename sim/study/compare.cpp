@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <map>
@@ -334,12 +335,13 @@ std::optional<std::string> keep_gpu_count(const std::vector<std::string>& side, 
   }
   if (!changes_layout || tp <= 0 || pp <= 0)
     return std::nullopt;
-  if (gpus % (tp * pp) != 0)
+  const std::int64_t per_replica = static_cast<std::int64_t>(tp) * pp;
+  if (gpus % per_replica != 0)
     throw core::InputError(
         {"--set " + changed, "", ""},
-        fmt::format("tp*pp = {}*{} = {} does not divide the scenario's {} GPUs", tp, pp, tp * pp, gpus), "",
+        fmt::format("tp*pp = {}*{} = {} does not divide the scenario's {} GPUs", tp, pp, per_replica, gpus), "",
         "a layout of the same GPUs, or --set plan.dp (or gpus) on that side to change the count");
-  return fmt::format("plan.dp={}", gpus / (tp * pp));
+  return fmt::format("plan.dp={}", gpus / per_replica);
 }
 
 } // namespace sim::study

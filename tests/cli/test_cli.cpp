@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 namespace {
 
@@ -14,9 +15,11 @@ struct Result {
   std::string out;
 };
 
-Result run(const std::string& args)
+// `simtrain ARGS`: its exit status and its standard output (with `with_errors`, its standard error too).
+Result run(const std::string& args, bool with_errors = false)
 {
-  const std::string command = std::string(SIMTRAIN_BINARY) + " --log-level off " + args + " 2>/dev/null";
+  const std::string command =
+      std::string(SIMTRAIN_BINARY) + " --log-level off " + args + (with_errors ? " 2>&1" : " 2>/dev/null");
   Result r;
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -122,6 +125,40 @@ TEST_CASE("the text view draws every stage's passes")
   REQUIRE(r.status == 0);
   CHECK(r.out.find("stage   0 |F0") != std::string::npos);
   CHECK(r.out.find("stage   1 |") != std::string::npos);
+}
+
+TEST_CASE("the text view keeps to its width and lists each stage's passes by the schedule's phases")
+{
+  const std::string four = " --set plan.pp=4 --set plan.tp=4 --set plan.global_batch=8 --view pipeline";
+  const auto r = run("run " + scenario("default.json") + four + " --width 72");
+  REQUIRE(r.status == 0);
+  std::istringstream lines(r.out);
+  int rows = 0;
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("stage ", 0) == 0 && line.find('|') == 10) {
+      CHECK(line.size() == 10 + 1 + 72 + 1);
+      ++rows;
+    }
+  CHECK(rows == 4);
+  // 1F1B with p=4, m=8 (Megatron-LM): stage s warms up with p-s-1 forwards, then m-(p-s-1) pairs, then cools down.
+  CHECK(r.out.find("stage   0  3 forward | 5 pairs | 3 backward\n           F0 F1 F2 | F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 "
+                   "| B5 B6 B7") != std::string::npos);
+  CHECK(r.out.find("stage   3  0 forward | 8 pairs | 0 backward\n           - | F0 B0") != std::string::npos);
+  const auto gpipe = run("run " + scenario("default.json") + four + " --set plan.schedule=gpipe");
+  CHECK(gpipe.out.find("stage   0  8 forward | no steady state | 8 backward") != std::string::npos);
+  const auto narrow = run("run " + scenario("default.json") + " --view pipeline --width 39");
+  CHECK(narrow.status != 0);
+}
+
+TEST_CASE("tasks says whether the graph is folded, and --no-fold lists every GPU")
+{
+  const auto folded = run("tasks " + scenario("default.json"));
+  REQUIRE(folded.status == 0);
+  CHECK(folded.out.find("folded: 2 simulated GPUs, one per pipeline stage, each standing for its 8 identical GPUs") !=
+        std::string::npos);
+  const auto full = run("tasks " + scenario("default.json") + " --no-fold");
+  REQUIRE(full.status == 0);
+  CHECK(full.out.find("every GPU simulated (not folded)") != std::string::npos);
 }
 
 TEST_CASE("validate runs each published case and reports its error, per source and per GPU")
@@ -245,6 +282,85 @@ TEST_CASE("compare puts A100 and A800 side by side and blames the exposed TP com
   REQUIRE(saved.status == 0);
   CHECK(nlohmann::json::parse(saved.out)["contributions"] == j["contributions"]);
   CHECK(run("compare " + (dir / "a" / "report.json").string() + " " + scenario("default.json")).status == 1);
+}
+
+TEST_CASE("compare keeps the GPU count when a side changes tp or pp, shows each side's setup and warns when they "
+          "differ")
+{
+  const auto kept = run("compare " + scenario("default.json") + " --set plan.tp=4 --set plan.tp=8");
+  REQUIRE(kept.status == 0);
+  CHECK(kept.out.find("A: " + scenario("default.json") +
+                      " --set plan.tp=4 --set plan.dp=2\n   16 x A100-SXM4-80GB, "
+                      "Llama-2 13B, TP 4 x PP 2 x DP 2") != std::string::npos);
+  CHECK(kept.out.find("WARNING") == std::string::npos);
+  const auto grown = run("compare " + scenario("default.json") + " --set plan.dp=1 --set plan.dp=2");
+  REQUIRE(grown.status == 0);
+  CHECK(grown.out.find("WARNING: A and B differ in GPU count (16 vs 32): per-step numbers are not like for like") !=
+        std::string::npos);
+  const auto batch =
+      run("compare " + scenario("default.json") + " --set plan.global_batch=16 --set plan.global_batch=32");
+  CHECK(batch.out.find("WARNING: A and B differ in global batch (16 vs 32)") != std::string::npos);
+}
+
+TEST_CASE("a --set model path is read from the working directory, as the shell completes it")
+{
+  const auto dir = test::scratch_dir();
+  test::write_json(dir / "mine.json", {{"schema", "model/v1"},
+                                       {"name", "mine"},
+                                       {"num_layers", 4},
+                                       {"hidden_size", 1024},
+                                       {"num_attention_heads", 16},
+                                       {"vocab_size", 32000},
+                                       {"seq_length", 4096}});
+  const std::string command = "cd " + dir.string() + " && " + std::string(SIMTRAIN_BINARY) + " --log-level off run " +
+                              scenario("default.json") + " --set model=mine.json --format json 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string out;
+  std::array<char, 4096> buffer{};
+  for (std::size_t n = 0; (n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0;)
+    out.append(buffer.data(), n);
+  INFO(out);
+  REQUIRE(WEXITSTATUS(pclose(pipe)) == 0);
+  CHECK(nlohmann::json::parse(out)["model"]["name"] == "mine");
+}
+
+TEST_CASE("a folder given as the scenario is named as such")
+{
+  const auto r = run("run " + (test::source_dir() / "tests").string(), true);
+  CHECK(r.status == 1);
+  CHECK(r.out.find("cannot read file (found a folder; expected a JSON file)") != std::string::npos);
+}
+
+TEST_CASE("a sweep over topologies marks the scenario's own as the baseline, and leaves what it did not compute "
+          "empty in CSV")
+{
+  const auto r = run("sweep " + scenario("default.json") + " --vary topology=hgx-a800,dgx-a100 --format csv");
+  REQUIRE(r.status == 0);
+  std::istringstream lines(r.out);
+  std::string header;
+  std::getline(lines, header);
+  std::vector<std::string> names;
+  std::istringstream header_cells(header);
+  for (std::string cell; std::getline(header_cells, cell, ',');)
+    names.push_back(cell);
+  std::map<std::string, std::map<std::string, std::string>> rows; // topology -> column -> cell
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream cells(line);
+    std::map<std::string, std::string> row;
+    std::string cell;
+    for (const auto& name : names) {
+      std::getline(cells, cell, ',');
+      row[name] = cell;
+    }
+    rows[row["topology"]] = row;
+  }
+  REQUIRE(rows.size() == 2);
+  CHECK(rows["dgx-a100"]["baseline"] == "true");
+  CHECK(rows["hgx-a800"]["baseline"] == "false");
+  CHECK(rows["dgx-a100"]["time_to_train_s"].empty()); // no --tokens: nothing to train
+  CHECK(rows["dgx-a100"]["cost_to_train_usd"].empty());
+  CHECK_FALSE(rows["dgx-a100"]["step_time_s"].empty());
 }
 
 TEST_CASE("sweep ranks layouts by tokens/s and reports those that do not fit, with by how much")

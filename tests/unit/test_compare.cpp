@@ -54,3 +54,19 @@ TEST_CASE("a --set path given twice splits into A's and B's value, the rest appl
   CHECK_THROWS_AS(sim::study::split_overrides({"plan.tp=4"}), sim::core::InputError);
   CHECK_THROWS_AS(sim::study::split_overrides({"plan.tp=4", "plan.tp=8", "plan.tp=2"}), sim::core::InputError);
 }
+
+TEST_CASE("a side that changes tp or pp keeps the GPU count by deriving dp again")
+{
+  using sim::study::keep_gpu_count;
+  CHECK(keep_gpu_count({"plan.tp=4"}, 8, 2, 64) == std::optional<std::string>("plan.dp=8"));
+  CHECK(keep_gpu_count({"plan.tp=4", "plan.pp=4"}, 8, 2, 64) == std::optional<std::string>("plan.dp=4"));
+  CHECK_FALSE(keep_gpu_count({"plan.schedule=gpipe"}, 8, 2, 64));    // the layout is unchanged
+  CHECK_FALSE(keep_gpu_count({"plan.tp=4", "plan.dp=2"}, 8, 2, 64)); // the side names its own count
+  CHECK_FALSE(keep_gpu_count({"plan.tp=4", "gpus=32"}, 8, 2, 64));
+  CHECK_FALSE(keep_gpu_count({"plan.tp=four"}, 8, 2, 64)); // left to the scenario loader to refuse
+  const auto error = test::error_of([] { keep_gpu_count({"plan.tp=3"}, 8, 2, 64); });
+  CHECK(error.find("tp*pp = 3*2 = 6 does not divide the scenario's 64 GPUs") != std::string::npos);
+  // a product beyond int is refused, not wrapped
+  const auto huge = test::error_of([] { keep_gpu_count({"plan.tp=65536", "plan.pp=65536"}, 8, 2, 64); });
+  CHECK(huge.find("4294967296") != std::string::npos);
+}

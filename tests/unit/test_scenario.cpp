@@ -1,4 +1,6 @@
+#include "scenario/feasibility.hpp"
 #include "scenario/scenario.hpp"
+#include "workload/graph_size.hpp"
 
 #include "support.hpp"
 
@@ -163,4 +165,50 @@ TEST_CASE("check recognises every kind of file")
              Catch::EndsWith(
                  R"(odd.json:/schema: unsupported schema (found "plan/v1"; expected one of scenario/v1, )"
                  "model/v1, topology/v1, gpu/v1, kernels/v1, validation-summary/v1 (or a HuggingFace config.json))"));
+}
+
+TEST_CASE("tp*pp*dp beyond a million GPUs is refused before any product overflows")
+{
+  CHECK_THAT(load_error(scenario_json("llama2-7b", {{"tp", 65536}, {"pp", 65536}})),
+             Catch::Contains("/plan/pp: tp*pp = 65536*65536 = 4294967296 GPUs per replica (expected at most 1048576"));
+  CHECK_THAT(load_error(scenario_json("llama2-7b", {{"tp", 8}, {"pp", 2}, {"dp", 1048576}})),
+             Catch::Contains("/plan/dp: tp*pp*dp = 8*2*1048576 = 16777216 GPUs"));
+}
+
+TEST_CASE("fewer micro-batches than pipeline stages is flagged with the bubble it costs")
+{
+  const auto s = load(scenario_json("llama2-7b", {{"pp", 4}, {"dp", 2}, {"global_batch", 4}}));
+  REQUIRE(s.warnings.size() == 1);
+  CHECK_THAT(sim::core::format_warning(s.warnings[0]),
+             Catch::Contains("/plan/global_batch: 2 micro-batches per step for 4 pipeline stages: about 60% of the "
+                             "pipeline phase is bubble; a global_batch of 32 or more"));
+}
+
+TEST_CASE("a plan whose fullest GPU overflows its memory is refused with the stage and by how much")
+{
+  const auto fits = sim::scenario::load_scenario(test::source_dir() / "scenarios/default.json", options());
+  CHECK_NOTHROW(sim::scenario::refuse_out_of_memory(fits));
+  const auto s = sim::scenario::load_scenario(test::source_dir() / "scenarios/default.json",
+                                              options({"topology.node.gpu.memory=8GiB"}));
+  const auto error = error_of([&] { sim::scenario::refuse_out_of_memory(s, "topology.node.gpu.memory=8GiB"); });
+  CHECK_THAT(error, Catch::Contains("/plan: does not fit in GPU memory: stage 0 needs"));
+  CHECK_THAT(error, Catch::Contains("of 8.00 GiB per GPU"));
+  CHECK_THAT(error, Catch::Contains("--allow-oom simulates it anyway"));
+  CHECK_THAT(error, Catch::Contains("[set by --set topology.node.gpu.memory=8GiB]"));
+}
+
+TEST_CASE("a task graph larger than the machine's memory is refused with the batch that would fit")
+{
+  const auto s = sim::scenario::load_scenario(test::source_dir() / "scenarios/default.json", options());
+  CHECK_NOTHROW(sim::scenario::refuse_oversized_graph(s, true, {64e9, "test"}));
+  const auto error = error_of([&] { sim::scenario::refuse_oversized_graph(s, false, {1e6, "a test's 1 MB"}); });
+  CHECK_THAT(error, Catch::Contains("the step's task graph would not fit in this machine's memory: about"));
+  CHECK_THAT(error, Catch::Contains("16 micro-batches of 40 layers on 16 simulated GPUs"));
+  CHECK_THAT(error, Catch::Contains("(a test's 1 MB)"));
+  CHECK_THAT(error, Catch::Contains("even one micro-batch's graph would not fit; folding identical GPUs"));
+  const double full = sim::workload::estimate_graph_size(s.model, s.plan, s.cluster, false).bytes;
+  const auto quarter = error_of([&] { sim::scenario::refuse_oversized_graph(s, false, {full / 4, "a quarter"}); });
+  CHECK_THAT(quarter, Catch::Contains("a global_batch of at most 4 sequences")); // 16 micro-batches of 1
+  CHECK_NOTHROW(sim::scenario::refuse_oversized_graph(s, false, {full * 1.01, "just enough"}));
+  CHECK(sim::scenario::machine_memory().available_bytes > 0);
 }

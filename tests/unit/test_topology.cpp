@@ -102,3 +102,17 @@ TEST_CASE("a mesh that leaves GPU pairs unconnected needs a PCIe tree")
   CHECK_THAT(test::error_of([] { sim::scenario::load_cluster("dgx-v100", test::options({"node.pcie=null"})); }),
              Catch::Contains("/node/nvlink: leaves GPU pairs without a path (found 16 of 28 pairs linked"));
 }
+
+TEST_CASE("a topology that leaves out its NICs' efficiency is warned about, and every shipped one states it")
+{
+  for (const auto& entry : std::filesystem::directory_iterator(test::source_dir() / "topologies"))
+    if (entry.path().extension() == ".json") {
+      INFO(entry.path());
+      CHECK(sim::scenario::load_cluster(entry.path().stem().string(), test::options()).warnings.empty());
+    }
+  const auto bare = sim::scenario::load_cluster("dgx-a100", test::options({"node.nics.efficiency=null"}));
+  REQUIRE(bare.warnings.size() == 1);
+  CHECK(bare.node.nics.efficiency == 1.0);
+  CHECK_THAT(sim::core::format_warning(bare.warnings[0]),
+             Catch::Contains("/node/nics/efficiency: not given: the NICs run at their nominal bandwidth"));
+}

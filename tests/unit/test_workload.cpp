@@ -1,6 +1,7 @@
 #include "plan/plan_reader.hpp"
 #include "workload/builder.hpp"
 #include "workload/collectives.hpp"
+#include "workload/graph_size.hpp"
 #include "workload/layer_program.hpp"
 #include "workload/schedule.hpp"
 
@@ -558,4 +559,22 @@ TEST_CASE("FSDP's BACKWARD_POST gathers the next layer only after the current on
     REQUIRE(gathers > 0);
     CHECK(after_own_layer == (prefetch == "post" ? gathers : 0U));
   }
+}
+
+TEST_CASE("the task graph's size is estimated before it is built, folded or not")
+{
+  for (const auto& plan : {nlohmann::json{{"tp", 2}, {"pp", 2}, {"dp", 4}, {"global_batch", 16}},
+                           nlohmann::json{{"tp", 8}, {"pp", 2}, {"dp", 1}, {"global_batch", 8}},
+                           nlohmann::json{{"tp", 1}, {"pp", 1}, {"dp", 8}, {"global_batch", 32}, {"zero_stage", 3}}})
+    for (bool fold : {false, true}) {
+      const auto built = build(plan, tiny_model(8), "dgx-a100", fold);
+      const auto estimate =
+          sim::workload::estimate_graph_size(built.scenario.model, built.scenario.plan, built.scenario.cluster, fold);
+      const double actual = static_cast<double>(built.tasks.tasks().size());
+      INFO(plan.dump() << (fold ? " folded" : "") << ": estimate " << estimate.tasks << ", built " << actual);
+      CHECK(estimate.folded == built.tasks.folded);
+      CHECK(estimate.tasks / actual > 0.8);
+      CHECK(estimate.tasks / actual < 1.5);
+      CHECK(estimate.bytes / estimate.tasks > 100); // graph, dependencies and replay state per task
+    }
 }
