@@ -325,6 +325,26 @@ TEST_CASE("a --set model path is read from the working directory, as the shell c
   CHECK(nlohmann::json::parse(out)["model"]["name"] == "mine");
 }
 
+TEST_CASE("a link class none of whose links was measured has no peak utilisation, not a zero")
+{
+  const std::string one_node = scenario("default.json") + " --allow-oom --set topology=pcie-4090 --set plan.pp=1"
+                                                          " --set plan.precision=fp16";
+  const auto j = run_json(one_node);
+  CHECK(j["links"]["cpu"]["bytes"].get<double>() > 0); // carried traffic, but the CPU link is not measured
+  CHECK(j["links"]["cpu"]["peak_util"].is_null());
+  CHECK(j["links"]["pcie"]["peak_util"].get<double>() > 0);
+  const auto text = run("run " + one_node);
+  CHECK(text.out.find("     -  n0.cpu0--n0.cpu1") != std::string::npos);
+}
+
+TEST_CASE("memory quotes the scenario's description as the file's, before --set changed what it describes")
+{
+  const auto r = run("memory " + scenario("default.json") + " --set plan.tp=4 --set plan.dp=2");
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("(as the file describes it, before --set plan.tp=4 --set plan.dp=2)") != std::string::npos);
+  CHECK(run("memory " + scenario("default.json")).out.find("as the file describes it") == std::string::npos);
+}
+
 TEST_CASE("a folder given as the scenario is named as such")
 {
   const auto r = run("run " + (test::source_dir() / "tests").string(), true);
