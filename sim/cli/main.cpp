@@ -19,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace sim::cli;
 
-void add_common(CLI::App* app, CommonOptions& o, std::vector<std::string> formats)
+void add_common(CLI::App* app, CommonOptions& o, const std::vector<std::string>& formats)
 {
   app->add_option("--set", o.overrides,
                   "Override a value by dotted path (repeatable), e.g. --set plan.tp=4 "

@@ -26,9 +26,9 @@ std::vector<core::Json> run_children(const std::vector<std::pair<std::string, st
     study::Command c;
     c.argv = {study::self_path().string(), "run", runs[i].first, "--format", "json", "--data-dir", o.data_dir};
     if (o.allow_oom)
-      c.argv.push_back("--allow-oom");
+      c.argv.emplace_back("--allow-oom");
     for (const auto& s : runs[i].second) {
-      c.argv.push_back("--set");
+      c.argv.emplace_back("--set");
       c.argv.push_back(s);
     }
     c.stdout_file = work.path() / fmt::format("{}.json", i);
