@@ -6,6 +6,8 @@
 #include "study/compare.hpp"
 #include "study/process_pool.hpp"
 
+#include <algorithm>
+#include <array>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <iostream>
@@ -52,15 +54,22 @@ std::vector<core::Json> run_children(const std::vector<std::pair<std::string, st
   return reports;
 }
 
-// A side's name: its file, and the --set values that differ from the other side's.
-std::string side_name(const std::string& file, const std::vector<std::string>& mine,
-                      const std::vector<std::string>& theirs)
+// The --set values of one side that the other does not share, in order.
+std::vector<std::string> own_values(const std::vector<std::string>& mine, const std::vector<std::string>& theirs)
 {
   std::vector<std::string> own;
   for (const auto& s : mine)
     if (std::find(theirs.begin(), theirs.end(), s) == theirs.end())
-      own.push_back("--set " + s);
-  return own.empty() ? file : fmt::format("{} {}", file, fmt::join(own, " "));
+      own.push_back(s);
+  return own;
+}
+
+// A side's name: its file, and the --set values that differ from the other side's.
+std::string side_name(const std::string& file, const std::vector<std::string>& mine,
+                      const std::vector<std::string>& theirs)
+{
+  const auto own = own_values(mine, theirs);
+  return own.empty() ? file : fmt::format("{} --set {}", file, fmt::join(own, " --set "));
 }
 
 } // namespace
@@ -127,33 +136,24 @@ int compare(const CompareArgs& a, const CommonOptions& o)
   } else {
     const auto split = study::split_overrides(overrides);
     runs = {{a.scenarios.at(0), split.a}, {a.scenarios.at(0), split.b}};
-    // A side that changes tp or pp keeps the scenario's GPU count: its dp is derived again.
-    std::vector<std::string> common;
-    for (const auto& s : split.a)
-      if (std::find(split.b.begin(), split.b.end(), s) != split.b.end())
-        common.push_back(s);
-    const auto base = scenario::load_scenario(a.scenarios.at(0), scenario::LoadOptions{o.data_dir, common});
-    for (auto& [file, sets] : runs) {
-      std::vector<std::string> own;
-      for (const auto& s : sets)
-        if (std::find(common.begin(), common.end(), s) == common.end())
-          own.push_back(s);
-      if (const auto dp = study::keep_gpu_count(own, base.plan.tp, base.plan.pp, base.gpus)) {
-        std::cerr << fmt::format("note: {} keeps the scenario's {} GPUs with --set {}\n", fmt::join(own, " "),
+    // A side that changes tp or pp keeps the scenario's GPU count (that of the values both sides share): its dp is
+    // derived again.
+    const auto base = scenario::load_scenario(
+        a.scenarios.at(0), scenario::LoadOptions{o.data_dir, own_values(split.a, own_values(split.a, split.b))});
+    const std::array own{own_values(split.a, split.b), own_values(split.b, split.a)};
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      if (const auto dp = study::keep_gpu_count(own[i], base.plan.tp, base.plan.pp, base.gpus)) {
+        std::cerr << fmt::format("note: {} keeps the scenario's {} GPUs with --set {}\n", fmt::join(own[i], " "),
                                  base.gpus, *dp);
-        sets.push_back(*dp);
+        runs[i].second.push_back(*dp);
       }
-    }
   }
   // Bad input (and a plan that does not fit, unless --allow-oom) is reported before anything runs.
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& [file, sets] = runs[i];
     const auto s = scenario::load_scenario(file, scenario::LoadOptions{o.data_dir, sets});
     if (!o.allow_oom) {
-      std::vector<std::string> own; // what makes this side differ from the other
-      for (const auto& e : sets)
-        if (std::find(runs[1 - i].second.begin(), runs[1 - i].second.end(), e) == runs[1 - i].second.end())
-          own.push_back(e);
+      const auto own = own_values(sets, runs[1 - i].second); // what makes this side differ from the other
       scenario::refuse_out_of_memory(
           s, own.empty() ? std::string() : fmt::format("{} (side {})", fmt::join(own, " --set "), i == 0 ? 'A' : 'B'));
     }

@@ -126,10 +126,6 @@ void line_and_column(const std::string& text, std::size_t byte, std::size_t& lin
   }
 }
 
-} // namespace
-
-namespace {
-
 // The length of the well-formed UTF-8 sequence at text[i], or 0 when it is not one.
 std::size_t utf8_sequence_length(std::string_view text, std::size_t i)
 {

@@ -33,23 +33,32 @@ void apply_overrides(DocumentTree& tree, const LoadOptions& options, void (*reso
   resolve_all(tree);
 }
 
-// A value as it means, not as it is spelt: quantities in SI ("25GBps" and "200Gbps" alike), numbers as doubles.
-core::Json normalized(const core::Json& j)
+// A value made to read as it means, not as it is spelt: quantities in SI ("25GBps" and "200Gbps" alike), numbers as
+// doubles. In place: the tree holds the kernel tables, tens of kilobytes.
+void normalize(core::Json& j)
 {
   if (j.is_object() || j.is_array()) {
-    core::Json out = j;
-    for (auto& item : out)
-      item = normalized(item);
-    return out;
-  }
-  if (j.is_number())
-    return j.get<double>();
-  if (j.is_string())
+    for (auto& item : j)
+      normalize(item);
+  } else if (j.is_number()) {
+    j = j.get<double>();
+  } else if (j.is_string()) {
     for (auto d :
          {core::Dimension::BYTES, core::Dimension::BANDWIDTH, core::Dimension::TIME, core::Dimension::FLOP_RATE})
-      if (const auto v = core::parse_quantity(j.get<std::string>(), d))
-        return core::Json{{"si", *v}, {"dimension", static_cast<int>(d)}};
-  return j;
+      if (const auto v = core::parse_quantity(j.get_ref<const std::string&>(), d)) {
+        j = core::Json{{"si", *v}, {"dimension", static_cast<int>(d)}};
+        return;
+      }
+  }
+}
+
+std::size_t setup_hash(const DocumentTree& tree)
+{
+  core::Json setup = tree.root();
+  for (const char* key : {"plan", "name", "description"})
+    setup.erase(key);
+  normalize(setup);
+  return std::hash<std::string>{}(setup.dump());
 }
 
 Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& file)
@@ -94,10 +103,6 @@ Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& fi
   s.warnings = s.cluster.warnings;
   const auto plan_warnings = plan::check_plan(s.plan, plan_node, s.model, s.cluster, s.gpus);
   s.warnings.insert(s.warnings.end(), plan_warnings.begin(), plan_warnings.end());
-  core::Json setup = tree.root();
-  for (const char* key : {"plan", "name", "description"})
-    setup.erase(key);
-  s.setup_hash = std::hash<std::string>{}(normalized(setup).dump());
   return s;
 }
 
@@ -109,6 +114,8 @@ Scenario load_scenario(const std::filesystem::path& file, const LoadOptions& opt
   apply_overrides(tree, options, resolve_scenario_references);
   Scenario s = read_scenario(tree, file);
   s.overrides = options.overrides;
+  if (options.hash_setup)
+    s.setup_hash = setup_hash(tree);
   return s;
 }
 

@@ -18,6 +18,7 @@ namespace sim::scenario {
 struct LoadOptions {
   std::filesystem::path data_dir;     // holds models/, topologies/ (the presets)
   std::vector<std::string> overrides; // --set PATH=VALUE, applied in order
+  bool hash_setup = false;            // fill Scenario::setup_hash (a sweep telling its own layout; about 1 ms)
 };
 
 struct Scenario {
@@ -32,8 +33,8 @@ struct Scenario {
   int nodes = 0;
   std::vector<core::Warning> warnings;
   std::vector<std::string> overrides; // the --set expressions applied, in order
-  // A hash of everything but the plan, name and description (model, cluster, GPU, kernels, cost), as resolved: two
-  // scenarios with the same hash and plan simulate the same thing.
+  // With LoadOptions::hash_setup, a hash of everything but the plan, name and description (model, cluster, GPU,
+  // kernels, cost), as resolved: two scenarios with the same hash and plan simulate the same thing. Else 0.
   std::size_t setup_hash = 0;
 };
 

@@ -128,8 +128,8 @@ std::vector<std::string> column_values(const SweepRow& row, const std::vector<st
 }
 
 // What makes two scenarios one layout: everything but the plan (model, cluster, GPU, cost: the setup), the GPU count
-// and the plan. The distributed optimizer
-// and ZeRO-1 count as one: both shard the optimizer state, and simtrain simulates them alike.
+// and the plan. The distributed optimizer and ZeRO-1 count as one: both shard the optimizer state, and simtrain
+// simulates them alike.
 std::string layout_fingerprint(const scenario::Scenario& s)
 {
   Json plan = report::plan_json(s.plan);
@@ -170,7 +170,7 @@ class Sweep {
         row.layout = o_.layouts[i];
         r.rows.push_back(row);
       }
-    const auto base = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, o_.base_overrides});
+    const auto base = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, o_.base_overrides, true});
     base_ = layout_fingerprint(base);
     base_tp_ = base.plan.tp;
     base_pp_ = base.plan.pp;
@@ -215,7 +215,7 @@ class Sweep {
     overrides.insert(overrides.end(), row.layout.overrides.begin(), row.layout.overrides.end());
     scenario::Scenario s;
     try {
-      s = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, overrides});
+      s = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, overrides, true});
     } catch (const core::InputError& e) {
       row.outcome = Outcome::INVALID;
       // The one-line error without the scenario's file name and the --set provenance: the row names its overrides.
