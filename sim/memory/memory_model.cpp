@@ -14,25 +14,29 @@ constexpr double loss_element_bytes = 4.0; // the vocabulary-parallel cross entr
 
 } // namespace
 
-double layer_params_per_rank(const model::ModelSpec& m, int t)
+RankParams layer_params_per_rank(const model::ModelSpec& m, const plan::ParallelPlan& p, std::int64_t layer)
 {
   const auto h = static_cast<double>(m.hidden_size);
-  const auto q = static_cast<double>(m.q_width());
-  const auto kv = static_cast<double>(m.kv_width());
-  const auto f = static_cast<double>(m.ffn_hidden_size);
-  const double up = model::is_gated(m.ffn_kind) ? 2.0 : 1.0;
-  double split = h * (q + 2.0 * kv) + q * h + (up + 1.0) * h * f;
-  double replicated = model::count_params(m).layer.norms;
-  if (m.qkv_bias)
-    split += q + 2.0 * kv;
-  if (m.linear_bias) {
-    split += up * f;       // column-parallel biases are split
-    replicated += 2.0 * h; // row-parallel biases are not
-  }
-  return split / t + replicated;
+  const model::LayerParams l = model::layer_params(m, m.is_moe_layer(layer));
+  // Row-parallel biases (the attention output's, the FFN's second matrix's) are whole on every TP rank.
+  const double row_biases = m.linear_bias ? h * (l.ffn > 0 ? 2.0 : 1.0) : 0.0;
+  RankParams r;
+  r.dense = (l.attention + l.ffn - row_biases) / p.tp + row_biases + l.norms + l.router;
+  r.experts = l.experts / (static_cast<double>(p.ep) * p.etp);
+  return r;
 }
 
-double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPlan& p)
+double expert_tokens_per_rank(const model::ModelSpec& m, const plan::ParallelPlan& p)
+{
+  if (!m.moe)
+    return 0.0;
+  double load = p.expert_load_imbalance;
+  if (m.moe->capacity_factor)
+    load = std::min(load, *m.moe->capacity_factor);
+  return static_cast<double>(p.seq_length) * p.micro_batch * static_cast<double>(m.moe->experts_per_token) * load;
+}
+
+double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPlan& p, std::int64_t layer)
 {
   const double sb = static_cast<double>(p.seq_length) * p.micro_batch;
   const auto h = static_cast<double>(m.hidden_size);
@@ -42,8 +46,8 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
   if (p.recompute == model::Recompute::FULL)
     return element_bytes * sb * h / sp_divisor; // only the layer's input is kept
 
-  // Inputs of the two norms and of the QKV and first FFN GEMMs, and the two residual dropout masks: whole
-  // hidden states, split across the TP group only with sequence parallelism.
+  // Inputs of the two norms and of the QKV and first FFN GEMMs (a MoE layer's router), and the two residual dropout
+  // masks: whole hidden states, split across the TP group only with sequence parallelism.
   double unsplit = 4.0 * element_bytes * sb * h;
   if (m.dropout)
     unsplit += 2.0 * mask_bytes * sb * h;
@@ -51,9 +55,19 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
   // Q, K, V, the projection's input, and the FFN's intermediate tensors: split across the TP group.
   const auto q = static_cast<double>(m.q_width());
   const auto kv = static_cast<double>(m.kv_width());
-  const auto f = static_cast<double>(m.ffn_hidden_size);
   const double ffn_tensors = model::is_gated(m.ffn_kind) ? 3.0 : 2.0;
-  double split = element_bytes * sb * (2.0 * q + 2.0 * kv) + ffn_tensors * element_bytes * sb * f;
+  double split = element_bytes * sb * (q + static_cast<double>(m.o_width()) + 2.0 * kv);
+  if (m.is_moe_layer(layer)) {
+    // The shared expert like a dense FFN; the routed experts' permuted inputs, intermediate tensors and outputs
+    // for the token-expert pairs this GPU's experts took (all of its TP group's), and the router's fp32 scores.
+    const model::MoeSpec& e = *m.moe;
+    const double pairs = expert_tokens_per_rank(m, p);
+    split += ffn_tensors * element_bytes * sb * static_cast<double>(e.shared_expert_ffn_hidden_size);
+    unsplit += loss_element_bytes * sb * static_cast<double>(e.num_experts);
+    split += t * element_bytes * pairs * (2.0 * h + ffn_tensors * static_cast<double>(e.expert_ffn_hidden_size) / t);
+  } else {
+    split += ffn_tensors * element_bytes * sb * static_cast<double>(m.ffn_hidden_size);
+  }
 
   // The attention core: without fusion, the s x s softmax output (and dropout mask and output); fused attention
   // keeps only its fp32 log-sum-exp per row. Selective recomputation redoes it instead of keeping it.
@@ -100,22 +114,36 @@ MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPl
   const model::ParamCount counts = model::count_params(m);
   MemoryEstimate e;
   e.params = counts.total;
+  e.active_params = counts.active;
   e.capacity_bytes = gpu.memory_bytes;
-  e.layer_activation_bytes = layer_activation_bytes(m, p);
+  for (std::int64_t l = 0; l < m.num_layers; ++l)
+    e.layer_activation_bytes = std::max(e.layer_activation_bytes, layer_activation_bytes(m, p, l));
 
   const double t = p.tp;
   const double d = p.dp;
   const double h = static_cast<double>(m.hidden_size);
   const double sb = static_cast<double>(p.seq_length) * p.micro_batch;
   const double sp_divisor = p.sequence_parallel ? t : 1.0;
-  const double per_layer = layer_params_per_rank(m, p.tp);
   const double grad_bytes = p.fp32_grad_accumulation ? 4.0 : 2.0;
 
   for (int stage = 0; stage < p.pp; ++stage) {
     StageMemory s;
     s.stage = stage;
     s.layers = p.layers_on_stage(stage);
-    s.layer_params = per_layer * s.layers;
+    s.in_flight = in_flight(p, stage);
+    double dense_params = 0;
+    for (int c = 0; c < p.virtual_stages; ++c) {
+      double chunk_activations = 0;
+      for (int i = 0; i < p.layers_in_chunk(stage, c); ++i) {
+        const std::int64_t layer = p.first_layer_of_chunk(stage, c) + i;
+        const RankParams r = layer_params_per_rank(m, p, layer);
+        dense_params += r.dense;
+        s.expert_params += r.experts;
+        chunk_activations += layer_activation_bytes(m, p, layer);
+      }
+      s.layer_activations_bytes += s.in_flight.per_chunk[static_cast<std::size_t>(c)] * chunk_activations;
+    }
+    s.layer_params = dense_params + s.expert_params;
     double embedding_params = 0;
     if (stage == 0)
       embedding_params += counts.word_embedding / t + counts.position_embedding + counts.embedding_norm;
@@ -126,19 +154,22 @@ MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPl
     }
     s.params = s.layer_params + embedding_params;
 
-    // Mixed-precision Adam, sharded by ZeRO stage (or Megatron's distributed optimizer, like ZeRO-1).
-    const double weight_shards = p.zero_stage >= 3 ? d : 1.0;
-    const double grad_shards = p.zero_stage >= 2 ? d : 1.0;
-    const double optimizer_shards = p.zero_stage >= 1 || p.distributed_optimizer ? d : 1.0;
-    const double state_per_param =
-        element_bytes / weight_shards + grad_bytes / grad_shards + optimizer_bytes / optimizer_shards;
-    s.weights_bytes = element_bytes * s.params / weight_shards;
-    s.grads_bytes = grad_bytes * s.params / grad_shards;
-    s.optimizer_bytes = optimizer_bytes * s.params / optimizer_shards;
-    s.layer_state_bytes = state_per_param * s.layer_params;
-
-    s.in_flight = in_flight(p, stage);
-    s.layer_activations_bytes = s.in_flight.layer_microbatches * e.layer_activation_bytes;
+    // Mixed-precision Adam, sharded by ZeRO stage (or Megatron's distributed optimizer, like ZeRO-1) over the
+    // data-parallel replicas of each parameter: all of them, or an expert's expert-data-parallel ones.
+    const double expert_replicas = p.edp();
+    auto state = [&](double per_param, int min_stage, double params, double replicas) {
+      const bool sharded = p.zero_stage >= min_stage || (min_stage == 1 && p.distributed_optimizer);
+      return per_param * params / (sharded ? replicas : 1.0);
+    };
+    auto bytes = [&](double per_param, int min_stage, double dense) {
+      return state(per_param, min_stage, dense, d) + state(per_param, min_stage, s.expert_params, expert_replicas);
+    };
+    const double dense_all = s.params - s.expert_params;
+    s.weights_bytes = bytes(element_bytes, 3, dense_all);
+    s.grads_bytes = bytes(grad_bytes, 2, dense_all);
+    s.optimizer_bytes = bytes(optimizer_bytes, 1, dense_all);
+    s.layer_state_bytes = bytes(element_bytes, 3, dense_params) + bytes(grad_bytes, 2, dense_params) +
+                          bytes(optimizer_bytes, 1, dense_params);
     double extras = 0;
     if (stage == 0) { // embedding dropout mask (and BLOOM's embedding norm input)
       double per_microbatch = m.dropout ? mask_bytes * sb * h / sp_divisor : 0.0;
@@ -158,9 +189,12 @@ MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPl
     if (p.pp > 1)
       s.buffers_bytes += 4.0 * element_bytes * sb * h / sp_divisor;
     if (p.zero_stage >= 3)
-      s.buffers_bytes += 2.0 * element_bytes * per_layer;
+      s.buffers_bytes += 2.0 * element_bytes * s.layer_params / std::max(1, s.layers);
     if (p.zero_stage >= 2)
       s.buffers_bytes += p.dp_bucket_bytes;
+    // A MoE layer's token dispatch: the all-to-all's send and receive buffers.
+    if (m.moe && s.expert_params > 0)
+      s.buffers_bytes += 2.0 * element_bytes * h * expert_tokens_per_rank(m, p) / t;
 
     s.peak_bytes = s.weights_bytes + s.grads_bytes + s.optimizer_bytes + s.activations_bytes + s.buffers_bytes;
     s.oom = s.peak_bytes > gpu.memory_bytes;

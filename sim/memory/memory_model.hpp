@@ -11,12 +11,23 @@
 
 namespace sim::memory {
 
-// Parameters of one transformer layer on one tensor-parallel rank (split matrices / tp, norms and row-parallel
-// biases replicated).
-double layer_params_per_rank(const model::ModelSpec& m, int tp);
+// Parameters of one transformer layer on one GPU: those every data-parallel replica holds (split matrices / tp,
+// norms, routers and row-parallel biases replicated), and its share of a MoE layer's routed experts (/ (ep x tp),
+// replicated over the expert-data-parallel ranks).
+struct RankParams {
+  double dense = 0;
+  double experts = 0;
+  double total() const { return dense + experts; }
+};
+RankParams layer_params_per_rank(const model::ModelSpec& m, const plan::ParallelPlan& p, std::int64_t layer);
 
-// Activations one transformer layer keeps for its backward pass: one micro-batch, one GPU.
-double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPlan& p);
+// Activations transformer layer `layer` keeps for its backward pass: one micro-batch, one GPU.
+double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPlan& p, std::int64_t layer = 0);
+
+// Token-expert pairs one GPU's experts work on per micro-batch in a MoE layer: its tokens (the TP group's, gathered)
+// times experts per token, times the load imbalance (the busiest rank) or the capacity factor when tokens are
+// dropped.
+double expert_tokens_per_rank(const model::ModelSpec& m, const plan::ParallelPlan& p);
 
 // The largest number of forward passes of each model chunk whose activations stage `stage` holds at once.
 struct InFlight {
@@ -28,8 +39,9 @@ InFlight in_flight(const plan::ParallelPlan& p, int stage);
 struct StageMemory {
   int stage = 0;
   int layers = 0;
-  double params = 0;       // parameters on one GPU of this stage (its tensor-parallel shard)
+  double params = 0;       // parameters on one GPU of this stage (its tensor- and expert-parallel shard)
   double layer_params = 0; // of which in transformer layers
+  double expert_params = 0; // of which routed experts
   double weights_bytes = 0;
   double grads_bytes = 0;
   double optimizer_bytes = 0;
@@ -43,9 +55,10 @@ struct StageMemory {
 };
 
 struct MemoryEstimate {
-  double params = 0; // whole model
+  double params = 0;        // whole model
+  double active_params = 0; // what one token uses (MoE: its experts only)
   double capacity_bytes = 0;
-  double layer_activation_bytes = 0;
+  double layer_activation_bytes = 0; // the largest layer's
   std::vector<StageMemory> per_stage;
   int peak_stage = 0; // the stage with the highest peak
   bool oom = false;

@@ -1,22 +1,32 @@
 #include "model/flops.hpp"
 
+#include "model/param_count.hpp"
+
+#include <algorithm>
+
 namespace sim::model {
 
-LayerFlops layer_forward_flops(const ModelSpec& m, double seq, double sequences)
+LayerFlops layer_forward_flops(const ModelSpec& m, double seq, double sequences, std::int64_t layer)
 {
   const double tokens = seq * sequences;
   const auto h = static_cast<double>(m.hidden_size);
   const auto q = static_cast<double>(m.q_width());
-  const auto kv = static_cast<double>(m.kv_width());
-  const auto f = static_cast<double>(m.ffn_hidden_size);
-  const double ffn_matrices = is_gated(m.ffn_kind) ? 3.0 : 2.0;
+  const auto o = static_cast<double>(m.o_width());
+  const double keys = m.is_local_attention(layer) ? std::min(seq, static_cast<double>(m.sliding_window)) : seq;
 
   LayerFlops l;
-  l.qkv = 2.0 * tokens * h * (q + 2.0 * kv);
-  l.attention_scores = 2.0 * sequences * seq * seq * q;
-  l.attention_context = 2.0 * sequences * seq * seq * q;
-  l.projection = 2.0 * tokens * q * h;
-  l.ffn = ffn_matrices * 2.0 * tokens * h * f;
+  l.qkv = 2.0 * tokens * qkv_weights(m);
+  l.projection = 2.0 * tokens * o * h;
+  l.attention_scores = 2.0 * sequences * seq * keys * q;
+  l.attention_context = 2.0 * sequences * seq * keys * o;
+  const double ffn_matrices = is_gated(m.ffn_kind) ? 3.0 : 2.0;
+  const double ffn_width = m.is_moe_layer(layer)
+                               ? static_cast<double>(m.moe->shared_expert_ffn_hidden_size +
+                                                     m.moe->experts_per_token * m.moe->expert_ffn_hidden_size)
+                               : static_cast<double>(m.ffn_hidden_size);
+  l.ffn = ffn_matrices * 2.0 * tokens * h * ffn_width;
+  if (m.is_moe_layer(layer))
+    l.ffn += 2.0 * tokens * h * static_cast<double>(m.moe->num_experts);
   return l;
 }
 
@@ -27,21 +37,17 @@ double logits_forward_flops(const ModelSpec& m, double seq, double sequences)
 
 StepFlops step_flops(const ModelSpec& m, double seq, double sequences, Recompute recompute)
 {
-  const LayerFlops layer = layer_forward_flops(m, seq, sequences);
-  const auto layers = static_cast<double>(m.num_layers);
   StepFlops s;
-  s.forward = layers * layer.total() + logits_forward_flops(m, seq, sequences);
-  s.backward = 2.0 * s.forward;
-  switch (recompute) {
-    case Recompute::NONE:
-      break;
-    case Recompute::SELECTIVE:
-      s.recompute = layers * layer.attention_core();
-      break;
-    case Recompute::FULL:
-      s.recompute = layers * layer.total();
-      break;
+  s.forward = logits_forward_flops(m, seq, sequences);
+  for (std::int64_t l = 0; l < m.num_layers; ++l) {
+    const LayerFlops layer = layer_forward_flops(m, seq, sequences, l);
+    s.forward += layer.total();
+    if (recompute == Recompute::SELECTIVE)
+      s.recompute += layer.attention_core();
+    else if (recompute == Recompute::FULL)
+      s.recompute += layer.total();
   }
+  s.backward = 2.0 * s.forward;
   return s;
 }
 

@@ -1,6 +1,8 @@
 // Matrix-multiply FLOPs of one training step, counted per operation from the architecture.
 // Model FLOPs follow the convention of Narayanan et al. (2021): GEMMs and the two attention batched matmuls
-// (full s x s, whatever the causal mask), forward 1x, backward 2x; element-wise work is not counted.
+// (full s x s, whatever the causal mask), forward 1x, backward 2x; element-wise work is not counted. A MoE layer
+// counts the experts a token goes through (active parameters), its shared expert and its router; a sliding-window
+// layer counts the keys a query sees (min(window, s)).
 #pragma once
 
 #include "model/model_spec.hpp"
@@ -22,12 +24,13 @@ struct LayerFlops {
   double attention_scores = 0;  // Q K^T
   double attention_context = 0; // softmax(.) V
   double projection = 0;
-  double ffn = 0;
+  double ffn = 0; // dense FFN, or shared expert + routed experts a token goes to + router
   double attention_core() const { return attention_scores + attention_context; }
   double total() const { return qkv + attention_core() + projection + ffn; }
 };
 
-LayerFlops layer_forward_flops(const ModelSpec& m, double seq, double sequences);
+// Transformer layer `layer` (dense or MoE, full or sliding-window attention as the model says).
+LayerFlops layer_forward_flops(const ModelSpec& m, double seq, double sequences, std::int64_t layer = 0);
 
 // Forward FLOPs of the output projection to the vocabulary (the logits).
 double logits_forward_flops(const ModelSpec& m, double seq, double sequences);

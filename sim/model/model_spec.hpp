@@ -1,4 +1,5 @@
-// The architecture of a dense decoder-only transformer, as read from model/v1 or a HuggingFace config.json.
+// The architecture of a decoder-only transformer, dense or mixture-of-experts, as read from model/v1 or a HuggingFace
+// config.json.
 #pragma once
 
 #include "core/json_reader.hpp"
@@ -20,6 +21,40 @@ inline constexpr std::array<core::Choice<NormKind>, 2> norm_choices{
     {{"layernorm", NormKind::LAYERNORM}, {"rmsnorm", NormKind::RMSNORM}}};
 inline constexpr std::array<core::Choice<PositionEmbedding>, 3> position_choices{
     {{"learned", PositionEmbedding::LEARNED}, {"rope", PositionEmbedding::ROPE}, {"alibi", PositionEmbedding::ALIBI}}};
+
+enum class Router { SOFTMAX, SIGMOID };
+enum class LoadBalancing { AUX_LOSS, AUX_FREE };
+
+inline constexpr std::array<core::Choice<Router>, 2> router_choices{
+    {{"softmax", Router::SOFTMAX}, {"sigmoid", Router::SIGMOID}}};
+inline constexpr std::array<core::Choice<LoadBalancing>, 2> load_balancing_choices{
+    {{"aux_loss", LoadBalancing::AUX_LOSS}, {"aux_free", LoadBalancing::AUX_FREE}}};
+
+// Mixture-of-experts FFNs (Mixtral, Qwen-MoE, DeepSeek-V2/V3, GPT-OSS): a router sends each token to
+// `experts_per_token` of `num_experts` routed experts (gated like the dense FFN), beside an optional shared expert
+// every token goes through.
+struct MoeSpec {
+  std::int64_t num_experts = 0;
+  std::int64_t experts_per_token = 0;
+  std::int64_t expert_ffn_hidden_size = 0;
+  std::int64_t shared_expert_ffn_hidden_size = 0; // all shared experts together; 0: none
+  bool shared_expert_gate = false;                // a sigmoid gate on the shared expert's output (Qwen2-MoE)
+  std::int64_t first_dense_layers = 0;            // dense FFN layers before the first MoE layer (DeepSeek)
+  std::int64_t layer_frequency = 1;               // then every n-th layer is MoE (Megatron-core moe_layer_freq)
+  Router router = Router::SOFTMAX;
+  LoadBalancing load_balancing = LoadBalancing::AUX_LOSS;
+  std::optional<double> capacity_factor; // tokens an expert takes, relative to an even share; none: dropless
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3): queries and keys/values through low-rank latents; a query or key
+// head is a non-rotary part and a rotary part (the rotary key shared by all heads), values have their own size.
+struct MlaSpec {
+  std::int64_t q_lora_rank = 0; // 0: queries projected directly
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+};
 
 // Gated FFNs (SwiGLU, GeGLU) have three weight matrices instead of two.
 inline bool is_gated(FfnKind kind)
@@ -47,10 +82,30 @@ struct ModelSpec {
   bool linear_bias = true;     // bias on the attention output and FFN projections
   bool dropout = true;         // dropout layers present in training (their masks take activation memory)
   bool embedding_norm = false; // a norm right after the word embedding (BLOOM)
+  bool qk_norm = false;    // RMSNorm on each query and key head (Qwen3, Gemma 3)
+  bool post_norms = false; // norms after attention and after the FFN too (Gemma 2/3): four per layer
+  // Sliding-window attention: layers attend to the last `sliding_window` tokens (0: every layer attends to all),
+  // except every `global_attention_every`-th layer (1-based; 0: none), which attends to all.
+  std::int64_t sliding_window = 0;
+  std::int64_t global_attention_every = 0;
+  std::optional<MoeSpec> moe;
+  std::optional<MlaSpec> mla;
   std::optional<double> published_params;
+  std::optional<double> published_active_params;
 
+  // Widths over all heads of the queries, of the keys (and values, but with MLA), and of the attention's output.
   std::int64_t q_width() const { return num_attention_heads * head_dim; }
   std::int64_t kv_width() const { return num_kv_heads * head_dim; }
+  std::int64_t o_width() const { return mla ? num_attention_heads * mla->v_head_dim : q_width(); }
+  bool is_moe_layer(std::int64_t layer) const
+  {
+    return moe && layer >= moe->first_dense_layers && (layer - moe->first_dense_layers) % moe->layer_frequency == 0;
+  }
+  bool is_local_attention(std::int64_t layer) const
+  {
+    return sliding_window > 0 && !(global_attention_every > 0 && (layer + 1) % global_attention_every == 0);
+  }
+  std::int64_t moe_layers() const;
 };
 
 // Reads a model/v1 object. Validates ranges and internal consistency (kv heads divide heads, ...).

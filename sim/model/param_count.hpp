@@ -1,4 +1,5 @@
-// Parameter counts of a model, per transformer layer and for the embedding and output layers.
+// Parameter counts of a model, per transformer layer and for the embedding and output layers: the total, and the
+// active ones (what one token's forward pass uses: the routed experts it goes to, not all of them).
 #pragma once
 
 #include "model/model_spec.hpp"
@@ -6,22 +7,37 @@
 namespace sim::model {
 
 struct LayerParams {
-  double attention = 0; // Q, K, V, output projection (+ biases)
-  double ffn = 0;       // up (and gate) and down projections (+ biases)
-  double norms = 0;     // the two norms of a pre-norm block
-  double total() const { return attention + ffn + norms; }
+  double attention = 0;      // Q, K, V (or MLA's projections and latent norms), output projection (+ biases)
+  double ffn = 0;            // the dense FFN, or a MoE layer's shared expert(s) and their gate
+  double experts = 0;        // a MoE layer's routed experts, all of them
+  double active_experts = 0; // the experts_per_token of them one token goes through
+  double router = 0;         // a MoE layer's router (+ its bias)
+  double norms = 0;          // the pre-norm block's norms (and QK norms)
+  double total() const { return attention + ffn + experts + router + norms; }
+  double active() const { return attention + ffn + active_experts + router + norms; }
 };
 
 struct ParamCount {
-  LayerParams layer;         // one transformer layer
-  double layers = 0;         // all transformer layers
+  LayerParams layer;     // a dense transformer layer
+  LayerParams moe_layer; // a mixture-of-experts layer (all zero for a dense model)
+  double layers = 0;     // all transformer layers
   double word_embedding = 0; // vocab x hidden
   double position_embedding = 0;
   double embedding_norm = 0;
   double final_norm = 0;
   double lm_head = 0; // 0 when tied to the word embedding
   double total = 0;
+  double active = 0; // per token: every parameter but the routed experts a token does not go to
 };
+
+// Weights of the GEMMs from the hidden state to queries, keys and values (MLA: its down and up projections).
+double qkv_weights(const ModelSpec& m);
+
+// One layer's parameters: a MoE layer's when `moe`, else a dense one's.
+LayerParams layer_params(const ModelSpec& m, bool moe);
+
+// The parameters of one routed expert (its gated or plain FFN, with biases).
+double expert_params(const ModelSpec& m);
 
 ParamCount count_params(const ModelSpec& m);
 

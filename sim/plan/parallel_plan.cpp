@@ -10,6 +10,14 @@ int ParallelPlan::layers_on_stage(int stage) const
   return n;
 }
 
+int ParallelPlan::first_layer_of_chunk(int stage, int chunk) const
+{
+  int first = 0;
+  for (int vs = 0; vs < chunk * pp + stage; ++vs)
+    first += layers_per_chunk[static_cast<std::size_t>(vs)];
+  return first;
+}
+
 int ParallelPlan::size(ParallelDim d) const
 {
   switch (d) {

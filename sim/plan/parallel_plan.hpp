@@ -46,6 +46,13 @@ struct ParallelPlan {
   int tp = 1;
   int pp = 1;
   int dp = 1;
+  // Expert parallelism (MoE layers): each expert-parallel group of `ep` consecutive data-parallel ranks shares the
+  // routed experts out, num_experts / ep each, with the rank order Megatron-core uses (EP inside DP); the experts
+  // are split over the tensor-parallel group (expert tensor parallelism `etp` = tp).
+  int ep = 1;
+  int etp = 1;
+  // The busiest expert-parallel rank's routed tokens over the mean (1: a perfectly balanced router).
+  double expert_load_imbalance = 1.0;
   int micro_batch = 1;           // sequences per micro-batch
   std::int64_t global_batch = 1; // sequences per step
   std::int64_t seq_length = 0;   // tokens per sequence
@@ -70,10 +77,12 @@ struct ParallelPlan {
   bool fused_attention() const { return software.attention != Attention::UNFUSED; }
 
   int gpus() const { return tp * pp * dp; }
+  int edp() const { return dp / ep; } // expert data parallelism: replicas of each expert
   std::int64_t microbatches() const { return global_batch / (static_cast<std::int64_t>(micro_batch) * dp); }
   int chunks() const { return pp * virtual_stages; }
   int layers_on_stage(int stage) const;
   int layers_in_chunk(int stage, int chunk) const { return layers_per_chunk[chunk * pp + stage]; }
+  int first_layer_of_chunk(int stage, int chunk) const; // the model's index of the chunk's first layer
   int size(ParallelDim d) const;
 };
 

@@ -20,6 +20,50 @@ core::Location key_location(const core::Node& plan_node, std::string_view key)
   throw core::InfeasiblePlan(key_location(plan_node, key), problem, {}, expected);
 }
 
+// Expert parallelism: what Megatron-core accepts, and what simtrain simulates of it.
+void check_experts(const ParallelPlan& p, const core::Node& node, const model::ModelSpec& m)
+{
+  if (!m.moe) {
+    if (p.ep > 1)
+      infeasible(node, "ep", fmt::format("ep={} for model '{}', which has no experts", p.ep, m.name), "ep 1");
+    return;
+  }
+  const model::MoeSpec& e = *m.moe;
+  if (p.dp % p.ep != 0)
+    infeasible(node, "ep",
+               fmt::format("{} does not divide dp={}: expert-parallel groups are made of data-parallel ranks", p.ep,
+                           p.dp),
+               "a divisor of dp");
+  if (e.num_experts % p.ep != 0)
+    infeasible(node, "ep",
+               fmt::format("{} does not divide num_experts={} of model '{}'", p.ep, e.num_experts, m.name),
+               "a divisor of num_experts");
+  if (p.etp != p.tp)
+    infeasible(node, "etp",
+               fmt::format("etp={} with tp={}: experts split differently from the attention are not simulated yet",
+                           p.etp, p.tp),
+               fmt::format("etp equal to tp ({})", p.tp));
+  if (p.tp > 1 && !p.sequence_parallel)
+    infeasible(node, "sequence_parallel",
+               "MoE layers with tp > 1 need sequence parallelism (Megatron-core requires it)",
+               "sequence_parallel true");
+  for (auto [width, what] : {std::pair{e.expert_ffn_hidden_size, "expert_ffn_hidden_size"},
+                             std::pair{e.shared_expert_ffn_hidden_size, "shared_expert_ffn_hidden_size"}})
+    if (width % p.tp != 0)
+      infeasible(node, "tp", fmt::format("{} does not divide {}={} of model '{}'", p.tp, what, width, m.name));
+  if (p.zero_stage >= 2)
+    infeasible(node, "zero_stage", "ZeRO-2/3 with MoE layers is not simulated yet",
+               "zero_stage 0 or 1, or the distributed optimizer");
+  if (p.overlap_param_gather)
+    infeasible(node, "overlap_param_gather", "overlapping the parameter all-gather with MoE layers is not simulated yet",
+               "overlap_param_gather false");
+  if (p.expert_load_imbalance > p.ep)
+    infeasible(node, "expert_load_imbalance",
+               fmt::format("{} exceeds ep={}: the busiest rank cannot take more than every token", p.expert_load_imbalance,
+                           p.ep),
+               fmt::format("between 1 and ep={}", p.ep));
+}
+
 } // namespace
 
 ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, std::optional<int> gpus)
@@ -38,6 +82,15 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   if (model_parallel * p.dp > max_gpus)
     infeasible(node, "dp", fmt::format("tp*pp*dp = {}*{}*{} = {} GPUs", p.tp, p.pp, p.dp, model_parallel * p.dp),
                fmt::format("at most {} GPUs in all", max_gpus));
+  p.ep = static_cast<int>(r.integer_or("ep", 1, 1, max_gpus));
+  p.etp = static_cast<int>(r.integer_or("etp", p.tp, 1, 1 << 16));
+  p.expert_load_imbalance = r.number_or("expert_load_imbalance", 1.0, 1.0, 1e4);
+  if (auto cp = r.find("cp"); cp && cp->as_integer(1, 1 << 16) > 1)
+    throw core::InfeasiblePlan(cp->location(), "context parallelism is not simulated yet", cp->json().dump(), "cp 1");
+  r.allow({"cp_kind"});
+  if (auto precision = r.find("precision"); precision && precision->json() == "fp8")
+    throw core::InfeasiblePlan(precision->location(), "FP8 training is not simulated yet", "\"fp8\"",
+                               "bf16 or fp16");
   p.micro_batch = static_cast<int>(r.integer_or("micro_batch", 1, 1, 1 << 16));
   p.global_batch = r.integer_or("global_batch", static_cast<std::int64_t>(p.micro_batch) * p.dp, 1);
   if (model.seq_length == 0 && !r.has("seq_length"))
@@ -114,9 +167,11 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
   if (m.num_kv_heads % p.tp != 0)
     infeasible(node, "tp",
                fmt::format("{} does not divide num_kv_heads={} of model '{}'", p.tp, m.num_kv_heads, m.name));
-  if (m.ffn_hidden_size % p.tp != 0)
+  if (m.ffn_hidden_size % p.tp != 0 && m.moe_layers() < m.num_layers)
     infeasible(node, "tp",
                fmt::format("{} does not divide ffn_hidden_size={} of model '{}'", p.tp, m.ffn_hidden_size, m.name));
+
+  check_experts(p, node, m);
 
   if (p.layers_per_chunk.empty()) {
     if (p.virtual_stages > 1)

@@ -53,6 +53,9 @@ core::Json plan_json(const plan::ParallelPlan& p)
   j["tp"] = p.tp;
   j["pp"] = p.pp;
   j["dp"] = p.dp;
+  j["ep"] = p.ep;
+  j["etp"] = p.etp;
+  j["expert_load_imbalance"] = p.expert_load_imbalance;
   j["micro_batch"] = p.micro_batch;
   j["global_batch"] = p.global_batch;
   j["microbatches"] = p.microbatches();
@@ -97,6 +100,7 @@ core::Json analysis_json(const scenario::Scenario& s, const Analysis& a)
   const auto counts = model::count_params(s.model);
   j["model"] = {{"name", s.model.name},
                 {"params", counts.total},
+                {"active_params", counts.active},
                 {"num_layers", s.model.num_layers},
                 {"hidden_size", s.model.hidden_size},
                 {"num_attention_heads", s.model.num_attention_heads},
@@ -117,6 +121,7 @@ core::Json analysis_json(const scenario::Scenario& s, const Analysis& a)
     stages.push_back({{"stage", st.stage},
                       {"layers", st.layers},
                       {"params", st.params},
+                      {"expert_params", st.expert_params},
                       {"weights_bytes", st.weights_bytes},
                       {"grads_bytes", st.grads_bytes},
                       {"optimizer_bytes", st.optimizer_bytes},
@@ -130,6 +135,7 @@ core::Json analysis_json(const scenario::Scenario& s, const Analysis& a)
                       {"oom", st.oom}});
   }
   j["memory"] = {{"params", a.memory.params},
+                 {"active_params", a.memory.active_params},
                  {"capacity_bytes", a.memory.capacity_bytes},
                  {"layer_activation_bytes", a.memory.layer_activation_bytes},
                  {"peak_stage", a.memory.peak_stage},
@@ -181,6 +187,14 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
   line(fmt::format("model    {}: {} layers, hidden {}, {} heads ({} KV), FFN {} ({}), vocab {}; {} parameters", m.name,
                    m.num_layers, m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.ffn_hidden_size,
                    name_of(m.ffn_kind, model::ffn_kind_choices), m.vocab_size, core::format_count(a.memory.params)));
+  if (m.moe)
+    line(fmt::format("         {} MoE layers of {} experts ({} per token, FFN {}{}); {} active parameters per token "
+                     "(FLOPs and MFU count these)",
+                     m.moe_layers(), m.moe->num_experts, m.moe->experts_per_token, m.moe->expert_ffn_hidden_size,
+                     m.moe->shared_expert_ffn_hidden_size > 0
+                         ? fmt::format(", shared expert FFN {}", m.moe->shared_expert_ffn_hidden_size)
+                         : "",
+                     core::format_count(a.memory.active_params)));
   line(fmt::format("cluster  {}: {} x {} ({} node{} of {}), {} HBM, {} peak {}", s.cluster.name, s.gpus,
                    s.cluster.gpu.name, s.nodes, s.nodes == 1 ? "" : "s", s.cluster.node.gpus,
                    core::format_bytes(s.cluster.gpu.memory_bytes), core::format_flop_rate(a.peak_flops),
@@ -191,9 +205,9 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
   std::string sharding = p.zero_stage > 0 ? fmt::format(", ZeRO-{}", p.zero_stage) : "";
   if (p.distributed_optimizer)
     sharding += ", distributed optimizer";
-  line(fmt::format("plan     TP {} x PP {} x DP {}; micro-batch {}, global batch {} ({} micro-batch{} per pipeline), "
+  line(fmt::format("plan     TP {} x PP {} x DP {}{}; micro-batch {}, global batch {} ({} micro-batch{} per pipeline), "
                    "sequence {}; {}; recompute {}{}{}",
-                   p.tp, p.pp, p.dp, p.micro_batch, p.global_batch, p.microbatches(), p.microbatches() == 1 ? "" : "es",
+                   p.tp, p.pp, p.dp, p.ep > 1 ? fmt::format(" (EP {})", p.ep) : "", p.micro_batch, p.global_batch, p.microbatches(), p.microbatches() == 1 ? "" : "es",
                    p.seq_length, schedule, name_of(p.recompute, model::recompute_choices),
                    p.sequence_parallel ? ", sequence parallel" : "", sharding));
   line("");
@@ -233,8 +247,9 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
   line("FLOPs per step (matrix multiplies; forward 1x, backward 2x)");
   line(fmt::format("  forward {}, backward {}, recomputation {}", flop_count(a.step.forward),
                    flop_count(a.step.backward), flop_count(a.step.recompute)));
-  line(fmt::format("  model FLOPs {} ({:.2f} x params per token), hardware FLOPs {} over {} tokens",
-                   flop_count(a.step.model()), a.step.model() / a.tokens_per_step / a.memory.params,
+  line(fmt::format("  model FLOPs {} ({:.2f} x {}params per token), hardware FLOPs {} over {} tokens",
+                   flop_count(a.step.model()), a.step.model() / a.tokens_per_step / a.memory.active_params,
+                   m.moe ? "active " : "",
                    flop_count(a.step.hardware()), core::format_count(a.tokens_per_step)));
   line(fmt::format("  at 100% of peak on all {} GPUs one step would take {} (a lower bound, not a prediction)", s.gpus,
                    core::format_time(a.step.hardware() / (a.peak_flops * s.gpus))));

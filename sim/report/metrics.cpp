@@ -105,6 +105,9 @@ class Attribution {
       case Category::DP:
         b.dp_exposed += seconds;
         break;
+      case Category::EP:
+        b.ep_exposed += seconds;
+        break;
       default:
         b.bubble += seconds;
     }
@@ -226,6 +229,8 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
       b.pp_exposed += trailing;
     else if (last_comm_category[static_cast<std::size_t>(r)] == Category::TP)
       b.tp_exposed += trailing;
+    else if (last_comm_category[static_cast<std::size_t>(r)] == Category::EP)
+      b.ep_exposed += trailing;
     else
       b.dp_exposed += trailing;
     b.bubble += m.step_time_s - comm_until;
@@ -237,6 +242,7 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
     m.breakdown.tp_exposed += b.tp_exposed / simulated;
     m.breakdown.pp_exposed += b.pp_exposed / simulated;
     m.breakdown.dp_exposed += b.dp_exposed / simulated;
+    m.breakdown.ep_exposed += b.ep_exposed / simulated;
     m.breakdown.bubble += b.bubble / simulated;
     m.breakdown.optimizer += b.optimizer / simulated;
   }
@@ -281,6 +287,8 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
         m.comm.tp += share;
       else if (key.second == Category::PP)
         m.comm.pp += share;
+      else if (key.second == Category::EP)
+        m.comm.ep += share;
       else
         m.comm.dp += share;
     }
@@ -290,7 +298,7 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
       layer_times(g, tl, by_gpu[static_cast<std::size_t>(plan::rank_of(p, {0, 0, 0}))]);
 
   // Bubble per stage: the idle fraction of the pipeline phase on the stage's first GPU, counting its passes'
-  // compute and their blocking tensor-parallel collectives as busy.
+  // compute and their blocking tensor- and expert-parallel collectives as busy.
   for (int stage = 0; stage < p.pp; ++stage) {
     StageMetrics st;
     st.stage = stage;
@@ -303,7 +311,7 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
         continue;
       Breakdown gap;
       attribution.gap(t, cursor, std::min(tl.tasks[t].start_s, m.pipeline_time_s), gap);
-      busy += gap.tp_exposed + std::min(tl.tasks[t].end_s, m.pipeline_time_s) -
+      busy += gap.tp_exposed + gap.ep_exposed + std::min(tl.tasks[t].end_s, m.pipeline_time_s) -
               std::min(tl.tasks[t].start_s, m.pipeline_time_s);
       cursor = tl.tasks[t].end_s;
     }

@@ -21,6 +21,7 @@ struct Breakdown {
   double tp_exposed = 0; // waiting for tensor-parallel collectives
   double pp_exposed = 0; // waiting while pipeline transfers were in flight
   double dp_exposed = 0; // waiting for data-parallel / ZeRO collectives
+  double ep_exposed = 0; // waiting for a MoE layer's token dispatch and combine (expert-parallel all-to-all)
   double bubble = 0;     // waiting for other stages, nothing in flight for this GPU
   double optimizer = 0;
 };
@@ -31,6 +32,7 @@ struct CommTime {
   double tp = 0;
   double pp = 0;
   double dp = 0;
+  double ep = 0;
 };
 
 struct StageMetrics {
@@ -61,7 +63,7 @@ struct Metrics {
   double step_time_s = 0;
   double pipeline_time_s = 0; // until the last backward pass ends
   double tokens_per_s = 0;
-  double model_flops = 0;    // per step, without recomputation
+  double model_flops = 0;    // per step, without recomputation (MoE: the experts each token goes to)
   double hardware_flops = 0; // with recomputation
   double tflops_per_gpu = 0; // model FLOPs
   double mfu = 0;

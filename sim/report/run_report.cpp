@@ -14,7 +14,8 @@ namespace {
 core::Json breakdown_json(const Breakdown& b)
 {
   return {{"compute", b.compute},       {"tp_exposed", b.tp_exposed}, {"pp_exposed", b.pp_exposed},
-          {"dp_exposed", b.dp_exposed}, {"bubble", b.bubble},         {"optimizer", b.optimizer}};
+          {"dp_exposed", b.dp_exposed}, {"ep_exposed", b.ep_exposed}, {"bubble", b.bubble},
+          {"optimizer", b.optimizer}};
 }
 
 std::string percent(double x)
@@ -103,7 +104,9 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
   core::Json j;
   j["kind"] = "simulation";
   j["scenario"] = {{"name", s.name}, {"file", s.file}};
-  j["model"] = {{"name", s.model.name}, {"params", model::count_params(s.model).total}};
+  const model::ParamCount counts = model::count_params(s.model);
+  // FLOPs, TFLOP/s and MFU count the parameters each token uses: for a MoE model, the active ones.
+  j["model"] = {{"name", s.model.name}, {"params", counts.total}, {"active_params", counts.active}};
   j["cluster"] = {{"name", s.cluster.name}, {"gpu", s.cluster.gpu.name}, {"gpus", s.gpus}, {"nodes", s.nodes}};
   j["plan"] = plan_json(s.plan);
   j["step_time_s"] = m.step_time_s;
@@ -124,7 +127,7 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
     bubble_per_stage.push_back(st.bubble);
   j["bubble"] = {{"per_stage", bubble_per_stage}, {"mean", m.bubble_mean}, {"theory", m.bubble_theory}};
   j["breakdown_s"] = breakdown_json(m.breakdown);
-  j["comm_s"] = {{"tp", m.comm.tp}, {"pp", m.comm.pp}, {"dp", m.comm.dp}};
+  j["comm_s"] = {{"tp", m.comm.tp}, {"pp", m.comm.pp}, {"dp", m.comm.dp}, {"ep", m.comm.ep}};
   j["layer_s"] = {{"forward", m.layer_forward_s}, {"backward", m.layer_backward_s}};
   j["stages"] = stages;
   core::Json links = core::Json::object();
@@ -186,12 +189,14 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
   line("");
   line("where the step goes (mean over GPUs)");
   const auto& b = m.breakdown;
-  const std::vector<std::pair<std::string, double>> rows{{"compute", b.compute},
-                                                         {"exposed TP communication", b.tp_exposed},
-                                                         {"exposed PP communication", b.pp_exposed},
-                                                         {"exposed DP communication", b.dp_exposed},
-                                                         {"pipeline bubble", b.bubble},
-                                                         {"optimizer", b.optimizer}};
+  std::vector<std::pair<std::string, double>> rows{{"compute", b.compute},
+                                                   {"exposed TP communication", b.tp_exposed},
+                                                   {"exposed PP communication", b.pp_exposed},
+                                                   {"exposed DP communication", b.dp_exposed},
+                                                   {"pipeline bubble", b.bubble},
+                                                   {"optimizer", b.optimizer}};
+  if (s.model.moe)
+    rows.insert(rows.begin() + 4, {"exposed EP all-to-all", b.ep_exposed});
   for (const auto& [name, seconds] : rows)
     line(fmt::format("  {:<26} {:>12} {:>7}", name, core::format_time(seconds), percent(seconds / m.step_time_s)));
   line(fmt::format("  one layer on stage 0: forward {}, backward {}{}", core::format_time(m.layer_forward_s),

@@ -57,11 +57,10 @@ class Builder {
     act_bytes_ = static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_length) *
                  static_cast<double>(m.hidden_size) * element_bytes;
     grad_bytes_ = p.fp32_grad_accumulation ? 4.0 : 2.0;
-    layer_params_ = memory::layer_params_per_rank(m, p.tp);
-    for (int vs = 0, first = 0; vs < p.chunks(); ++vs) {
-      first_layer_.push_back(first);
-      first += p.layers_per_chunk[static_cast<std::size_t>(vs)];
-    }
+    for (std::int64_t l = 0; l < m.num_layers; ++l)
+      layer_params_.push_back(memory::layer_params_per_rank(m, p, l));
+    for (int vs = 0; vs < p.chunks(); ++vs)
+      first_layer_.push_back(p.first_layer_of_chunk(vs % p.pp, vs / p.pp));
   }
 
   TaskGraph build()
@@ -118,6 +117,22 @@ class Builder {
     std::vector<int> r;
     for (int d = 0; d < p_.dp; ++d)
       r.push_back(rank(t, d, s));
+    return r;
+  }
+  // Expert parallelism: groups of ep consecutive data-parallel ranks (Megatron-core's order) share the experts out;
+  // the ranks holding the same experts form an expert-data-parallel group.
+  std::vector<int> ep_group(int t, int d, int s) const
+  {
+    std::vector<int> r;
+    for (int i = 0; i < p_.ep; ++i)
+      r.push_back(rank(t, d / p_.ep * p_.ep + i, s));
+    return r;
+  }
+  std::vector<int> edp_group(int t, int d, int s) const
+  {
+    std::vector<int> r;
+    for (int j = 0; j < p_.edp(); ++j)
+      r.push_back(rank(t, j * p_.ep + d % p_.ep, s));
     return r;
   }
 
@@ -187,6 +202,12 @@ class Builder {
     const std::uint32_t id = g_.add_collective(CollectiveInfo{text, category, static_cast<std::uint8_t>(kind),
                                                               static_cast<std::uint32_t>(ranks.size()), bytes});
     TaskId previous = sync(category, deps, id);
+    if (kind == CollectiveKind::ALL_TO_ALL) {
+      std::vector<TaskId> flows;
+      for (const Flow& f : folded_all_to_all(lowering_.all_to_all(ranks, bytes, simulated_of(ranks))))
+        flows.push_back(transfer(f, category, id, text, w, {previous}));
+      return flows.empty() ? previous : sync(category, flows, id);
+    }
     for (const CollectivePhase& phase : lowering_.collective(kind, ranks, bytes, p_.collective_algorithm)) {
       if (phase.empty())
         continue;
@@ -222,6 +243,23 @@ class Builder {
     return out;
   }
 
+  // An all-to-all's flows from the simulated GPUs: folded, each goes to the sender's mirror (NVLink inside the node,
+  // NIC across) and stands for the flow every symmetric GPU sends to its own peer.
+  std::vector<Flow> folded_all_to_all(std::vector<Flow> flows)
+  {
+    if (!fold_)
+      return flows;
+    for (Flow& f : flows) {
+      const int b = f.src / graph_.gpus_per_node == f.dst / graph_.gpus_per_node
+                        ? topology::nvlink_mirror(graph_, f.src)
+                        : topology::network_mirror(graph_, f.src);
+      if (private_links(f.src, f.dst) != private_links(f.src, b))
+        throw NotFoldable{};
+      f.dst = b;
+    }
+    return flows;
+  }
+
   // The classes of a route's links, leaving out the switch-to-switch links of the (non-blocking) network.
   const std::vector<topology::LinkClass>& private_links(int a, int b)
   {
@@ -247,20 +285,20 @@ class Builder {
 
   // --- passes --------------------------------------------------------------------------------------------------
 
-  // Runs a program on every GPU of stage `s`: compute on each, tensor-parallel collectives per TP group.
+  // Runs a program on every GPU of stage `s`: compute on each, collectives per tensor- or expert-parallel group.
   void run(const Program& program, int s, const Where& w)
   {
     for (const Step& step : program) {
-      for (int d = 0; d < dp_simulated(); ++d) {
-        const auto group = tp_group(d, s);
+      if (step.kind == Step::Kind::COMPUTE) {
+        for (int r : stage_gpus(s))
+          tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
+        continue;
+      }
+      const bool ep = step.group == Group::EP;
+      for (const auto& group : ep ? ep_groups(s) : tp_groups(s)) {
         const auto members = simulated_of(group);
-        if (step.kind == Step::Kind::COMPUTE) {
-          for (int r : members)
-            tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
-          continue;
-        }
-        const TaskId end =
-            collective(step.collective, group, step.bytes, Category::TP, step.label, w, tails_of(members));
+        const TaskId end = collective(step.collective, group, step.bytes, ep ? Category::EP : Category::TP, step.label,
+                                      w, tails_of(members));
         for (int r : members) {
           if (step.kind == Step::Kind::OVERLAP)
             tail_[static_cast<std::size_t>(r)] = {compute(r, step, w), end};
@@ -269,6 +307,23 @@ class Builder {
         }
       }
     }
+  }
+
+  // The groups of stage s that have simulated GPUs.
+  std::vector<std::vector<int>> tp_groups(int s) const
+  {
+    std::vector<std::vector<int>> out;
+    for (int d = 0; d < dp_simulated(); ++d)
+      out.push_back(tp_group(d, s));
+    return out;
+  }
+  std::vector<std::vector<int>> ep_groups(int s) const
+  {
+    std::vector<std::vector<int>> out;
+    for (int t = 0; t < tp_simulated(); ++t)
+      for (int d = 0; d < dp_simulated(); d += p_.ep)
+        out.push_back(ep_group(t, d, s));
+    return out;
   }
 
   std::uint64_t input_key(Pass pass, int d, int vs, int mb) const
@@ -386,10 +441,16 @@ class Builder {
       return forward ? programs_.embedding_forward : programs_.embedding_backward;
     if (item == head_item)
       return forward ? programs_.head_forward : programs_.head_backward;
-    return forward ? programs_.layer_forward : programs_.layer_backward;
+    return forward ? programs_.forward_of(m_, item) : programs_.backward_of(m_, item);
   }
 
-  // Parameters of an item on one GPU (its tensor-parallel shard).
+  // Routed-expert parameters of an item on one GPU (reduced over its expert-data-parallel group).
+  double item_expert_params(int item) const
+  {
+    return item >= 0 ? layer_params_[static_cast<std::size_t>(item)].experts : 0.0;
+  }
+
+  // Parameters of an item on one GPU (its tensor-parallel shard) that every data-parallel replica holds.
   double item_params(int item, int s) const
   {
     const double t = p_.tp;
@@ -401,7 +462,7 @@ class Builder {
         params += counts_.word_embedding / t;
       return params;
     }
-    return layer_params_;
+    return layer_params_[static_cast<std::size_t>(item)].dense;
   }
 
   void pass(int s, int c, int mb, bool forward)
@@ -435,6 +496,7 @@ class Builder {
       run(program_of(items[i], forward), s, w);
       if (!forward)
         accumulate_gradients(s, items[i], w);
+
       if (p_.zero_stage >= 3 && i + 1 < items.size() && prefetch_after)
         gathered[i + 1] = gather_parameters(s, items[i + 1], w);
       if (!forward && (p_.zero_stage >= 2 || mb == p_.microbatches() - 1))
@@ -469,7 +531,7 @@ class Builder {
       return;
     Step step;
     step.label = "gradient accumulation";
-    step.memory_s = item_params(item, s) * programs_.grad_accumulation_s_per_param;
+    step.memory_s = (item_params(item, s) + item_expert_params(item)) * programs_.grad_accumulation_s_per_param;
     step.duration_s = cluster_.gpu.kernel_overhead_s + step.memory_s;
     for (int r : stage_gpus(s))
       tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
@@ -564,12 +626,22 @@ class Builder {
         sharded_optimizer() && !deepspeed_engine() ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE;
     const bool after_flush = !p_.overlap_grad_reduce || deepspeed_engine();
     const Where w{Category::DP, s, -1, mb, -1};
-    const auto all = buckets(order, s);
-    for (std::size_t bucket = 0; bucket < all.size(); ++bucket) {
-      const auto& [items, params] = all[bucket];
-      const std::string label = fmt::format("dp gradient bucket {}", bucket);
-      for (int t = 0; t < tp_simulated(); ++t) {
-        const auto group = dp_group(t, s);
+    // The dense parameters' buckets over the data-parallel groups and the routed experts' over the expert-data-
+    // parallel groups, issued on one stream in the order their last item's gradients are ready.
+    const auto dense = buckets(order, s, false);
+    const auto experts = p_.edp() > 1 ? buckets(order, s, true) : decltype(dense){};
+    auto last_position = [&](const std::vector<int>& items) {
+      return std::find(order.begin(), order.end(), items.back()) - order.begin();
+    };
+    std::size_t di = 0;
+    std::size_t ei = 0;
+    while (di < dense.size() || ei < experts.size()) {
+      const bool expert = di == dense.size() ||
+                          (ei < experts.size() && last_position(experts[ei].first) < last_position(dense[di].first));
+      const auto& [items, params] = expert ? experts[ei] : dense[di];
+      const std::string label = expert ? fmt::format("expert gradient bucket {}", ei)
+                                       : fmt::format("dp gradient bucket {}", di);
+      for (const auto& group : expert ? edp_groups(s) : dp_groups(s)) {
         const auto members = simulated_of(group);
         std::vector<TaskId> deps;
         for (int r : members) {
@@ -584,16 +656,45 @@ class Builder {
         for (int r : members)
           reduce_tail_[static_cast<std::size_t>(r)] = end;
       }
+      ++(expert ? ei : di);
     }
   }
 
+  // The data-parallel groups of stage s that have simulated GPUs, and the expert-data-parallel ones.
+  std::vector<std::vector<int>> dp_groups(int s) const
+  {
+    std::vector<std::vector<int>> out;
+    for (int t = 0; t < tp_simulated(); ++t)
+      out.push_back(dp_group(t, s));
+    return out;
+  }
+  std::vector<std::vector<int>> edp_groups(int s) const
+  {
+    std::vector<std::vector<int>> out;
+    for (int t = 0; t < tp_simulated(); ++t)
+      for (int e = 0; e < (fold_ ? 1 : p_.ep); ++e)
+        out.push_back(edp_group(t, e, s));
+    return out;
+  }
+
   // Items of stage s in `order`, grouped into data-parallel buckets of at least dp_bucket_size worth of gradients
-  // (the last may be smaller), each with its parameter count.
-  std::vector<std::pair<std::vector<int>, double>> buckets(const std::vector<int>& order, int s) const
+  // (the last may be smaller), each with its parameter count: of the parameters every replica holds, or of the
+  // routed experts (`experts`; items without experts are left out).
+  std::vector<std::pair<std::vector<int>, double>> buckets(const std::vector<int>& order, int s,
+                                                           bool experts = false) const
   {
     const double bucket_params = p_.dp_bucket_bytes / grad_bytes_;
     std::vector<std::pair<std::vector<int>, double>> out;
     for (int item : order) {
+      if (experts) {
+        if (item_expert_params(item) <= 0)
+          continue;
+        if (out.empty() || out.back().second >= bucket_params)
+          out.emplace_back();
+        out.back().first.push_back(item);
+        out.back().second += item_expert_params(item);
+        continue;
+      }
       if (p_.zero_stage >= 3 && p_.software.zero3_per_tensor) { // one reduce-scatter per tensor
         for (double share : tensor_shares(item))
           out.push_back({{item}, share * item_params(item, s)});
@@ -667,10 +768,13 @@ class Builder {
   void optimizer(int s)
   {
     double params = 0;
+    double expert_params = 0;
     for (int c = 0; c < p_.virtual_stages; ++c)
-      for (int item : pass_items(virtual_stage(p_, s, c), true))
+      for (int item : pass_items(virtual_stage(p_, s, c), true)) {
         params += item_params(item, s);
-    const double updated = sharded_optimizer() ? params / p_.dp : params;
+        expert_params += item_expert_params(item);
+      }
+    const double updated = sharded_optimizer() ? params / p_.dp + expert_params / p_.edp() : params + expert_params;
     Step step;
     step.label = "optimizer";
     step.duration_s = updated * programs_.optimizer_s_per_param;
@@ -681,14 +785,18 @@ class Builder {
       tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
     }
     if (sharded_optimizer() && p_.zero_stage < 3 && p_.dp > 1 && !gathers_before_forward()) {
-      for (int t = 0; t < tp_simulated(); ++t) {
-        const auto group = dp_group(t, s);
-        const auto members = simulated_of(group);
-        const TaskId end = collective(CollectiveKind::ALL_GATHER, group, element_bytes * params, Category::DP,
-                                      "parameter all-gather", w, tails_of(members));
-        for (int r : members)
-          tail_[static_cast<std::size_t>(r)] = {end};
-      }
+      auto gather = [&](const std::vector<std::vector<int>>& groups, double bytes, const char* label) {
+        for (const auto& group : groups) {
+          const auto members = simulated_of(group);
+          const TaskId end = collective(CollectiveKind::ALL_GATHER, group, bytes, Category::DP, label, w,
+                                        tails_of(members));
+          for (int r : members)
+            tail_[static_cast<std::size_t>(r)] = {end};
+        }
+      };
+      gather(dp_groups(s), element_bytes * params, "parameter all-gather");
+      if (expert_params > 0 && p_.edp() > 1)
+        gather(edp_groups(s), element_bytes * expert_params, "expert parameter all-gather");
     }
   }
 
@@ -715,7 +823,7 @@ class Builder {
   std::unordered_map<std::uint64_t, std::vector<topology::LinkClass>> signatures_;
   double act_bytes_ = 0;
   double grad_bytes_ = 0;
-  double layer_params_ = 0;
+  std::vector<memory::RankParams> layer_params_; // per layer, on one GPU
   std::vector<int> first_layer_; // per virtual stage
 
   TaskGraph g_;

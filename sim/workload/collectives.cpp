@@ -118,6 +118,8 @@ std::vector<CollectivePhase> lower_collective(CollectiveKind kind, const std::ve
 std::vector<CollectivePhase> Lowering::collective(CollectiveKind kind, const std::vector<int>& ranks, double bytes,
                                                   CollectiveAlgorithm algorithm)
 {
+  if (kind == CollectiveKind::ALL_TO_ALL)
+    return {all_to_all(ranks, bytes, {})};
   std::map<int, std::vector<int>> by_node;
   for (int r : ranks)
     by_node[r / g_.gpus_per_node].push_back(r);
@@ -163,8 +165,21 @@ std::vector<CollectivePhase> Lowering::collective(CollectiveKind kind, const std
     case CollectiveKind::ALL_GATHER:
       phases = {inter(CollectiveKind::ALL_GATHER, shard), intra(CollectiveKind::ALL_GATHER, bytes)};
       break;
+    case CollectiveKind::ALL_TO_ALL:
+      break;
   }
   return phases;
+}
+
+CollectivePhase Lowering::all_to_all(const std::vector<int>& ranks, double bytes, const std::vector<int>& senders)
+{
+  CollectivePhase phase;
+  const double share = bytes / static_cast<double>(ranks.size());
+  for (int src : senders.empty() ? ranks : senders)
+    for (int dst : ranks)
+      if (dst != src)
+        phase.push_back(send(src, dst, share));
+  return phase;
 }
 
 Flow Lowering::send(int src, int dst, double bytes)

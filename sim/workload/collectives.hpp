@@ -39,6 +39,9 @@ class Lowering {
                                           CollectiveAlgorithm algorithm);
   // A point-to-point send as NCCL's send/recv runs it (Simple protocol latency).
   Flow send(int src, int dst, double bytes);
+  // An all-to-all as NCCL runs it (grouped sends and receives, all at once): each of `ranks` sends bytes / n to
+  // every other; only the flows of `senders` (all ranks when empty) are made.
+  CollectivePhase all_to_all(const std::vector<int>& ranks, double bytes, const std::vector<int>& senders);
 
   enum class Hop { NVLINK, PCIE, NETWORK };
   struct PathInfo {

@@ -23,7 +23,6 @@ double compute_lower_bound_s(const model::ModelSpec& model, const plan::Parallel
                              const hardware::GpuSpec& gpu)
 {
   const LayerPrograms programs = build_programs(model, plan, gpu);
-  const double layer = kernel_time(programs.layer_forward) + kernel_time(programs.layer_backward);
   const double embedding = kernel_time(programs.embedding_forward) + kernel_time(programs.embedding_backward);
   const double head = kernel_time(programs.head_forward) + kernel_time(programs.head_backward);
   const double microbatches = static_cast<double>(plan.microbatches());
@@ -31,7 +30,13 @@ double compute_lower_bound_s(const model::ModelSpec& model, const plan::Parallel
   const auto memory = memory::estimate_memory(model, plan, gpu);
   double busiest = 0;
   for (int s = 0; s < plan.pp; ++s) {
-    double per_microbatch = plan.layers_on_stage(s) * layer;
+    double per_microbatch = 0;
+    for (int c = 0; c < plan.virtual_stages; ++c) {
+      for (int l = 0; l < plan.layers_in_chunk(s, c); ++l) {
+        const int layer = plan.first_layer_of_chunk(s, c) + l;
+        per_microbatch += kernel_time(programs.forward_of(model, layer)) + kernel_time(programs.backward_of(model, layer));
+      }
+    }
     if (s == 0)
       per_microbatch += embedding;
     if (s == plan.pp - 1)

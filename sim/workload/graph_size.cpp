@@ -44,15 +44,19 @@ double collective_tasks(const GroupShape& g)
   return 1.0 + g.phases * (g.simulated + 1.0);
 }
 
-// Tasks of one pass through a program on one TP group.
-double program_tasks(const Program& program, const GroupShape& tp)
+// Tasks of one pass through a program on one TP group. An all-to-all over an expert-parallel group has a flow from
+// each simulated member to every other member, and a sync before and after; per TP group (of which there are dp
+// per stage, tp x dp / ep expert-parallel groups), tp x (ep - 1) flows; folded, one member's ep - 1.
+double program_tasks(const Program& program, const GroupShape& tp, const plan::ParallelPlan& p, bool folded)
 {
+  const double ep = p.ep;
+  const double all_to_all = folded ? ep + 1.0 : p.tp * (ep - 1.0) + 2.0 * p.tp / ep;
   double tasks = 0;
   for (const Step& s : program) {
     if (s.kind != Step::Kind::COLLECTIVE)
       tasks += tp.simulated;
     if (s.kind != Step::Kind::COMPUTE)
-      tasks += collective_tasks(tp);
+      tasks += s.group == Group::EP ? all_to_all : collective_tasks(tp);
   }
   return tasks;
 }
@@ -77,29 +81,37 @@ GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::Paralle
 
   // Costing a layer's kernels is cheap, and the programs' lengths are what the builder repeats.
   const LayerPrograms programs = build_programs(model, plan, cluster.gpu);
-  const double layer = program_tasks(programs.layer_forward, tp) + program_tasks(programs.layer_backward, tp);
-  const double ends = program_tasks(programs.embedding_forward, tp) + program_tasks(programs.embedding_backward, tp) +
-                      program_tasks(programs.head_forward, tp) + program_tasks(programs.head_backward, tp);
+  auto tasks_of = [&](const Program& program) { return program_tasks(program, tp, plan, folded); };
+  double all_layers = 0; // every layer's forward and backward pass
+  double stage_bytes = 0;
+  const double grad_bytes = plan.fp32_grad_accumulation ? 4.0 : 2.0;
+  for (std::int64_t l = 0; l < model.num_layers; ++l) {
+    all_layers += tasks_of(programs.forward_of(model, l)) + tasks_of(programs.backward_of(model, l));
+    stage_bytes += memory::layer_params_per_rank(model, plan, l).total() * grad_bytes / plan.pp;
+  }
+  const double ends = tasks_of(programs.embedding_forward) + tasks_of(programs.embedding_backward) +
+                      tasks_of(programs.head_forward) + tasks_of(programs.head_backward);
   const double items = layers + 2.0;
   const double accumulate = programs.grad_accumulation_s_per_param > 0 ? stage_gpus : 0.0;
 
   // Per micro-batch: every layer once forward and backward on its stage (a gradient accumulation and a join after
   // each backward item), host syncs per pass, and per virtual-stage boundary and direction an input sync, the sends
   // (two legs when relayed) and the receiving group's all-gather.
-  double per_microbatch = groups * (layers * layer + ends) + items * (accumulate + stage_gpus);
+  double per_microbatch = groups * (all_layers + ends) + items * (accumulate + stage_gpus);
   if (plan.software.host_syncs_per_microbatch > 0)
     per_microbatch += 2.0 * chunks * stage_gpus;
   per_microbatch += 2.0 * (chunks - 1.0) * groups * (1.0 + 2.0 * tp.simulated + collective_tasks(tp));
 
   // Data parallelism: gradient buckets per stage (an item never split, except per tensor), reduced every micro-batch
   // with ZeRO-2/3 or once per step; ZeRO-3 gathers each item's parameters before each pass.
-  const double grad_bytes = plan.fp32_grad_accumulation ? 4.0 : 2.0;
-  const double stage_bytes = memory::layer_params_per_rank(model, plan.tp) * layers / stages * grad_bytes;
   const double per_bucket = plan.dp_bucket_bytes > 0 ? plan.dp_bucket_bytes : stage_bytes;
   const double tensors = plan.zero_stage >= 3 && plan.software.zero3_per_tensor ? 4.0 : 1.0;
   const double buckets_per_stage =
       tensors > 1.0 ? tensors * items / stages : std::min(items / stages, std::ceil(stage_bytes / per_bucket) + 1.0);
-  const double reductions = plan.dp > 1 ? stages * buckets_per_stage * tp.simulated * collective_tasks(dp) : 0.0;
+  // (MoE: the experts' buckets too, over expert-data-parallel groups, ep of them per TP rank unfolded.)
+  const double expert_groups = model.moe && plan.edp() > 1 ? (folded ? 1.0 : plan.ep) : 0.0;
+  const double reductions =
+      plan.dp > 1 ? stages * buckets_per_stage * tp.simulated * collective_tasks(dp) * (1.0 + expert_groups) : 0.0;
   double per_step = 0;
   if (plan.zero_stage >= 2)
     per_microbatch += reductions;

@@ -1,5 +1,7 @@
 #include "workload/layer_program.hpp"
 
+#include "memory/memory_model.hpp"
+
 namespace sim::workload {
 namespace {
 
@@ -20,6 +22,21 @@ struct Shape {
   bool backward_overlap; // the backward's TP communication runs beside the weight-gradient GEMM
   MemoryKernel norm;     // the norm kernels' class (kind and implementation)
   hardware::AttentionImpl attention;
+  double keys;           // keys each query attends to: s, or the sliding window
+  double o;              // the attention output's width (MLA: heads x value head size)
+  // A MoE layer: experts, experts per token, their FFN (f1: its first matrix's width), the shared expert's, the
+  // experts on this GPU, the token-expert pairs this GPU sends and those its experts take (its TP group's, with the
+  // load imbalance).
+  // The GEMMs from the hidden state to queries, keys and values: outputs, inputs, split over TP or not (MLA's
+  // down-projections are replicated, as in Megatron-core).
+  struct Projection {
+    double out, in;
+    bool split;
+  };
+  std::vector<Projection> qkv;
+  bool qk_norm, post_norms;
+  bool moe;
+  double experts, topk, fe, fe1, fs, fs1, local_experts, pairs_sent, pairs_taken;
 };
 
 MemoryKernel norm_kernel(model::NormKind kind, plan::NormImpl impl)
@@ -61,7 +78,7 @@ hardware::AttentionImpl attention_impl(plan::Attention a, const hardware::GpuSpe
   return hardware::AttentionImpl::FLASH2;
 }
 
-Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu)
+Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu, int kind)
 {
   Shape x{};
   x.b = p.micro_batch;
@@ -86,6 +103,37 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const har
   x.backward_overlap = p.software.tp_backward_overlap;
   x.norm = norm_kernel(m.norm, p.software.norm);
   x.attention = attention_impl(p.software.attention, gpu);
+  const bool local = (kind & 2) != 0;
+  x.keys = local ? std::min(x.s, static_cast<double>(m.sliding_window)) : x.s;
+  x.o = static_cast<double>(m.o_width());
+  if (m.mla) {
+    const model::MlaSpec& a = *m.mla;
+    const auto q_lora = static_cast<double>(a.q_lora_rank);
+    const auto kv_lora = static_cast<double>(a.kv_lora_rank);
+    if (q_lora > 0)
+      x.qkv = {{q_lora, x.h, false}, {x.q, q_lora, true}};
+    else
+      x.qkv = {{x.q, x.h, true}};
+    x.qkv.push_back({kv_lora + static_cast<double>(a.qk_rope_head_dim), x.h, false});
+    x.qkv.push_back({x.a * static_cast<double>(a.qk_nope_head_dim + a.v_head_dim), kv_lora, true});
+  } else {
+    x.qkv = {{x.q + 2.0 * x.kv, x.h, true}};
+  }
+  x.qk_norm = m.qk_norm;
+  x.post_norms = m.post_norms;
+  x.moe = (kind & 1) != 0;
+  if (x.moe) {
+    const model::MoeSpec& e = *m.moe;
+    x.experts = static_cast<double>(e.num_experts);
+    x.topk = static_cast<double>(e.experts_per_token);
+    x.fe = static_cast<double>(e.expert_ffn_hidden_size);
+    x.fe1 = x.gated ? 2.0 * x.fe : x.fe;
+    x.fs = static_cast<double>(e.shared_expert_ffn_hidden_size);
+    x.fs1 = x.gated ? 2.0 * x.fs : x.fs;
+    x.local_experts = x.experts / p.ep;
+    x.pairs_sent = x.Tsp * x.topk;
+    x.pairs_taken = memory::expert_tokens_per_rank(m, p);
+  }
   return x;
 }
 
@@ -171,16 +219,19 @@ std::vector<Kernel> core_forward(const Shape& x)
     k.head_dim = x.d;
     k.causal = true;
     k.attention = x.attention;
-    k.flops = 4.0 * x.b * x.s * x.s * (x.q / x.t) * 0.5;
+    // Causal: each query sees half the keys on average, or its window (a window's diagonal block is half masked).
+    const double causal_keys = x.keys < x.s ? x.keys - 0.5 * x.keys * x.keys / x.s : 0.5 * x.s;
+    k.flops = 2.0 * x.b * x.s * causal_keys * (x.q + x.o) / x.t;
     k.bytes = e * x.T * (2.0 * x.q + 2.0 * x.kv) / x.t;
     return {k};
   }
   const double scores = x.b * heads * x.s * x.s;
+  const double value_dim = x.o / x.a;
   std::vector<Kernel> ks{gemm("attention scores", x.s, x.s, x.d, x.b * heads),
                          memory_bound("softmax", 2.0 * e * scores, MemoryKernel::SOFTMAX)};
   if (x.dropout)
     ks.push_back(memory_bound("attention dropout", (e + 1.0 + e) * scores, MemoryKernel::DROPOUT));
-  ks.push_back(gemm("attention context", x.s, x.d, x.s, x.b * heads));
+  ks.push_back(gemm("attention context", x.s, value_dim, x.s, x.b * heads));
   return ks;
 }
 
@@ -206,12 +257,27 @@ std::vector<Kernel> core_backward(const Shape& x)
   return ks;
 }
 
-// The residual add after attention and after the FFN: Megatron's fused bias-dropout-add with dropout.
+Kernel norm(const Shape& x, const char* name)
+{
+  return memory_bound(name, 2.0 * e * x.Tsp * x.h, x.norm);
+}
+Kernel norm_backward(const Shape& x, const char* name)
+{
+  return memory_bound(name, 3.0 * e * x.Tsp * x.h, x.norm, true);
+}
+
+// The residual add after attention and after the FFN: Megatron's fused bias-dropout-add with dropout; after the
+// block's own norm where the model has post-norms (Gemma).
 std::vector<Kernel> residual(const Shape& x, const char* name)
 {
+  std::vector<Kernel> ks;
+  if (x.post_norms)
+    ks.push_back(norm(x, "post norm"));
   if (x.dropout)
-    return {memory_bound(name, 3.0 * e * x.Tsp * x.h + x.Tsp * x.h, MemoryKernel::BIAS_DROPOUT_ADD)};
-  return {memory_bound(name, 3.0 * e * x.Tsp * x.h, MemoryKernel::RESIDUAL_ADD)};
+    ks.push_back(memory_bound(name, 3.0 * e * x.Tsp * x.h + x.Tsp * x.h, MemoryKernel::BIAS_DROPOUT_ADD));
+  else
+    ks.push_back(memory_bound(name, 3.0 * e * x.Tsp * x.h, MemoryKernel::RESIDUAL_ADD));
+  return ks;
 }
 
 // Its backward: the dropout mask applied to the incoming gradient (without dropout, the two gradient branches
@@ -223,23 +289,38 @@ Kernel residual_backward(const Shape& x)
   return memory_bound("residual backward", 3.0 * e * x.Tsp * x.h, MemoryKernel::RESIDUAL_ADD, true);
 }
 
-Kernel norm(const Shape& x, const char* name)
+
+// The QKV projection's GEMMs in one layout (forward: out = in x W; dgrad; wgrad).
+std::vector<Kernel> qkv_gemms(const Shape& x, GemmLayout layout)
 {
-  return memory_bound(name, 2.0 * e * x.Tsp * x.h, x.norm);
-}
-Kernel norm_backward(const Shape& x, const char* name)
-{
-  return memory_bound(name, 3.0 * e * x.Tsp * x.h, x.norm, true);
+  std::vector<Kernel> ks;
+  for (const auto& p : x.qkv) {
+    const double out = p.split ? p.out / x.t : p.out;
+    switch (layout) {
+      case GemmLayout::FORWARD:
+        ks.push_back(gemm("qkv", x.T, out, p.in));
+        break;
+      case GemmLayout::DGRAD:
+        ks.push_back(gemm("qkv dgrad", x.T, p.in, out, 1, GemmLayout::DGRAD));
+        break;
+      case GemmLayout::WGRAD:
+        ks.push_back(gemm("qkv wgrad", p.in, out, x.T, 1, GemmLayout::WGRAD));
+        break;
+    }
+  }
+  return ks;
 }
 
 std::vector<Kernel> qkv_to_projection(const Shape& x)
 {
-  std::vector<Kernel> ks{gemm("qkv", x.T, (x.q + 2.0 * x.kv) / x.t, x.h)};
+  std::vector<Kernel> ks = qkv_gemms(x, GemmLayout::FORWARD);
+  if (x.qk_norm)
+    ks.push_back(memory_bound("qk norm", 2.0 * e * x.T * (x.q + x.kv) / x.t, x.norm));
   if (x.rope)
     ks.push_back(memory_bound("rotary embedding", 2.0 * e * x.T * (x.q + x.kv) / x.t, MemoryKernel::ROPE));
   for (auto& k : core_forward(x))
     ks.push_back(k);
-  ks.push_back(gemm("attention projection", x.T, x.h, x.q / x.t));
+  ks.push_back(gemm("attention projection", x.T, x.h, x.o / x.t));
   return ks;
 }
 
@@ -251,57 +332,138 @@ std::vector<Kernel> ffn_forward(const Shape& x)
           gemm("fc2", x.T, x.h, x.f / x.t)};
 }
 
-// Sequence parallelism with tp_comm_overlap (Megatron-core / Transformer Engine): each all-gather is pipelined with
-// the GEMM that consumes it and each reduce-scatter with the GEMM that produces its input, chunk by chunk.
-Program layer_forward_overlapped(const Shape& x, const Costing& c, bool recompute)
+// The attention half of a layer's forward pass, up to its output's tensor-parallel reduction. With
+// tp_comm_overlap (Megatron-core / Transformer Engine, sequence parallelism) each all-gather is pipelined with the
+// GEMM that consumes it and each reduce-scatter with the GEMM that produces its input, chunk by chunk.
+Program attention_forward(const Shape& x, const Costing& c, bool recompute)
 {
-  const double act = x.T * x.h * e;
-  std::vector<Kernel> attention = qkv_to_projection(x);
-  const Kernel qkv = attention.front();
-  const Kernel projection = attention.back();
-  attention = std::vector<Kernel>(attention.begin() + 1, attention.end() - 1);
-  const auto ffn = ffn_forward(x);
-  auto norms = residual(x, "attention residual");
-  norms.push_back(norm(x, "ffn norm"));
-  return {c.compute("norm", {norm(x, "input norm")}, recompute),
-          overlap(c.compute("qkv", {qkv}, recompute), CollectiveKind::ALL_GATHER, act),
-          c.compute("attention core", attention, recompute),
-          overlap(c.compute("attention projection", {projection}, recompute), CollectiveKind::REDUCE_SCATTER, act),
-          c.compute("norm", norms, recompute),
-          overlap(c.compute("fc1", {ffn[0], ffn[1]}, recompute), CollectiveKind::ALL_GATHER, act),
-          overlap(c.compute("fc2", {ffn[2]}, recompute), CollectiveKind::REDUCE_SCATTER, act),
-          c.compute("residual", residual(x, "ffn residual"), recompute)};
+  const double act = x.T * x.h * e; // one hidden-state tensor, whole
+  if (x.comm_overlap) {
+    std::vector<Kernel> attention = qkv_to_projection(x);
+    const auto qkv_count = static_cast<std::ptrdiff_t>(x.qkv.size());
+    const std::vector<Kernel> qkv(attention.begin(), attention.begin() + qkv_count);
+    const Kernel projection = attention.back();
+    attention = std::vector<Kernel>(attention.begin() + qkv_count, attention.end() - 1);
+    return {c.compute("norm", {norm(x, "input norm")}, recompute),
+            overlap(c.compute("qkv", qkv, recompute), CollectiveKind::ALL_GATHER, act),
+            c.compute("attention core", attention, recompute),
+            overlap(c.compute("attention projection", {projection}, recompute), CollectiveKind::REDUCE_SCATTER, act)};
+  }
+  if (x.sp)
+    return {c.compute("norm", {norm(x, "input norm")}, recompute),
+            collective("attention all-gather", CollectiveKind::ALL_GATHER, act),
+            c.compute("attention", qkv_to_projection(x), recompute),
+            collective("attention reduce-scatter", CollectiveKind::REDUCE_SCATTER, act)};
+  auto attn = std::vector<Kernel>{norm(x, "input norm")};
+  for (auto& k : qkv_to_projection(x))
+    attn.push_back(k);
+  Program p{c.compute("attention", attn, recompute)};
+  if (x.t > 1)
+    p.push_back(collective("attention all-reduce", CollectiveKind::ALL_REDUCE, act));
+  return p;
+}
+
+Step ep_collective(std::string label, double bytes)
+{
+  Step s = collective(std::move(label), CollectiveKind::ALL_TO_ALL, bytes);
+  s.group = Group::EP;
+  return s;
+}
+
+// A MoE layer's FFN half, forward, as Megatron-core's all-to-all token dispatcher runs it: route and permute the
+// GPU's tokens, send them to their experts' GPUs (all-to-all over the expert-parallel group), gather them over the
+// tensor-parallel group (the experts are split over it), run the local experts as grouped GEMMs (and the shared
+// expert on the gathered hidden states), reduce-scatter, send the outputs back, unpermute and weigh them.
+Program moe_forward(const Shape& x, const Costing& c, bool recompute)
+{
+  const double dispatched = x.pairs_taken / x.t * x.h * e; // what each GPU sends (the busiest rank's share)
+  const double gathered = (x.pairs_taken + (x.fs > 0 ? x.T : 0.0)) * x.h * e;
+  const double per_expert = x.pairs_taken / x.local_experts;
+  std::vector<Kernel> route{gemm("router", x.Tsp, x.experts, x.h),
+                            memory_bound("router softmax and top-k", 3.0 * 4.0 * x.Tsp * x.experts),
+                            memory_bound("permute", 2.0 * e * x.pairs_sent * x.h)};
+  std::vector<Kernel> experts{gemm("expert fc1", per_expert, x.fe1 / x.t, x.h, x.local_experts),
+                              memory_bound(x.gated ? "expert gated activation" : "expert activation",
+                                           (x.gated ? 3.0 : 2.0) * e * x.pairs_taken * x.fe / x.t,
+                                           x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU),
+                              gemm("expert fc2", per_expert, x.h, x.fe / x.t, x.local_experts)};
+  if (x.fs > 0) {
+    experts.push_back(gemm("shared expert fc1", x.T, x.fs1 / x.t, x.h));
+    experts.push_back(memory_bound("shared expert activation", (x.gated ? 3.0 : 2.0) * e * x.T * x.fs / x.t,
+                                   x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU));
+    experts.push_back(gemm("shared expert fc2", x.T, x.h, x.fs / x.t));
+  }
+  Program p{c.compute("router", route, recompute), ep_collective("moe dispatch all-to-all", dispatched)};
+  if (x.t > 1)
+    p.push_back(collective("moe all-gather", CollectiveKind::ALL_GATHER, gathered));
+  p.push_back(c.compute("experts", experts, recompute));
+  if (x.t > 1)
+    p.push_back(collective("moe reduce-scatter", CollectiveKind::REDUCE_SCATTER, gathered));
+  p.push_back(ep_collective("moe combine all-to-all", dispatched));
+  p.push_back(c.compute("unpermute", {memory_bound("unpermute", 3.0 * e * x.pairs_sent * x.h)}, recompute));
+  return p;
+}
+
+Program moe_backward(const Shape& x, const Costing& c)
+{
+  const double dispatched = x.pairs_taken / x.t * x.h * e;
+  const double gathered = (x.pairs_taken + (x.fs > 0 ? x.T : 0.0)) * x.h * e;
+  const double per_expert = x.pairs_taken / x.local_experts;
+  const double ek = x.local_experts;
+  std::vector<Kernel> experts{
+      gemm("expert fc2 dgrad", per_expert, x.fe / x.t, x.h, ek, GemmLayout::DGRAD),
+      gemm("expert fc2 wgrad", x.fe / x.t, x.h, per_expert, ek, GemmLayout::WGRAD),
+      memory_bound("expert activation backward", (x.gated ? 5.0 : 3.0) * e * x.pairs_taken * x.fe / x.t,
+                   x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true),
+      gemm("expert fc1 dgrad", per_expert, x.h, x.fe1 / x.t, ek, GemmLayout::DGRAD),
+      gemm("expert fc1 wgrad", x.h, x.fe1 / x.t, per_expert, ek, GemmLayout::WGRAD)};
+  if (x.fs > 0)
+    for (const Kernel& k : {gemm("shared expert fc2 dgrad", x.T, x.fs / x.t, x.h, 1, GemmLayout::DGRAD),
+                            gemm("shared expert fc2 wgrad", x.fs / x.t, x.h, x.T, 1, GemmLayout::WGRAD),
+                            memory_bound("shared expert activation backward",
+                                         (x.gated ? 5.0 : 3.0) * e * x.T * x.fs / x.t,
+                                         x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true),
+                            gemm("shared expert fc1 dgrad", x.T, x.h, x.fs1 / x.t, 1, GemmLayout::DGRAD),
+                            gemm("shared expert fc1 wgrad", x.h, x.fs1 / x.t, x.T, 1, GemmLayout::WGRAD)})
+      experts.push_back(k);
+  Program p{c.compute("unpermute backward", {memory_bound("unpermute backward", 3.0 * e * x.pairs_sent * x.h)}),
+            ep_collective("moe combine backward all-to-all", dispatched)};
+  if (x.t > 1)
+    p.push_back(collective("moe output-grad all-gather", CollectiveKind::ALL_GATHER, gathered));
+  p.push_back(c.compute("experts backward", experts));
+  if (x.t > 1)
+    p.push_back(collective("moe input-grad reduce-scatter", CollectiveKind::REDUCE_SCATTER, gathered));
+  p.push_back(ep_collective("moe dispatch backward all-to-all", dispatched));
+  p.push_back(c.compute("router backward", {memory_bound("permute backward", 2.0 * e * x.pairs_sent * x.h),
+                                            memory_bound("router softmax backward", 3.0 * 4.0 * x.Tsp * x.experts),
+                                            gemm("router dgrad", x.Tsp, x.h, x.experts, 1, GemmLayout::DGRAD),
+                                            gemm("router wgrad", x.h, x.experts, x.Tsp, 1, GemmLayout::WGRAD)}));
+  return p;
 }
 
 Program layer_forward(const Shape& x, const Costing& c, bool recompute)
 {
   const double act = x.T * x.h * e; // one hidden-state tensor, whole
-  Program p;
-  if (x.comm_overlap)
-    return layer_forward_overlapped(x, c, recompute);
-  if (x.sp) {
-    p.push_back(c.compute("norm", {norm(x, "input norm")}, recompute));
-    p.push_back(collective("attention all-gather", CollectiveKind::ALL_GATHER, act));
-    p.push_back(c.compute("attention", qkv_to_projection(x), recompute));
-    p.push_back(collective("attention reduce-scatter", CollectiveKind::REDUCE_SCATTER, act));
-    auto ks = residual(x, "attention residual");
-    ks.push_back(norm(x, "ffn norm"));
-    p.push_back(c.compute("norm", ks, recompute));
+  Program p = attention_forward(x, c, recompute);
+  auto norms = residual(x, "attention residual");
+  norms.push_back(norm(x, "ffn norm"));
+  if (x.moe) {
+    p.push_back(c.compute("norm", norms, recompute));
+    append(p, moe_forward(x, c, recompute));
+  } else if (x.comm_overlap) {
+    const auto ffn = ffn_forward(x);
+    p.push_back(c.compute("norm", norms, recompute));
+    p.push_back(overlap(c.compute("fc1", {ffn[0], ffn[1]}, recompute), CollectiveKind::ALL_GATHER, act));
+    p.push_back(overlap(c.compute("fc2", {ffn[2]}, recompute), CollectiveKind::REDUCE_SCATTER, act));
+  } else if (x.sp) {
+    p.push_back(c.compute("norm", norms, recompute));
     p.push_back(collective("ffn all-gather", CollectiveKind::ALL_GATHER, act));
     p.push_back(c.compute("ffn", ffn_forward(x), recompute));
     p.push_back(collective("ffn reduce-scatter", CollectiveKind::REDUCE_SCATTER, act));
   } else {
-    auto attn = std::vector<Kernel>{norm(x, "input norm")};
-    for (auto& k : qkv_to_projection(x))
-      attn.push_back(k);
-    p.push_back(c.compute("attention", attn, recompute));
-    if (x.t > 1)
-      p.push_back(collective("attention all-reduce", CollectiveKind::ALL_REDUCE, act));
-    auto ffn = residual(x, "attention residual");
-    ffn.push_back(norm(x, "ffn norm"));
     for (auto& k : ffn_forward(x))
-      ffn.push_back(k);
-    p.push_back(c.compute("ffn", ffn, recompute));
+      norms.push_back(k);
+    p.push_back(c.compute("ffn", norms, recompute));
     if (x.t > 1)
       p.push_back(collective("ffn all-reduce", CollectiveKind::ALL_REDUCE, act));
   }
@@ -309,37 +471,20 @@ Program layer_forward(const Shape& x, const Costing& c, bool recompute)
   return p;
 }
 
-Program layer_backward(const Shape& x, const Costing& c, model::Recompute recompute)
+// The FFN half of a dense layer's backward pass, from the layer's output gradient to the FFN norm's.
+Program ffn_backward(const Shape& x, const Costing& c)
 {
   const double act = x.T * x.h * e;
-  Program p;
-  if (recompute == model::Recompute::FULL)
-    p = layer_forward(x, c, true);
-
   const std::vector<Kernel> fc2_back{gemm("fc2 dgrad", x.T, x.f / x.t, x.h, 1, GemmLayout::DGRAD),
                                      gemm("fc2 wgrad", x.f / x.t, x.h, x.T, 1, GemmLayout::WGRAD),
                                      memory_bound("activation backward", (x.gated ? 5.0 : 3.0) * e * x.T * x.f / x.t,
                                                   x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true)};
   const Kernel fc1_dgrad = gemm("fc1 dgrad", x.T, x.h, x.f1 / x.t, 1, GemmLayout::DGRAD);
   const Kernel fc1_wgrad = gemm("fc1 wgrad", x.h, x.f1 / x.t, x.T, 1, GemmLayout::WGRAD);
-  std::vector<Kernel> attn_back{gemm("projection dgrad", x.T, x.q / x.t, x.h, 1, GemmLayout::DGRAD),
-                                gemm("projection wgrad", x.q / x.t, x.h, x.T, 1, GemmLayout::WGRAD)};
-  for (auto& k : core_backward(x))
-    attn_back.push_back(k);
-  if (x.rope)
-    attn_back.push_back(memory_bound("rotary backward", 2.0 * e * x.T * (x.q + x.kv) / x.t, MemoryKernel::ROPE, true));
-  const Kernel qkv_dgrad = gemm("qkv dgrad", x.T, x.h, (x.q + 2.0 * x.kv) / x.t, 1, GemmLayout::DGRAD);
-  const Kernel qkv_wgrad = gemm("qkv wgrad", x.h, (x.q + 2.0 * x.kv) / x.t, x.T, 1, GemmLayout::WGRAD);
-  const std::vector<Kernel> residual_back{residual_backward(x)};
-  const bool selective = recompute == model::Recompute::SELECTIVE;
-
-  auto attention_core_recompute = [&](Program& into) {
-    if (selective)
-      into.push_back(c.compute("attention core recompute", core_forward(x), true));
-  };
-
+  const Kernel residual_back = residual_backward(x);
+  Program p;
   if (x.sp) {
-    p.push_back(c.compute("residual", residual_back));
+    p.push_back(c.compute("residual", {residual_back}));
     if (x.comm_overlap) {
       p.push_back(overlap(c.compute("fc2 dgrad", {fc2_back[0]}), CollectiveKind::ALL_GATHER, act));
       p.push_back(c.compute("ffn dgrad", {fc2_back[1], fc2_back[2]}));
@@ -349,10 +494,36 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
     }
     backward_overlap(p, x, c.compute("fc1 dgrad", {fc1_dgrad}), CollectiveKind::ALL_GATHER, act, true);
     backward_overlap(p, x, c.compute("fc1 wgrad", {fc1_wgrad}), CollectiveKind::REDUCE_SCATTER, act);
-    auto ks = std::vector<Kernel>{norm_backward(x, "ffn norm backward")};
-    ks.push_back(residual_back.front());
-    p.push_back(c.compute("norm backward", ks));
-    attention_core_recompute(p);
+    return p;
+  }
+  std::vector<Kernel> ffn{residual_back};
+  for (const auto& k : fc2_back)
+    ffn.push_back(k);
+  ffn.push_back(fc1_dgrad);
+  p.push_back(c.compute("ffn dgrad", ffn));
+  if (x.t > 1)
+    backward_overlap(p, x, c.compute("fc1 wgrad", {fc1_wgrad}), CollectiveKind::ALL_REDUCE, act);
+  else
+    p.push_back(c.compute("fc1 wgrad", {fc1_wgrad}));
+  return p;
+}
+
+// The attention half of a layer's backward pass, from the attention residual's gradient to the input norm's input.
+Program attention_backward(const Shape& x, const Costing& c)
+{
+  const double act = x.T * x.h * e;
+  std::vector<Kernel> attn_back{gemm("projection dgrad", x.T, x.o / x.t, x.h, 1, GemmLayout::DGRAD),
+                                gemm("projection wgrad", x.o / x.t, x.h, x.T, 1, GemmLayout::WGRAD)};
+  for (auto& k : core_backward(x))
+    attn_back.push_back(k);
+  if (x.rope)
+    attn_back.push_back(memory_bound("rotary backward", 2.0 * e * x.T * (x.q + x.kv) / x.t, MemoryKernel::ROPE, true));
+  if (x.qk_norm)
+    attn_back.push_back(memory_bound("qk norm backward", 3.0 * e * x.T * (x.q + x.kv) / x.t, x.norm, true));
+  const std::vector<Kernel> qkv_dgrad = qkv_gemms(x, GemmLayout::DGRAD);
+  const std::vector<Kernel> qkv_wgrad = qkv_gemms(x, GemmLayout::WGRAD);
+  Program p;
+  if (x.sp) {
     if (x.comm_overlap) {
       p.push_back(overlap(c.compute("projection dgrad", {attn_back[0]}), CollectiveKind::ALL_GATHER, act));
       p.push_back(c.compute("attention dgrad", std::vector<Kernel>(attn_back.begin() + 1, attn_back.end())));
@@ -360,29 +531,40 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
       p.push_back(collective("attention output-grad all-gather", CollectiveKind::ALL_GATHER, act));
       p.push_back(c.compute("attention dgrad", attn_back));
     }
-    backward_overlap(p, x, c.compute("qkv dgrad", {qkv_dgrad}), CollectiveKind::ALL_GATHER, act, true);
-    backward_overlap(p, x, c.compute("qkv wgrad", {qkv_wgrad}), CollectiveKind::REDUCE_SCATTER, act);
+    backward_overlap(p, x, c.compute("qkv dgrad", qkv_dgrad), CollectiveKind::ALL_GATHER, act, true);
+    backward_overlap(p, x, c.compute("qkv wgrad", qkv_wgrad), CollectiveKind::REDUCE_SCATTER, act);
   } else {
-    auto ffn = residual_back;
-    for (auto& k : fc2_back)
-      ffn.push_back(k);
-    ffn.push_back(fc1_dgrad);
-    p.push_back(c.compute("ffn dgrad", ffn));
+    attn_back.insert(attn_back.end(), qkv_dgrad.begin(), qkv_dgrad.end());
+    p.push_back(c.compute("attention dgrad", attn_back));
     if (x.t > 1)
-      backward_overlap(p, x, c.compute("fc1 wgrad", {fc1_wgrad}), CollectiveKind::ALL_REDUCE, act);
+      backward_overlap(p, x, c.compute("qkv wgrad", qkv_wgrad), CollectiveKind::ALL_REDUCE, act);
     else
-      p.push_back(c.compute("fc1 wgrad", {fc1_wgrad}));
-    p.push_back(c.compute("norm backward", {norm_backward(x, "ffn norm backward"), residual_back.front()}));
-    attention_core_recompute(p);
-    auto attn = attn_back;
-    attn.push_back(qkv_dgrad);
-    p.push_back(c.compute("attention dgrad", attn));
-    if (x.t > 1)
-      backward_overlap(p, x, c.compute("qkv wgrad", {qkv_wgrad}), CollectiveKind::ALL_REDUCE, act);
-    else
-      p.push_back(c.compute("qkv wgrad", {qkv_wgrad}));
+      p.push_back(c.compute("qkv wgrad", qkv_wgrad));
   }
   p.push_back(c.compute("norm backward", {norm_backward(x, "input norm backward")}));
+  return p;
+}
+
+Program layer_backward(const Shape& x, const Costing& c, model::Recompute recompute)
+{
+  Program p;
+  if (recompute == model::Recompute::FULL)
+    p = layer_forward(x, c, true);
+  if (x.moe) { // with tp > 1, sequence parallelism (the plan requires it)
+    p.push_back(c.compute("residual", {residual_backward(x)}));
+    append(p, moe_backward(x, c));
+  } else {
+    for (const Step& s : ffn_backward(x, c))
+      p.push_back(s);
+  }
+  std::vector<Kernel> norms{norm_backward(x, "ffn norm backward"), residual_backward(x)};
+  if (x.post_norms) // the attention's and the FFN's post-norms
+    norms.insert(norms.end(), 2, norm_backward(x, "post norm backward"));
+  p.push_back(c.compute("norm backward", norms));
+  if (recompute == model::Recompute::SELECTIVE)
+    p.push_back(c.compute("attention core recompute", core_forward(x), true));
+  for (const Step& s : attention_backward(x, c))
+    p.push_back(s);
   return p;
 }
 
@@ -451,6 +633,17 @@ hardware::GpuSpec paced_by_slowest(const hardware::GpuSpec& gpu, const plan::Par
   return paced;
 }
 
+// The kinds of layer (layer_kind) the model has, in order of their first layer, and their names in kernel tables.
+std::vector<int> kinds_of(const model::ModelSpec& m)
+{
+  std::vector<int> kinds;
+  for (std::int64_t l = 0; l < m.num_layers; ++l)
+    if (std::find(kinds.begin(), kinds.end(), layer_kind(m, l)) == kinds.end())
+      kinds.push_back(layer_kind(m, l));
+  return kinds;
+}
+constexpr std::array<const char*, 4> kind_names{"layer", "moe layer", "windowed layer", "windowed moe layer"};
+
 } // namespace
 
 double optimizer_bytes_per_param(const plan::ParallelPlan& p)
@@ -510,12 +703,15 @@ std::vector<KernelCost> kernel_costs(const model::ModelSpec& m, const plan::Para
 {
   std::vector<KernelCost> log;
   const hardware::GpuSpec paced = paced_by_slowest(gpu, p);
-  const Shape x = shape_of(m, p, paced);
   Costing c(paced, p.precision, &log);
-  c.set_program("layer forward");
-  layer_forward(x, c, false);
-  c.set_program("layer backward");
-  layer_backward(x, c, p.recompute);
+  for (int kind : kinds_of(m)) {
+    const Shape layer = shape_of(m, p, paced, kind);
+    c.set_program(kind_names[static_cast<std::size_t>(kind)] + std::string(" forward"));
+    layer_forward(layer, c, false);
+    c.set_program(kind_names[static_cast<std::size_t>(kind)] + std::string(" backward"));
+    layer_backward(layer, c, p.recompute);
+  }
+  const Shape x = shape_of(m, p, paced, 0);
   c.set_program("embedding forward");
   embedding_forward(x, c);
   c.set_program("embedding backward");
@@ -530,7 +726,7 @@ std::vector<KernelCost> kernel_costs(const model::ModelSpec& m, const plan::Para
 LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu_in)
 {
   const hardware::GpuSpec gpu = paced_by_slowest(gpu_in, p);
-  const Shape x = shape_of(m, p, gpu);
+  const Shape x = shape_of(m, p, gpu, 0);
   const Costing c(gpu, p.precision);
   // Consecutive compute steps (no collective between them, as with tp = 1) run as one task.
   auto merged = [](const Program& steps) {
@@ -539,8 +735,11 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
     return out;
   };
   LayerPrograms out;
-  out.layer_forward = merged(layer_forward(x, c, false));
-  out.layer_backward = merged(layer_backward(x, c, p.recompute));
+  for (int kind : kinds_of(m)) {
+    const Shape layer = shape_of(m, p, gpu, kind);
+    out.layer_forward[static_cast<std::size_t>(kind)] = merged(layer_forward(layer, c, false));
+    out.layer_backward[static_cast<std::size_t>(kind)] = merged(layer_backward(layer, c, p.recompute));
+  }
   out.embedding_forward = merged(embedding_forward(x, c));
   out.embedding_backward = merged(embedding_backward(x, c));
   out.head_forward = merged(head_forward(x, c));

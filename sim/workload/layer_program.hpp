@@ -12,12 +12,17 @@
 
 namespace sim::workload {
 
-enum class CollectiveKind { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER };
+enum class CollectiveKind { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, ALL_TO_ALL };
 
-inline constexpr std::array<core::Choice<CollectiveKind>, 3> collective_kind_choices{
+inline constexpr std::array<core::Choice<CollectiveKind>, 4> collective_kind_choices{
     {{"all_reduce", CollectiveKind::ALL_REDUCE},
      {"reduce_scatter", CollectiveKind::REDUCE_SCATTER},
-     {"all_gather", CollectiveKind::ALL_GATHER}}};
+     {"all_gather", CollectiveKind::ALL_GATHER},
+     {"all_to_all", CollectiveKind::ALL_TO_ALL}}};
+
+// The group a layer's collective runs over: its tensor-parallel group, or its expert-parallel group (a MoE layer's
+// token dispatch and combine).
+enum class Group { TP, EP };
 
 struct Step {
   enum class Kind { COMPUTE, COLLECTIVE, OVERLAP };
@@ -28,16 +33,33 @@ struct Step {
   double memory_s = 0; // the part of duration_s its memory-bound kernels take (what HBM contention slows)
   double flops = 0;    // as executed
   bool recompute = false;
-  // COLLECTIVE and OVERLAP: over the tensor-parallel group, of a `bytes` buffer (the whole, not a shard).
+  // COLLECTIVE and OVERLAP: over `group`, of a `bytes` buffer (the whole, not a shard; an all-to-all's: what each
+  // rank sends, spread evenly over the group).
   CollectiveKind collective = CollectiveKind::ALL_REDUCE;
+  Group group = Group::TP;
   double bytes = 0;
 };
 
 using Program = std::vector<Step>;
 
+// A layer's kind: 1 for a MoE layer, plus 2 for sliding-window attention.
+inline int layer_kind(const model::ModelSpec& m, std::int64_t layer)
+{
+  return (m.is_moe_layer(layer) ? 1 : 0) + (m.is_local_attention(layer) ? 2 : 0);
+}
+
 struct LayerPrograms {
-  Program layer_forward;
-  Program layer_backward; // includes the recomputation the plan asks for
+  // A transformer layer's passes, per kind of layer (layer_kind): built for the kinds the model has.
+  std::array<Program, 4> layer_forward;
+  std::array<Program, 4> layer_backward; // includes the recomputation the plan asks for
+  const Program& forward_of(const model::ModelSpec& m, std::int64_t layer) const
+  {
+    return layer_forward[static_cast<std::size_t>(layer_kind(m, layer))];
+  }
+  const Program& backward_of(const model::ModelSpec& m, std::int64_t layer) const
+  {
+    return layer_backward[static_cast<std::size_t>(layer_kind(m, layer))];
+  }
   Program embedding_forward;
   Program embedding_backward;
   Program head_forward; // final norm, logits, cross entropy

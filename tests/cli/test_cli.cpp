@@ -589,3 +589,31 @@ TEST_CASE("validate --set applies to every converted case")
   };
   CHECK(predicted(slow.out) < 0.7 * predicted(base.out));
 }
+
+TEST_CASE("an expert-parallel run folds exactly, inside a node and across nodes")
+{
+  for (const char* ep : {"8", "16"}) {
+    INFO("ep " << ep);
+    const std::string s = scenario("moe/qwen3-30b-a3b-h100.json") + " --set plan.ep=" + ep;
+    const auto folded = run_json(s);
+    const auto full = run_json(s + " --no-fold");
+    CHECK(folded["step_time_s"].get<double>() == Approx(full["step_time_s"].get<double>()).epsilon(1e-9));
+    CHECK(folded["breakdown_s"]["ep_exposed"].get<double>() ==
+          Approx(full["breakdown_s"]["ep_exposed"].get<double>()).epsilon(1e-9));
+    CHECK(folded["breakdown_s"]["ep_exposed"].get<double>() > 0);
+  }
+}
+
+TEST_CASE("an all-to-all that leaves the node and a busier expert both lengthen a MoE step")
+{
+  const std::string s = scenario("moe/qwen3-30b-a3b-h100.json");
+  const auto inside = run_json(s);
+  const auto across = run_json(s + " --set plan.ep=16");
+  CHECK(across["breakdown_s"]["ep_exposed"].get<double>() > 2.0 * inside["breakdown_s"]["ep_exposed"].get<double>());
+  const auto busy = run_json(s + " --set plan.expert_load_imbalance=2");
+  CHECK(busy["step_time_s"].get<double>() > inside["step_time_s"].get<double>());
+  CHECK(busy["breakdown_s"]["compute"].get<double>() > inside["breakdown_s"]["compute"].get<double>());
+  // Imbalance costs time, not work: the same model FLOPs, counted on the active parameters.
+  CHECK(busy["model_flops_per_step"] == inside["model_flops_per_step"]);
+  CHECK(inside["model"]["active_params"].get<double>() < 0.15 * inside["model"]["params"].get<double>());
+}

@@ -8,6 +8,8 @@
 
 #include "../unit/support.hpp"
 
+#include <numeric>
+
 namespace {
 
 struct Run {
@@ -65,6 +67,32 @@ void check_bubble(int p, int m, const std::string& schedule, int v = 1)
   }
 }
 
+// The time one phase of flows takes when replayed alone on a cluster.
+double replay_phase(const sim::topology::ClusterGraph& graph, const sim::workload::CollectivePhase& phase)
+{
+  sim::workload::TaskGraph g;
+  g.gpus = graph.gpus();
+  g.cluster_gpus = graph.gpus();
+  g.stage_leaders = {0};
+  const auto begin = g.add(sim::workload::Task{});
+  std::vector<sim::workload::TaskId> flows;
+  for (const auto& f : phase) {
+    sim::workload::Task t;
+    t.kind = sim::workload::TaskKind::TRANSFER;
+    t.rank = f.src;
+    t.peer = f.dst;
+    t.bytes = f.bytes;
+    t.latency_s = f.latency_s;
+    flows.push_back(g.add(t));
+    g.depend(flows.back(), begin);
+  }
+  g.step_end = g.add(sim::workload::Task{});
+  for (auto f : flows)
+    g.depend(g.step_end, f);
+  g.finalize();
+  return sim::engine::replay(g, graph).step_time_s;
+}
+
 } // namespace
 
 TEST_CASE("1F1B bubble with balanced stages and free communication: p = 2, m = 4")
@@ -106,70 +134,54 @@ TEST_CASE("a compute-only step takes its FLOPs divided by the GPU's rate")
 
 TEST_CASE("one ring all-reduce over NVSwitch takes NCCL's latency plus 2(n-1)/n S over the achievable bandwidth")
 {
-  const auto spec = sim::scenario::load_cluster("dgx-a100", test::options());
-  const auto graph = sim::topology::build_graph(spec, 1);
-  sim::workload::TaskGraph g;
-  g.gpus = 8;
-  g.cluster_gpus = 8;
-  g.stage_leaders = {0};
-  sim::workload::Task start;
-  const auto begin = g.add(start);
-  std::vector<sim::workload::TaskId> flows;
+  const auto graph = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 1);
   const double bytes = 1e9;
   const std::vector<int> ring{0, 1, 2, 3, 4, 5, 6, 7};
   const auto phases = sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, ring, bytes, graph,
                                                       sim::plan::CollectiveAlgorithm::RING);
-  for (const auto& f : phases.at(0)) {
-    sim::workload::Task t;
-    t.kind = sim::workload::TaskKind::TRANSFER;
-    t.rank = f.src;
-    t.peer = f.dst;
-    t.bytes = f.bytes;
-    t.latency_s = f.latency_s;
-    flows.push_back(g.add(t));
-    g.depend(flows.back(), begin);
-  }
-  g.step_end = g.add(start);
-  for (auto f : flows)
-    g.depend(g.step_end, f);
-  g.finalize();
-  const auto tl = sim::engine::replay(g, graph);
   const int n = 8;
   const double alpha = 3.4e-6; // NCCL's per-step latency on NVLink (Simple protocol), plus its 8.4 us base
   const double beta = 300e9 * 0.767;
-  CHECK(tl.step_time_s == Approx(8.4e-6 + 2 * (n - 1) * alpha + 2.0 * (n - 1) / n * bytes / beta).epsilon(0.01));
+  CHECK(replay_phase(graph, phases.at(0)) ==
+        Approx(8.4e-6 + 2 * (n - 1) * alpha + 2.0 * (n - 1) / n * bytes / beta).epsilon(0.01));
 }
 
 TEST_CASE("a data-parallel ring across nodes runs at the NICs' achievable bandwidth")
 {
-  const auto spec = sim::scenario::load_cluster("dgx-h100", test::options());
-  const auto graph = sim::topology::build_graph(spec, 4);
-  sim::workload::TaskGraph g;
-  g.gpus = 32;
-  g.cluster_gpus = 32;
-  g.stage_leaders = {0};
-  const auto begin = g.add(sim::workload::Task{});
-  std::vector<sim::workload::TaskId> flows;
+  const auto graph = sim::topology::build_graph(sim::scenario::load_cluster("dgx-h100", test::options()), 4);
   const double bytes = 4e9;
   const auto phases = sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, {0, 8, 16, 24}, bytes,
                                                       graph, sim::plan::CollectiveAlgorithm::AUTO);
-  for (const auto& f : phases.at(0)) {
-    sim::workload::Task t;
-    t.kind = sim::workload::TaskKind::TRANSFER;
-    t.rank = f.src;
-    t.peer = f.dst;
-    t.bytes = f.bytes;
-    t.latency_s = f.latency_s;
-    flows.push_back(g.add(t));
-    g.depend(flows.back(), begin);
-  }
-  g.step_end = g.add(sim::workload::Task{});
-  for (auto f : flows)
-    g.depend(g.step_end, f);
-  g.finalize();
-  const auto tl = sim::engine::replay(g, graph);
   const double beta = 50e9 * 0.94;
-  CHECK(tl.step_time_s == Approx(8.4e-6 + 6 * 9.6e-6 + 2.0 * 3 / 4 * bytes / beta).epsilon(0.01));
+  CHECK(replay_phase(graph, phases.at(0)) == Approx(8.4e-6 + 6 * 9.6e-6 + 2.0 * 3 / 4 * bytes / beta).epsilon(0.01));
+}
+
+TEST_CASE("an all-to-all over NVSwitch moves (n-1)/n of each GPU's buffer through its NVLink port")
+{
+  // Every GPU sends S/n to each of the n-1 others at once: its port carries (n-1)/n S out and as much in.
+  const auto graph = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 1);
+  const double bytes = 1e9;
+  const auto phases = sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_TO_ALL,
+                                                      {0, 1, 2, 3, 4, 5, 6, 7}, bytes, graph,
+                                                      sim::plan::CollectiveAlgorithm::AUTO);
+  REQUIRE(phases.size() == 1);
+  CHECK(phases[0].size() == 56);
+  const double beta = 300e9 * 0.767;
+  CHECK(replay_phase(graph, phases[0]) == Approx(8.4e-6 + 3.4e-6 + 7.0 / 8.0 * bytes / beta).epsilon(0.01));
+}
+
+TEST_CASE("an all-to-all across two nodes is bound by each GPU's NIC carrying half its buffer")
+{
+  // 16 GPUs on two DGX H100s: each sends 8/16 of its buffer to the other node through its own 400 Gb/s NIC (and 7/16
+  // over NVLink, four times faster), so the NICs set the time.
+  const auto graph = sim::topology::build_graph(sim::scenario::load_cluster("dgx-h100", test::options()), 2);
+  const double bytes = 1e9;
+  std::vector<int> ranks(16);
+  std::iota(ranks.begin(), ranks.end(), 0);
+  const auto phases = sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_TO_ALL, ranks, bytes, graph,
+                                                      sim::plan::CollectiveAlgorithm::AUTO);
+  const double beta = 50e9 * 0.94;
+  CHECK(replay_phase(graph, phases.at(0)) == Approx(8.4e-6 + 9.6e-6 + 8.0 / 16.0 * bytes / beta).epsilon(0.01));
 }
 
 TEST_CASE("a dependency cycle stops the replay with an error naming the stuck tasks, not a hang")

@@ -52,6 +52,12 @@ TEST_CASE("every model preset's parameter count is within 1% of the published on
     const double computed = sim::model::count_params(m).total;
     const double tolerance = std::max(0.01 * published, rounding_of(published));
     CHECK(std::fabs(computed - published) <= tolerance);
+    if (m.published_active_params) { // counted with the word embedding, or without it (DeepSeek, gpt-oss)
+      const auto p = sim::model::count_params(m);
+      const double active = *m.published_active_params;
+      const double slack = std::max(0.02 * active, rounding_of(active));
+      CHECK(std::min(std::fabs(p.active - active), std::fabs(p.active - p.word_embedding - active)) <= slack);
+    }
   }
 }
 

@@ -302,7 +302,7 @@ TEST_CASE("full recomputation adds the forward pass again, selective only the at
   const auto programs =
       sim::workload::build_programs(selective.scenario.model, selective.scenario.plan, selective.scenario.cluster.gpu);
   double core = 0;
-  for (const auto& step : programs.layer_backward)
+  for (const auto& step : programs.layer_backward[0])
     if (step.recompute)
       core += step.duration_s;
   CHECK(core > 0);
@@ -441,7 +441,7 @@ TEST_CASE("the 2021 code's TP backward all-reduce blocks after the weight gradie
     const auto programs = sim::workload::build_programs(s.model, s.plan, s.cluster.gpu);
     std::size_t beside = 0;
     std::size_t blocking_after_wgrad = 0;
-    const auto& p = programs.layer_backward;
+    const auto& p = programs.layer_backward[0];
     for (std::size_t i = 0; i < p.size(); ++i) {
       if (p[i].kind == sim::workload::Step::Kind::OVERLAP &&
           p[i].collective == sim::workload::CollectiveKind::ALL_REDUCE)
