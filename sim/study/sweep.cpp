@@ -398,6 +398,18 @@ std::vector<Layout> vary_layouts(const std::vector<std::string>& specs)
   return layouts;
 }
 
+// Expert-parallel sizes to try with dp data-parallel ranks: powers of two dividing dp and the expert count (1 for
+// a dense model).
+std::vector<int> expert_parallel_sizes(const model::ModelSpec& m, int dp)
+{
+  std::vector<int> out{1};
+  if (m.moe)
+    for (int ep = 2; ep <= dp; ep *= 2)
+      if (dp % ep == 0 && m.moe->num_experts % ep == 0)
+        out.push_back(ep);
+  return out;
+}
+
 std::vector<Layout> auto_layouts(const scenario::Scenario& base)
 {
   const auto& m = base.model;
@@ -405,7 +417,9 @@ std::vector<Layout> auto_layouts(const scenario::Scenario& base)
   const std::int64_t global_batch = base.plan.global_batch;
   std::vector<Layout> out;
   for (int tp = 1; tp <= base.cluster.node.gpus && tp <= gpus; tp *= 2) {
-    if (m.num_attention_heads % tp != 0 || m.num_kv_heads % tp != 0 || m.ffn_hidden_size % tp != 0)
+    if (m.num_attention_heads % tp != 0 || m.num_kv_heads % tp != 0 ||
+        (m.ffn_hidden_size % tp != 0 && m.moe_layers() < m.num_layers) ||
+        (m.moe && (m.moe->expert_ffn_hidden_size % tp != 0 || m.moe->shared_expert_ffn_hidden_size % tp != 0)))
       continue;
     for (int pp = 1; pp <= m.num_layers && tp * pp <= gpus; ++pp) {
       if (gpus % (tp * pp) != 0)
@@ -423,16 +437,22 @@ std::vector<Layout> auto_layouts(const scenario::Scenario& base)
             if (m.num_layers % (pp * v) == 0 && microbatches % pp == 0)
               schedules.emplace_back("interleaved", v);
         for (const auto& [schedule, v] : schedules)
-          for (int zero = 0; zero <= (pp == 1 ? 3 : 1); ++zero)
+          for (int zero = 0; zero <= (pp == 1 && !m.moe ? 3 : 1); ++zero)
             for (const char* recompute : {"none", "selective", "full"})
               for (bool sp : tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false})
-                out.push_back(
-                    Layout{{fmt::format("plan.tp={}", tp), fmt::format("plan.pp={}", pp), fmt::format("plan.dp={}", dp),
+                for (int ep : expert_parallel_sizes(m, dp)) {
+                  if (m.moe && tp > 1 && !sp) // Megatron-core's MoE layers need sequence parallelism with TP
+                    continue;
+                  Layout l{{fmt::format("plan.tp={}", tp), fmt::format("plan.pp={}", pp), fmt::format("plan.dp={}", dp),
                             fmt::format("plan.micro_batch={}", mbs), fmt::format("plan.schedule={}", schedule),
                             fmt::format("plan.virtual_stages={}", v), fmt::format("plan.zero_stage={}", zero),
                             fmt::format("plan.recompute={}", recompute),
                             fmt::format("plan.sequence_parallel={}", sp ? "true" : "false"),
-                            "plan.distributed_optimizer=null", "plan.layers_per_stage=null"}});
+                            "plan.distributed_optimizer=null", "plan.layers_per_stage=null"}};
+                  if (m.moe)
+                    l.overrides.push_back(fmt::format("plan.ep={}", ep));
+                  out.push_back(std::move(l));
+                }
       }
     }
   }

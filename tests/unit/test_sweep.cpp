@@ -116,6 +116,24 @@ TEST_CASE("the automatic layouts are valid plans, with the scenario's own layout
                      "sequence_parallel=false") == 1);
 }
 
+TEST_CASE("auto layouts also enumerate expert parallelism for a MoE model, every layout valid")
+{
+  const auto path = test::source_dir() / "scenarios/moe/qwen3-30b-a3b-h100.json";
+  const auto base = sim::scenario::load_scenario(path, test::options());
+  std::set<int> eps;
+  std::size_t checked = 0;
+  for (const auto& l : auto_layouts(base)) {
+    INFO(layout_label(l));
+    REQUIRE(l.overrides.back().rfind("plan.ep=", 0) == 0);
+    eps.insert(std::stoi(l.overrides.back().substr(8)));
+    if (++checked % 7 == 0) { // a sample: loading them all takes a while
+      const auto s = sim::scenario::load_scenario(path, test::options(l.overrides)); // throws if not a valid plan
+      CHECK(s.plan.dp % s.plan.ep == 0);
+    }
+  }
+  CHECK(eps == std::set<int>{1, 2, 4, 8, 16, 32, 64});
+}
+
 TEST_CASE("ranking orders the simulated layouts by the metric, ties by enumeration order, the rest after")
 {
   auto r = result({skipped(0, Outcome::OUT_OF_MEMORY, "needs more"), ranked(1, 100, {"plan.tp=1"}),
