@@ -39,8 +39,8 @@ InFlight in_flight(const plan::ParallelPlan& p, int stage);
 struct StageMemory {
   int stage = 0;
   int layers = 0;
-  double params = 0;       // parameters on one GPU of this stage (its tensor- and expert-parallel shard)
-  double layer_params = 0; // of which in transformer layers
+  double params = 0;        // parameters on one GPU of this stage (its tensor- and expert-parallel shard)
+  double layer_params = 0;  // of which in transformer layers
   double expert_params = 0; // of which routed experts
   double weights_bytes = 0;
   double grads_bytes = 0;

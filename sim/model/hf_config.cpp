@@ -197,9 +197,9 @@ void sliding_window(Converter& c, std::int64_t every)
       if (types->element(i).as_string() != expected)
         types->element(i).fail(
             "a layer pattern simtrain cannot express",
-            first_full > 0 ? fmt::format("\"{}\" (every {}-th layer full attention, the others sliding)", expected,
-                                         first_full)
-                           : "sliding_attention");
+            first_full > 0
+                ? fmt::format("\"{}\" (every {}-th layer full attention, the others sliding)", expected, first_full)
+                : "sliding_attention");
     }
     every = first_full;
   }
@@ -236,7 +236,6 @@ FfnKind activation(const Converter& c, const char* fallback, bool gated)
       .fail("unsupported activation", "one of silu, gelu, gelu_new, gelu_pytorch_tanh, relu");
 }
 
-
 // Qwen's sliding window applies to layers above max_window_layers only: not a pattern simtrain describes.
 void refuse_sliding_window(const Converter& c)
 {
@@ -255,7 +254,8 @@ bool looks_like_hf_config(const core::Json& json)
 HfConversion convert_hf_config(const core::Node& config, const std::string& name)
 {
   Converter c(config);
-  const core::Node type_node = c.require({"model_type"}, "a model_type simtrain reads (llama, mixtral, deepseek_v3, ...)");
+  const core::Node type_node =
+      c.require({"model_type"}, "a model_type simtrain reads (llama, mixtral, deepseek_v3, ...)");
   const Family family = type_node.as_choice<Family>(family_choices);
   if (!is_moe_family(family))
     for (auto key : moe_keys)

@@ -25,8 +25,9 @@ MoeSpec read_moe(const core::Node& node, std::int64_t layers)
     r.at("experts_per_token", "")
         .fail(fmt::format("exceeds num_experts={}", moe.num_experts), "at most num_experts experts per token");
   if (moe.shared_expert_gate && moe.shared_expert_ffn_hidden_size == 0)
-    r.at("shared_expert_gate", "").fail("gates a shared expert the model does not have",
-                                        "shared_expert_ffn_hidden_size > 0, or no shared_expert_gate");
+    r.at("shared_expert_gate", "")
+        .fail("gates a shared expert the model does not have",
+              "shared_expert_ffn_hidden_size > 0, or no shared_expert_gate");
   return moe;
 }
 

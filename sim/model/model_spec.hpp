@@ -82,8 +82,8 @@ struct ModelSpec {
   bool linear_bias = true;     // bias on the attention output and FFN projections
   bool dropout = true;         // dropout layers present in training (their masks take activation memory)
   bool embedding_norm = false; // a norm right after the word embedding (BLOOM)
-  bool qk_norm = false;    // RMSNorm on each query and key head (Qwen3, Gemma 3)
-  bool post_norms = false; // norms after attention and after the FFN too (Gemma 2/3): four per layer
+  bool qk_norm = false;        // RMSNorm on each query and key head (Qwen3, Gemma 3)
+  bool post_norms = false;     // norms after attention and after the FFN too (Gemma 2/3): four per layer
   // Sliding-window attention: layers attend to the last `sliding_window` tokens (0: every layer attends to all),
   // except every `global_attention_every`-th layer (1-based; 0: none), which attends to all.
   std::int64_t sliding_window = 0;

@@ -18,9 +18,9 @@ struct LayerParams {
 };
 
 struct ParamCount {
-  LayerParams layer;     // a dense transformer layer
-  LayerParams moe_layer; // a mixture-of-experts layer (all zero for a dense model)
-  double layers = 0;     // all transformer layers
+  LayerParams layer;         // a dense transformer layer
+  LayerParams moe_layer;     // a mixture-of-experts layer (all zero for a dense model)
+  double layers = 0;         // all transformer layers
   double word_embedding = 0; // vocab x hidden
   double position_embedding = 0;
   double embedding_norm = 0;

@@ -30,13 +30,12 @@ void check_experts(const ParallelPlan& p, const core::Node& node, const model::M
   }
   const model::MoeSpec& e = *m.moe;
   if (p.dp % p.ep != 0)
-    infeasible(node, "ep",
-               fmt::format("{} does not divide dp={}: expert-parallel groups are made of data-parallel ranks", p.ep,
-                           p.dp),
-               "a divisor of dp");
+    infeasible(
+        node, "ep",
+        fmt::format("{} does not divide dp={}: expert-parallel groups are made of data-parallel ranks", p.ep, p.dp),
+        "a divisor of dp");
   if (e.num_experts % p.ep != 0)
-    infeasible(node, "ep",
-               fmt::format("{} does not divide num_experts={} of model '{}'", p.ep, e.num_experts, m.name),
+    infeasible(node, "ep", fmt::format("{} does not divide num_experts={} of model '{}'", p.ep, e.num_experts, m.name),
                "a divisor of num_experts");
   if (p.etp != p.tp)
     infeasible(node, "etp",
@@ -55,12 +54,13 @@ void check_experts(const ParallelPlan& p, const core::Node& node, const model::M
     infeasible(node, "zero_stage", "ZeRO-2/3 with MoE layers is not simulated yet",
                "zero_stage 0 or 1, or the distributed optimizer");
   if (p.overlap_param_gather)
-    infeasible(node, "overlap_param_gather", "overlapping the parameter all-gather with MoE layers is not simulated yet",
+    infeasible(node, "overlap_param_gather",
+               "overlapping the parameter all-gather with MoE layers is not simulated yet",
                "overlap_param_gather false");
   if (p.expert_load_imbalance > p.ep)
     infeasible(node, "expert_load_imbalance",
-               fmt::format("{} exceeds ep={}: the busiest rank cannot take more than every token", p.expert_load_imbalance,
-                           p.ep),
+               fmt::format("{} exceeds ep={}: the busiest rank cannot take more than every token",
+                           p.expert_load_imbalance, p.ep),
                fmt::format("between 1 and ep={}", p.ep));
 }
 
@@ -89,8 +89,7 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
     throw core::InfeasiblePlan(cp->location(), "context parallelism is not simulated yet", cp->json().dump(), "cp 1");
   r.allow({"cp_kind"});
   if (auto precision = r.find("precision"); precision && precision->json() == "fp8")
-    throw core::InfeasiblePlan(precision->location(), "FP8 training is not simulated yet", "\"fp8\"",
-                               "bf16 or fp16");
+    throw core::InfeasiblePlan(precision->location(), "FP8 training is not simulated yet", "\"fp8\"", "bf16 or fp16");
   p.micro_batch = static_cast<int>(r.integer_or("micro_batch", 1, 1, 1 << 16));
   p.global_batch = r.integer_or("global_batch", static_cast<std::int64_t>(p.micro_batch) * p.dp, 1);
   if (model.seq_length == 0 && !r.has("seq_length"))

@@ -207,9 +207,10 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
     sharding += ", distributed optimizer";
   line(fmt::format("plan     TP {} x PP {} x DP {}{}; micro-batch {}, global batch {} ({} micro-batch{} per pipeline), "
                    "sequence {}; {}; recompute {}{}{}",
-                   p.tp, p.pp, p.dp, p.ep > 1 ? fmt::format(" (EP {})", p.ep) : "", p.micro_batch, p.global_batch, p.microbatches(), p.microbatches() == 1 ? "" : "es",
-                   p.seq_length, schedule, name_of(p.recompute, model::recompute_choices),
-                   p.sequence_parallel ? ", sequence parallel" : "", sharding));
+                   p.tp, p.pp, p.dp, p.ep > 1 ? fmt::format(" (EP {})", p.ep) : "", p.micro_batch, p.global_batch,
+                   p.microbatches(), p.microbatches() == 1 ? "" : "es", p.seq_length, schedule,
+                   name_of(p.recompute, model::recompute_choices), p.sequence_parallel ? ", sequence parallel" : "",
+                   sharding));
   line("");
   line("Memory per GPU, one GPU of each pipeline stage (GiB)");
   line(fmt::format("{:>5} {:>6} {:>9} {:>8} {:>8} {:>9} {:>11} {:>7} {:>8} {:>8}  {}", "stage", "layers", "params",
@@ -249,8 +250,7 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
                    flop_count(a.step.backward), flop_count(a.step.recompute)));
   line(fmt::format("  model FLOPs {} ({:.2f} x {}params per token), hardware FLOPs {} over {} tokens",
                    flop_count(a.step.model()), a.step.model() / a.tokens_per_step / a.memory.active_params,
-                   m.moe ? "active " : "",
-                   flop_count(a.step.hardware()), core::format_count(a.tokens_per_step)));
+                   m.moe ? "active " : "", flop_count(a.step.hardware()), core::format_count(a.tokens_per_step)));
   line(fmt::format("  at 100% of peak on all {} GPUs one step would take {} (a lower bound, not a prediction)", s.gpus,
                    core::format_time(a.step.hardware() / (a.peak_flops * s.gpus))));
   for (const auto& w : s.warnings)

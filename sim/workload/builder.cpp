@@ -639,8 +639,8 @@ class Builder {
       const bool expert = di == dense.size() ||
                           (ei < experts.size() && last_position(experts[ei].first) < last_position(dense[di].first));
       const auto& [items, params] = expert ? experts[ei] : dense[di];
-      const std::string label = expert ? fmt::format("expert gradient bucket {}", ei)
-                                       : fmt::format("dp gradient bucket {}", di);
+      const std::string label =
+          expert ? fmt::format("expert gradient bucket {}", ei) : fmt::format("dp gradient bucket {}", di);
       for (const auto& group : expert ? edp_groups(s) : dp_groups(s)) {
         const auto members = simulated_of(group);
         std::vector<TaskId> deps;
@@ -788,8 +788,8 @@ class Builder {
       auto gather = [&](const std::vector<std::vector<int>>& groups, double bytes, const char* label) {
         for (const auto& group : groups) {
           const auto members = simulated_of(group);
-          const TaskId end = collective(CollectiveKind::ALL_GATHER, group, bytes, Category::DP, label, w,
-                                        tails_of(members));
+          const TaskId end =
+              collective(CollectiveKind::ALL_GATHER, group, bytes, Category::DP, label, w, tails_of(members));
           for (int r : members)
             tail_[static_cast<std::size_t>(r)] = {end};
         }
@@ -824,7 +824,7 @@ class Builder {
   double act_bytes_ = 0;
   double grad_bytes_ = 0;
   std::vector<memory::RankParams> layer_params_; // per layer, on one GPU
-  std::vector<int> first_layer_; // per virtual stage
+  std::vector<int> first_layer_;                 // per virtual stage
 
   TaskGraph g_;
   std::vector<std::vector<TaskId>> tail_; // per GPU: what its next compute waits for

@@ -34,7 +34,8 @@ double compute_lower_bound_s(const model::ModelSpec& model, const plan::Parallel
     for (int c = 0; c < plan.virtual_stages; ++c) {
       for (int l = 0; l < plan.layers_in_chunk(s, c); ++l) {
         const int layer = plan.first_layer_of_chunk(s, c) + l;
-        per_microbatch += kernel_time(programs.forward_of(model, layer)) + kernel_time(programs.backward_of(model, layer));
+        per_microbatch +=
+            kernel_time(programs.forward_of(model, layer)) + kernel_time(programs.backward_of(model, layer));
       }
     }
     if (s == 0)

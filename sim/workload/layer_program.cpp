@@ -22,8 +22,8 @@ struct Shape {
   bool backward_overlap; // the backward's TP communication runs beside the weight-gradient GEMM
   MemoryKernel norm;     // the norm kernels' class (kind and implementation)
   hardware::AttentionImpl attention;
-  double keys;           // keys each query attends to: s, or the sliding window
-  double o;              // the attention output's width (MLA: heads x value head size)
+  double keys; // keys each query attends to: s, or the sliding window
+  double o;    // the attention output's width (MLA: heads x value head size)
   // A MoE layer: experts, experts per token, their FFN (f1: its first matrix's width), the shared expert's, the
   // experts on this GPU, the token-expert pairs this GPU sends and those its experts take (its TP group's, with the
   // load imbalance).
@@ -289,7 +289,6 @@ Kernel residual_backward(const Shape& x)
   return memory_bound("residual backward", 3.0 * e * x.Tsp * x.h, MemoryKernel::RESIDUAL_ADD, true);
 }
 
-
 // The QKV projection's GEMMs in one layout (forward: out = in x W; dgrad; wgrad).
 std::vector<Kernel> qkv_gemms(const Shape& x, GemmLayout layout)
 {
@@ -410,21 +409,21 @@ Program moe_backward(const Shape& x, const Costing& c)
   const double gathered = (x.pairs_taken + (x.fs > 0 ? x.T : 0.0)) * x.h * e;
   const double per_expert = x.pairs_taken / x.local_experts;
   const double ek = x.local_experts;
-  std::vector<Kernel> experts{
-      gemm("expert fc2 dgrad", per_expert, x.fe / x.t, x.h, ek, GemmLayout::DGRAD),
-      gemm("expert fc2 wgrad", x.fe / x.t, x.h, per_expert, ek, GemmLayout::WGRAD),
-      memory_bound("expert activation backward", (x.gated ? 5.0 : 3.0) * e * x.pairs_taken * x.fe / x.t,
-                   x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true),
-      gemm("expert fc1 dgrad", per_expert, x.h, x.fe1 / x.t, ek, GemmLayout::DGRAD),
-      gemm("expert fc1 wgrad", x.h, x.fe1 / x.t, per_expert, ek, GemmLayout::WGRAD)};
+  std::vector<Kernel> experts{gemm("expert fc2 dgrad", per_expert, x.fe / x.t, x.h, ek, GemmLayout::DGRAD),
+                              gemm("expert fc2 wgrad", x.fe / x.t, x.h, per_expert, ek, GemmLayout::WGRAD),
+                              memory_bound("expert activation backward",
+                                           (x.gated ? 5.0 : 3.0) * e * x.pairs_taken * x.fe / x.t,
+                                           x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true),
+                              gemm("expert fc1 dgrad", per_expert, x.h, x.fe1 / x.t, ek, GemmLayout::DGRAD),
+                              gemm("expert fc1 wgrad", x.h, x.fe1 / x.t, per_expert, ek, GemmLayout::WGRAD)};
   if (x.fs > 0)
-    for (const Kernel& k : {gemm("shared expert fc2 dgrad", x.T, x.fs / x.t, x.h, 1, GemmLayout::DGRAD),
-                            gemm("shared expert fc2 wgrad", x.fs / x.t, x.h, x.T, 1, GemmLayout::WGRAD),
-                            memory_bound("shared expert activation backward",
-                                         (x.gated ? 5.0 : 3.0) * e * x.T * x.fs / x.t,
-                                         x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true),
-                            gemm("shared expert fc1 dgrad", x.T, x.h, x.fs1 / x.t, 1, GemmLayout::DGRAD),
-                            gemm("shared expert fc1 wgrad", x.h, x.fs1 / x.t, x.T, 1, GemmLayout::WGRAD)})
+    for (const Kernel& k :
+         {gemm("shared expert fc2 dgrad", x.T, x.fs / x.t, x.h, 1, GemmLayout::DGRAD),
+          gemm("shared expert fc2 wgrad", x.fs / x.t, x.h, x.T, 1, GemmLayout::WGRAD),
+          memory_bound("shared expert activation backward", (x.gated ? 5.0 : 3.0) * e * x.T * x.fs / x.t,
+                       x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true),
+          gemm("shared expert fc1 dgrad", x.T, x.h, x.fs1 / x.t, 1, GemmLayout::DGRAD),
+          gemm("shared expert fc1 wgrad", x.h, x.fs1 / x.t, x.T, 1, GemmLayout::WGRAD)})
       experts.push_back(k);
   Program p{c.compute("unpermute backward", {memory_bound("unpermute backward", 3.0 * e * x.pairs_sent * x.h)}),
             ep_collective("moe combine backward all-to-all", dispatched)};

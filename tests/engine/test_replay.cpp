@@ -161,9 +161,9 @@ TEST_CASE("an all-to-all over NVSwitch moves (n-1)/n of each GPU's buffer throug
   // Every GPU sends S/n to each of the n-1 others at once: its port carries (n-1)/n S out and as much in.
   const auto graph = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 1);
   const double bytes = 1e9;
-  const auto phases = sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_TO_ALL,
-                                                      {0, 1, 2, 3, 4, 5, 6, 7}, bytes, graph,
-                                                      sim::plan::CollectiveAlgorithm::AUTO);
+  const auto phases =
+      sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_TO_ALL, {0, 1, 2, 3, 4, 5, 6, 7}, bytes, graph,
+                                      sim::plan::CollectiveAlgorithm::AUTO);
   REQUIRE(phases.size() == 1);
   CHECK(phases[0].size() == 56);
   const double beta = 300e9 * 0.767;

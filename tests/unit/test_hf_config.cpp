@@ -83,10 +83,11 @@ TEST_CASE("mixture-of-experts configs give the published total and active parame
   // 2.4B is counted the same way).
   const double gpt_oss_embedding = 201088.0 * 2880.0;
   const double v2_lite_embedding = 102400.0 * 2048.0;
-  for (const Case& c : {Case{"mixtral-8x7b", 46.70e9, 12.9e9, 0.01}, Case{"mixtral-8x22b", 140.6e9, 39.2e9, 0.01},
-                        Case{"qwen1.5-moe-a2.7b", 14.3e9, 2.7e9, 0.03}, Case{"qwen3-30b-a3b", 30.5e9, 3.3e9, 0.02},
-                        Case{"deepseek-v2-lite", 15.7e9, 2.4e9 + v2_lite_embedding, 0.03}, Case{"deepseek-v3", 671e9, 37e9, 0.02},
-                        Case{"gpt-oss-120b", 116.83e9, 5.13e9 + gpt_oss_embedding, 0.005}}) {
+  for (const Case& c :
+       {Case{"mixtral-8x7b", 46.70e9, 12.9e9, 0.01}, Case{"mixtral-8x22b", 140.6e9, 39.2e9, 0.01},
+        Case{"qwen1.5-moe-a2.7b", 14.3e9, 2.7e9, 0.03}, Case{"qwen3-30b-a3b", 30.5e9, 3.3e9, 0.02},
+        Case{"deepseek-v2-lite", 15.7e9, 2.4e9 + v2_lite_embedding, 0.03}, Case{"deepseek-v3", 671e9, 37e9, 0.02},
+        Case{"gpt-oss-120b", 116.83e9, 5.13e9 + gpt_oss_embedding, 0.005}}) {
     INFO(c.name);
     const auto p = sim::model::count_params(from_hf(c.name));
     CHECK(p.total == Approx(c.total).epsilon(c.tolerance));

@@ -92,13 +92,16 @@ TEST_CASE("multi-head latent attention counts its low-rank projections")
 {
   auto j = moe_model();
   j.erase("num_kv_heads");
-  j["mla"] = {{"q_lora_rank", 256}, {"kv_lora_rank", 128}, {"qk_nope_head_dim", 64}, {"qk_rope_head_dim", 32},
+  j["mla"] = {{"q_lora_rank", 256},
+              {"kv_lora_rank", 128},
+              {"qk_nope_head_dim", 64},
+              {"qk_rope_head_dim", 32},
               {"v_head_dim", 64}};
   const auto m = read(j);
   CHECK(m.head_dim == 96);
   CHECK(m.num_kv_heads == 16);
   const double h = 1024;
-  const double q = 256 * h + 256 + 256 * 16 * 96;             // down, norm, up
+  const double q = 256 * h + 256 + 256 * 16 * 96;                // down, norm, up
   const double kv = h * (128 + 32) + 128 + 128 * 16 * (64 + 64); // down (+ shared rotary key), norm, up
   const double o = 16 * 64 * h;
   CHECK(sim::model::count_params(m).layer.attention == q + kv + o);
