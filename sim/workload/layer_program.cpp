@@ -123,12 +123,12 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const har
   x.post_norms = m.post_norms;
   x.moe = (kind & 1) != 0;
   if (x.moe) {
-    const model::MoeSpec& e = *m.moe;
-    x.experts = static_cast<double>(e.num_experts);
-    x.topk = static_cast<double>(e.experts_per_token);
-    x.fe = static_cast<double>(e.expert_ffn_hidden_size);
+    const model::MoeSpec& moe = *m.moe;
+    x.experts = static_cast<double>(moe.num_experts);
+    x.topk = static_cast<double>(moe.experts_per_token);
+    x.fe = static_cast<double>(moe.expert_ffn_hidden_size);
     x.fe1 = x.gated ? 2.0 * x.fe : x.fe;
-    x.fs = static_cast<double>(e.shared_expert_ffn_hidden_size);
+    x.fs = static_cast<double>(moe.shared_expert_ffn_hidden_size);
     x.fs1 = x.gated ? 2.0 * x.fs : x.fs;
     x.local_experts = x.experts / p.ep;
     x.pairs_sent = x.Tsp * x.topk;
