@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <numeric>
+#include <set>
 
 namespace sim::workload {
 namespace {
@@ -134,6 +135,41 @@ class Builder {
     for (int j = 0; j < p_.edp(); ++j)
       r.push_back(rank(t, j * p_.ep + d % p_.ep, s));
     return r;
+  }
+
+  enum class Dim { TP, DP, EP, EDP };
+  std::vector<int> group_of(Dim dim, int gpu) const
+  {
+    const plan::RankCoords c = plan::coords_of(p_, gpu);
+    switch (dim) {
+      case Dim::TP:
+        return tp_group(c.dp, c.pp);
+      case Dim::DP:
+        return dp_group(c.tp, c.pp);
+      case Dim::EP:
+        return ep_group(c.tp, c.dp, c.pp);
+      case Dim::EDP:
+        return edp_group(c.tp, c.dp, c.pp);
+    }
+    return {};
+  }
+  // The groups along `dim` of stage s that have simulated GPUs, in the order of their first simulated member: built
+  // once per stage (collectives ask for them at every step).
+  const std::vector<std::vector<int>>& groups(Dim dim, int s)
+  {
+    auto& cached = groups_[static_cast<std::size_t>(dim)];
+    if (cached.empty())
+      cached.resize(static_cast<std::size_t>(p_.pp));
+    auto& out = cached[static_cast<std::size_t>(s)];
+    if (out.empty()) {
+      std::set<int> seen; // groups by their first member
+      for (int r : stage_gpus(s)) {
+        auto group = group_of(dim, r);
+        if (seen.insert(group.front()).second)
+          out.push_back(std::move(group));
+      }
+    }
+    return out;
   }
 
   // --- task creation -------------------------------------------------------------------------------------------
@@ -295,7 +331,7 @@ class Builder {
         continue;
       }
       const bool ep = step.group == Group::EP;
-      for (const auto& group : ep ? ep_groups(s) : tp_groups(s)) {
+      for (const auto& group : groups(ep ? Dim::EP : Dim::TP, s)) {
         const auto members = simulated_of(group);
         const TaskId end = collective(step.collective, group, step.bytes, ep ? Category::EP : Category::TP, step.label,
                                       w, tails_of(members));
@@ -307,23 +343,6 @@ class Builder {
         }
       }
     }
-  }
-
-  // The groups of stage s that have simulated GPUs.
-  std::vector<std::vector<int>> tp_groups(int s) const
-  {
-    std::vector<std::vector<int>> out;
-    for (int d = 0; d < dp_simulated(); ++d)
-      out.push_back(tp_group(d, s));
-    return out;
-  }
-  std::vector<std::vector<int>> ep_groups(int s) const
-  {
-    std::vector<std::vector<int>> out;
-    for (int t = 0; t < tp_simulated(); ++t)
-      for (int d = 0; d < dp_simulated(); d += p_.ep)
-        out.push_back(ep_group(t, d, s));
-    return out;
   }
 
   std::uint64_t input_key(Pass pass, int d, int vs, int mb) const
@@ -641,7 +660,7 @@ class Builder {
       const auto& [items, params] = expert ? experts[ei] : dense[di];
       const std::string label =
           expert ? fmt::format("expert gradient bucket {}", ei) : fmt::format("dp gradient bucket {}", di);
-      for (const auto& group : expert ? edp_groups(s) : dp_groups(s)) {
+      for (const auto& group : groups(expert ? Dim::EDP : Dim::DP, s)) {
         const auto members = simulated_of(group);
         std::vector<TaskId> deps;
         for (int r : members) {
@@ -658,23 +677,6 @@ class Builder {
       }
       ++(expert ? ei : di);
     }
-  }
-
-  // The data-parallel groups of stage s that have simulated GPUs, and the expert-data-parallel ones.
-  std::vector<std::vector<int>> dp_groups(int s) const
-  {
-    std::vector<std::vector<int>> out;
-    for (int t = 0; t < tp_simulated(); ++t)
-      out.push_back(dp_group(t, s));
-    return out;
-  }
-  std::vector<std::vector<int>> edp_groups(int s) const
-  {
-    std::vector<std::vector<int>> out;
-    for (int t = 0; t < tp_simulated(); ++t)
-      for (int e = 0; e < (fold_ ? 1 : p_.ep); ++e)
-        out.push_back(edp_group(t, e, s));
-    return out;
   }
 
   // Items of stage s in `order`, grouped into data-parallel buckets of at least dp_bucket_size worth of gradients
@@ -794,9 +796,9 @@ class Builder {
             tail_[static_cast<std::size_t>(r)] = {end};
         }
       };
-      gather(dp_groups(s), element_bytes * params, "parameter all-gather");
+      gather(groups(Dim::DP, s), element_bytes * params, "parameter all-gather");
       if (expert_params > 0 && p_.edp() > 1)
-        gather(edp_groups(s), element_bytes * expert_params, "expert parameter all-gather");
+        gather(groups(Dim::EDP, s), element_bytes * expert_params, "expert parameter all-gather");
     }
   }
 
@@ -824,6 +826,7 @@ class Builder {
   double act_bytes_ = 0;
   double grad_bytes_ = 0;
   std::vector<memory::RankParams> layer_params_; // per layer, on one GPU
+  std::array<std::vector<std::vector<std::vector<int>>>, 4> groups_; // per Dim, per stage: groups()
   std::vector<int> first_layer_;                 // per virtual stage
 
   TaskGraph g_;
