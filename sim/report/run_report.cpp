@@ -175,13 +175,13 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
   std::string schedule = name_of(p.schedule, plan::schedule_choices);
   if (p.schedule == plan::Schedule::INTERLEAVED)
     schedule += fmt::format(" (v={})", p.virtual_stages);
-  line(fmt::format("plan: TP {} x PP {} x DP {}{}, micro-batch {}, global batch {} ({} micro-batch{}), sequence {}, {}, "
-                   "recompute {}{}{}{}",
-                   p.tp, p.pp, p.dp, p.ep > 1 ? fmt::format(" (EP {})", p.ep) : "", p.micro_batch, p.global_batch, p.microbatches(), p.microbatches() == 1 ? "" : "es",
-                   p.seq_length, schedule, name_of(p.recompute, model::recompute_choices),
-                   p.sequence_parallel ? ", sequence parallel" : "",
-                   p.zero_stage ? fmt::format(", ZeRO-{}", p.zero_stage) : "",
-                   p.distributed_optimizer ? ", distributed optimizer" : ""));
+  line(fmt::format(
+      "plan: TP {} x PP {} x DP {}{}, micro-batch {}, global batch {} ({} micro-batch{}), sequence {}, {}, "
+      "recompute {}{}{}{}",
+      p.tp, p.pp, p.dp, p.ep > 1 ? fmt::format(" (EP {})", p.ep) : "", p.micro_batch, p.global_batch, p.microbatches(),
+      p.microbatches() == 1 ? "" : "es", p.seq_length, schedule, name_of(p.recompute, model::recompute_choices),
+      p.sequence_parallel ? ", sequence parallel" : "", p.zero_stage ? fmt::format(", ZeRO-{}", p.zero_stage) : "",
+      p.distributed_optimizer ? ", distributed optimizer" : ""));
   if (s.model.moe) {
     const model::ParamCount counts = model::count_params(s.model);
     line(fmt::format("model: {} parameters, {} active per token: FLOPs, TFLOP/s and MFU count the active ones",

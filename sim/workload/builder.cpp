@@ -825,9 +825,9 @@ class Builder {
   std::unordered_map<std::uint64_t, std::vector<topology::LinkClass>> signatures_;
   double act_bytes_ = 0;
   double grad_bytes_ = 0;
-  std::vector<memory::RankParams> layer_params_; // per layer, on one GPU
+  std::vector<memory::RankParams> layer_params_;                     // per layer, on one GPU
   std::array<std::vector<std::vector<std::vector<int>>>, 4> groups_; // per Dim, per stage: groups()
-  std::vector<int> first_layer_;                 // per virtual stage
+  std::vector<int> first_layer_;                                     // per virtual stage
 
   TaskGraph g_;
   std::vector<std::vector<TaskId>> tail_; // per GPU: what its next compute waits for

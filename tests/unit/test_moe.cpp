@@ -2,9 +2,8 @@
 #include "memory/memory_model.hpp"
 #include "model/flops.hpp"
 #include "model/param_count.hpp"
-#include "workload/builder.hpp"
 
-#include "support.hpp"
+#include "build_support.hpp"
 
 namespace {
 
@@ -41,21 +40,9 @@ sim::model::ModelSpec read(const nlohmann::json& j)
   return sim::model::read_model(sim::core::Node(j, "", prov));
 }
 
-struct Built {
-  sim::scenario::Scenario scenario;
-  sim::topology::ClusterGraph graph;
-  sim::workload::TaskGraph tasks;
-};
-
-Built build(nlohmann::json plan, bool fold, nlohmann::json model = moe_model())
+test::Built build(nlohmann::json plan, bool fold, nlohmann::json model = moe_model())
 {
-  auto doc = test::scenario_json("x", std::move(plan), "dgx-h100");
-  doc["model"] = std::move(model);
-  const auto file = test::write_json(test::scratch_dir() / "s.json", doc);
-  auto s = sim::scenario::load_scenario(file, test::options());
-  auto g = sim::topology::build_graph(s.cluster, s.nodes);
-  auto t = sim::workload::build_task_graph(s.model, s.plan, s.cluster, g, {fold});
-  return {std::move(s), std::move(g), std::move(t)};
+  return test::build(std::move(plan), std::move(model), "dgx-h100", fold);
 }
 
 } // namespace

@@ -5,7 +5,7 @@
 #include "workload/layer_program.hpp"
 #include "workload/schedule.hpp"
 
-#include "support.hpp"
+#include "build_support.hpp"
 
 #include <deque>
 #include <map>
@@ -50,22 +50,12 @@ nlohmann::json tiny_model(int layers = 4)
           {"num_attention_heads", 16}, {"vocab_size", 32000}, {"seq_length", 1024}};
 }
 
-struct Built {
-  sim::scenario::Scenario scenario;
-  sim::topology::ClusterGraph graph;
-  sim::workload::TaskGraph tasks;
-};
+using Built = test::Built;
 
 Built build(nlohmann::json plan, nlohmann::json model = tiny_model(), const std::string& topology = "dgx-a100",
             bool fold = false)
 {
-  auto doc = test::scenario_json("x", std::move(plan), topology);
-  doc["model"] = std::move(model);
-  const auto file = test::write_json(test::scratch_dir() / "s.json", doc);
-  auto s = sim::scenario::load_scenario(file, test::options());
-  auto g = sim::topology::build_graph(s.cluster, s.nodes);
-  auto t = sim::workload::build_task_graph(s.model, s.plan, s.cluster, g, {fold});
-  return {std::move(s), std::move(g), std::move(t)};
+  return test::build(std::move(plan), std::move(model), topology, fold);
 }
 
 // Bytes each rank sends, per category, on the wire (protocol overheads included).
