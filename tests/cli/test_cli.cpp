@@ -617,3 +617,21 @@ TEST_CASE("an all-to-all that leaves the node and a busier expert both lengthen 
   CHECK(busy["model_flops_per_step"] == inside["model_flops_per_step"]);
   CHECK(inside["model"]["active_params"].get<double>() < 0.15 * inside["model"]["params"].get<double>());
 }
+
+TEST_CASE("a MoE run's trace puts the all-to-alls on their own ep comm thread")
+{
+  const auto dir = test::scratch_dir() / "out";
+  const auto r = run("run " + scenario("moe/qwen3-30b-a3b-h100.json") + " --out " + dir.string());
+  REQUIRE(r.status == 0);
+  const auto trace = nlohmann::json::parse(std::ifstream(dir / "trace.json"));
+  int ep_thread = -1;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"] == "ep comm")
+      ep_thread = e["tid"].get<int>();
+  REQUIRE(ep_thread >= 0);
+  std::size_t all_to_alls = 0;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X" && e["tid"] == ep_thread)
+      all_to_alls += e["name"].get<std::string>().find("all-to-all") != std::string::npos ? 1 : 0;
+  CHECK(all_to_alls > 0);
+}
