@@ -155,14 +155,12 @@ MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPl
     s.params = s.layer_params + embedding_params;
 
     // Mixed-precision Adam, sharded by ZeRO stage (or Megatron's distributed optimizer, like ZeRO-1) over the
-    // data-parallel replicas of each parameter: all of them, or an expert's expert-data-parallel ones.
-    const double expert_replicas = p.edp();
-    auto state = [&](double per_param, int min_stage, double params, double replicas) {
-      const bool sharded = p.zero_stage >= min_stage || (min_stage == 1 && p.distributed_optimizer);
-      return per_param * params / (sharded ? replicas : 1.0);
-    };
-    auto bytes = [&](double per_param, int min_stage, double dense) {
-      return state(per_param, min_stage, dense, d) + state(per_param, min_stage, s.expert_params, expert_replicas);
+    // data-parallel replicas of each parameter: all dp of them, or an expert's dp/ep. One kind of state,
+    // `per_param` bytes each and sharded from ZeRO stage `from_stage` on, of `dense` parameters and the stage's
+    // experts:
+    auto bytes = [&](double per_param, int from_stage, double dense) {
+      const bool sharded = p.zero_stage >= from_stage || (from_stage == 1 && p.distributed_optimizer);
+      return sharded ? per_param * (dense / d + s.expert_params / p.edp()) : per_param * (dense + s.expert_params);
     };
     const double dense_all = s.params - s.expert_params;
     s.weights_bytes = bytes(element_bytes, 3, dense_all);
