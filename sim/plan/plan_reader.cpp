@@ -87,7 +87,9 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   p.expert_load_imbalance = r.number_or("expert_load_imbalance", 1.0, 1.0, 1e4);
   if (auto cp = r.find("cp"); cp && cp->as_integer(1, 1 << 16) > 1)
     throw core::InfeasiblePlan(cp->location(), "context parallelism is not simulated yet", cp->json().dump(), "cp 1");
-  r.allow({"cp_kind"});
+  if (auto kind = r.find("cp_kind"))
+    throw core::InfeasiblePlan(kind->location(), "context parallelism is not simulated yet", kind->json().dump(),
+                               "no cp_kind");
   if (auto precision = r.find("precision"); precision && precision->json() == "fp8")
     throw core::InfeasiblePlan(precision->location(), "FP8 training is not simulated yet", "\"fp8\"", "bf16 or fp16");
   p.micro_batch = static_cast<int>(r.integer_or("micro_batch", 1, 1, 1 << 16));

@@ -37,6 +37,9 @@ struct Shape {
   bool qk_norm, post_norms;
   bool moe;
   double experts, topk, fe, fe1, fs, fs1, local_experts, pairs_sent, pairs_taken;
+  double per_expert; // tokens each local expert takes
+  double dispatched; // bytes each GPU's all-to-all sends (the busiest rank's share)
+  double gathered;   // bytes of the experts' TP all-gather and reduce-scatter (routed tokens and shared expert's)
 };
 
 MemoryKernel norm_kernel(model::NormKind kind, plan::NormImpl impl)
@@ -133,6 +136,9 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const har
     x.local_experts = x.experts / p.ep;
     x.pairs_sent = x.Tsp * x.topk;
     x.pairs_taken = memory::expert_tokens_per_rank(m, p);
+    x.per_expert = x.pairs_taken / x.local_experts;
+    x.dispatched = x.pairs_taken / x.t * x.h * e;
+    x.gathered = (x.pairs_taken + (x.fs > 0 ? x.T : 0.0)) * x.h * e;
   }
   return x;
 }
@@ -375,9 +381,7 @@ Step ep_collective(std::string label, double bytes)
 // expert on the gathered hidden states), reduce-scatter, send the outputs back, unpermute and weigh them.
 Program moe_forward(const Shape& x, const Costing& c, bool recompute)
 {
-  const double dispatched = x.pairs_taken / x.t * x.h * e; // what each GPU sends (the busiest rank's share)
-  const double gathered = (x.pairs_taken + (x.fs > 0 ? x.T : 0.0)) * x.h * e;
-  const double per_expert = x.pairs_taken / x.local_experts;
+  const double per_expert = x.per_expert;
   std::vector<Kernel> route{gemm("router", x.Tsp, x.experts, x.h),
                             memory_bound("router softmax and top-k", 3.0 * 4.0 * x.Tsp * x.experts),
                             memory_bound("permute", 2.0 * e * x.pairs_sent * x.h)};
@@ -392,22 +396,20 @@ Program moe_forward(const Shape& x, const Costing& c, bool recompute)
                                    x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU));
     experts.push_back(gemm("shared expert fc2", x.T, x.h, x.fs / x.t));
   }
-  Program p{c.compute("router", route, recompute), ep_collective("moe dispatch all-to-all", dispatched)};
+  Program p{c.compute("router", route, recompute), ep_collective("moe dispatch all-to-all", x.dispatched)};
   if (x.t > 1)
-    p.push_back(collective("moe all-gather", CollectiveKind::ALL_GATHER, gathered));
+    p.push_back(collective("moe all-gather", CollectiveKind::ALL_GATHER, x.gathered));
   p.push_back(c.compute("experts", experts, recompute));
   if (x.t > 1)
-    p.push_back(collective("moe reduce-scatter", CollectiveKind::REDUCE_SCATTER, gathered));
-  p.push_back(ep_collective("moe combine all-to-all", dispatched));
+    p.push_back(collective("moe reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.gathered));
+  p.push_back(ep_collective("moe combine all-to-all", x.dispatched));
   p.push_back(c.compute("unpermute", {memory_bound("unpermute", 3.0 * e * x.pairs_sent * x.h)}, recompute));
   return p;
 }
 
 Program moe_backward(const Shape& x, const Costing& c)
 {
-  const double dispatched = x.pairs_taken / x.t * x.h * e;
-  const double gathered = (x.pairs_taken + (x.fs > 0 ? x.T : 0.0)) * x.h * e;
-  const double per_expert = x.pairs_taken / x.local_experts;
+  const double per_expert = x.per_expert;
   const double ek = x.local_experts;
   std::vector<Kernel> experts{gemm("expert fc2 dgrad", per_expert, x.fe / x.t, x.h, ek, GemmLayout::DGRAD),
                               gemm("expert fc2 wgrad", x.fe / x.t, x.h, per_expert, ek, GemmLayout::WGRAD),
@@ -426,13 +428,13 @@ Program moe_backward(const Shape& x, const Costing& c)
           gemm("shared expert fc1 wgrad", x.h, x.fs1 / x.t, x.T, 1, GemmLayout::WGRAD)})
       experts.push_back(k);
   Program p{c.compute("unpermute backward", {memory_bound("unpermute backward", 3.0 * e * x.pairs_sent * x.h)}),
-            ep_collective("moe combine backward all-to-all", dispatched)};
+            ep_collective("moe combine backward all-to-all", x.dispatched)};
   if (x.t > 1)
-    p.push_back(collective("moe output-grad all-gather", CollectiveKind::ALL_GATHER, gathered));
+    p.push_back(collective("moe output-grad all-gather", CollectiveKind::ALL_GATHER, x.gathered));
   p.push_back(c.compute("experts backward", experts));
   if (x.t > 1)
-    p.push_back(collective("moe input-grad reduce-scatter", CollectiveKind::REDUCE_SCATTER, gathered));
-  p.push_back(ep_collective("moe dispatch backward all-to-all", dispatched));
+    p.push_back(collective("moe input-grad reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.gathered));
+  p.push_back(ep_collective("moe dispatch backward all-to-all", x.dispatched));
   p.push_back(c.compute("router backward", {memory_bound("permute backward", 2.0 * e * x.pairs_sent * x.h),
                                             memory_bound("router softmax backward", 3.0 * 4.0 * x.Tsp * x.experts),
                                             gemm("router dgrad", x.Tsp, x.h, x.experts, 1, GemmLayout::DGRAD),
