@@ -14,11 +14,28 @@ bool sixteen_bit(Precision p)
   return p == Precision::BF16 || p == Precision::FP16;
 }
 
-// The measured table answers for 16-bit GEMMs when the GPU has one.
+// The measured table answers for 16-bit GEMMs when the GPU has one (and, scaled, for FP8 GEMMs).
 const KernelTables* gemm_table(const Kernel& kernel, const GpuSpec& gpu, Precision precision)
 {
-  return kernel.kind == KernelKind::GEMM && gpu.kernel_tables && sixteen_bit(precision) ? gpu.kernel_tables.get()
-                                                                                        : nullptr;
+  return kernel.kind == KernelKind::GEMM && gpu.kernel_tables && (sixteen_bit(precision) || kernel.fp8)
+             ? gpu.kernel_tables.get()
+             : nullptr;
+}
+
+// A GEMM's sustained rate at its shape: the measured table's, or the large-GEMM efficiency less wave quantisation.
+double gemm_rate(const Kernel& kernel, const GpuSpec& gpu, Precision precision)
+{
+  if (kernel.fp8) {
+    const double speedup = gpu.fp8_speedup().value_or(0.0);
+    if (const KernelTables* table = gemm_table(kernel, gpu, precision))
+      return table->gemm_rate(kernel.m, kernel.n, kernel.k, kernel.batch) * speedup;
+    const double sixteen = gpu.peak(Precision::BF16).value_or(gpu.peak(Precision::FP16).value_or(0.0));
+    return sixteen * speedup * gpu.gemm_efficiency * wave_efficiency(kernel.m, kernel.n, kernel.batch, gpu.sms);
+  }
+  if (const KernelTables* table = gemm_table(kernel, gpu, precision))
+    return table->gemm_rate(kernel.m, kernel.n, kernel.k, kernel.batch);
+  return gpu.peak(precision).value_or(0.0) * gpu.gemm_efficiency *
+         wave_efficiency(kernel.m, kernel.n, kernel.batch, gpu.sms);
 }
 
 double memory_time(const Kernel& kernel, const GpuSpec& gpu)
@@ -56,6 +73,13 @@ Kernel gemm(std::string_view name, double m, double n, double k, double batch, G
   g.layout = layout;
   g.flops = 2.0 * m * n * k * batch;
   g.bytes = element_bytes * (m * k + k * n + m * n) * batch;
+  return g;
+}
+
+Kernel fp8_gemm(Kernel g)
+{
+  g.fp8 = true;
+  g.bytes = (g.m * g.k + g.k * g.n + element_bytes * g.m * g.n) * g.batch;
   return g;
 }
 
@@ -97,15 +121,8 @@ double busy_time(const Kernel& kernel, const GpuSpec& gpu, Precision precision)
   const double streaming = memory_time(kernel, gpu);
   const double sustained = gpu.sustained_compute_ratio;
   switch (kernel.kind) {
-    case KernelKind::GEMM: {
-      double rate = 0;
-      if (const KernelTables* table = gemm_table(kernel, gpu, precision))
-        rate = table->gemm_rate(kernel.m, kernel.n, kernel.k, kernel.batch);
-      else
-        rate = gpu.peak(precision).value_or(0.0) * gpu.gemm_efficiency *
-               wave_efficiency(kernel.m, kernel.n, kernel.batch, gpu.sms);
-      return std::max(kernel.flops / (rate * sustained), streaming);
-    }
+    case KernelKind::GEMM:
+      return std::max(kernel.flops / (gemm_rate(kernel, gpu, precision) * sustained), streaming);
     case KernelKind::ATTENTION:
     case KernelKind::ATTENTION_BACKWARD:
       return std::max(kernel.flops / (attention_rate(kernel, gpu, precision) * sustained), streaming);

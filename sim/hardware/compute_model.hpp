@@ -1,9 +1,10 @@
 // How long a GPU kernel takes, from the catalogue's measurements. GEMMs: the chip's measured GEMM table interpolated
 // by shape (without one, the sustained large-GEMM efficiency less the wave quantisation of the output tiles over the
-// SMs). Fused attention: the measured curve of its implementation by sequence length and head size (without one, a
-// flat efficiency). Memory-bound kernels: the achieved bandwidth of their class. Every kernel is also bounded by its
-// memory traffic, tensor-core work runs at the node's sustained clock, and every kernel pays a fixed overhead except
-// table GEMMs, whose measured times already hold it.
+// SMs); FP8 GEMMs at that rate times the chip's measured FP8/BF16 GEMM speedup. Fused attention: the measured curve of
+// its implementation by sequence length and head size (without one, a flat efficiency). Memory-bound kernels: the
+// achieved bandwidth of their class. Every kernel is also bounded by its memory traffic, tensor-core work runs at the
+// node's sustained clock, and every kernel pays a fixed overhead except table GEMMs, whose measured times already hold
+// it.
 #pragma once
 
 #include "hardware/gpu_spec.hpp"
@@ -22,7 +23,8 @@ struct Kernel {
   double k = 0;
   double batch = 1;
   GemmLayout layout = GemmLayout::FORWARD;
-  double seq = 0; // attention: sequence length, head size, causal mask, implementation
+  bool fp8 = false; // GEMM: FP8 operands (Transformer Engine's linear layers), a 16-bit output
+  double seq = 0;   // attention: sequence length, head size, causal mask, implementation
   double head_dim = 0;
   bool causal = true;
   AttentionImpl attention = AttentionImpl::FLASH2;
@@ -35,6 +37,8 @@ struct Kernel {
 // A GEMM of 16-bit operands: its FLOPs and the bytes of its three matrices.
 Kernel gemm(std::string_view name, double m, double n, double k, double batch = 1,
             GemmLayout layout = GemmLayout::FORWARD);
+// The same GEMM with FP8 operands: one byte per input element, the output still 16-bit.
+Kernel fp8_gemm(Kernel g);
 Kernel memory_bound(std::string_view name, double bytes, MemoryKernel memory = MemoryKernel::ELEMENTWISE,
                     bool backward = false);
 

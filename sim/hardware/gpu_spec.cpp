@@ -12,6 +12,15 @@ std::optional<double> GpuSpec::peak(Precision p) const
   return it->second;
 }
 
+std::optional<double> GpuSpec::fp8_speedup() const
+{
+  const auto fp8 = peak(Precision::FP8);
+  const auto sixteen = peak(Precision::BF16) ? peak(Precision::BF16) : peak(Precision::FP16);
+  if (!fp8 || !sixteen)
+    return std::nullopt;
+  return fp8_gemm_speedup > 0 ? fp8_gemm_speedup : *fp8 / *sixteen;
+}
+
 double GpuSpec::memory_kernel_efficiency(MemoryKernel kernel, bool backward) const
 {
   const double stream = memory_efficiency > 0 ? memory_efficiency : 1.0;
@@ -69,6 +78,7 @@ GpuSpec read_gpu(const core::Node& node)
   // Measured efficiencies lie between 5 % and 100 % (absent: 0, "not measured").
   g.memory_efficiency = r.number_or("memory_efficiency", 0.0, 0.05, 1.0);
   g.nccl_nvlink_efficiency = r.number_or("nccl_nvlink_efficiency", 0.0, 0.05, 1.0);
+  g.fp8_gemm_speedup = r.number_or("fp8_gemm_speedup", 0.0, 1.0, 4.0);
   g.attention_efficiency = r.number_or("attention_efficiency", 0.0, 0.05, 1.0);
   g.attention_backward_efficiency = r.number_or("attention_backward_efficiency", 0.0, 0.05, 1.0);
   g.kernel_overhead_s = r.quantity_or("kernel_overhead", core::Dimension::TIME, 0.0);

@@ -41,6 +41,9 @@ struct GpuSpec {
   double attention_backward_efficiency = 0; // its backward pass's; 0: the forward's
   double kernel_overhead_s = 0;             // fixed time of every kernel (launch, prologue, tail)
   double nccl_nvlink_efficiency = 0;        // NCCL all-reduce bus bandwidth / NVLink nominal; 0 when not measured
+  // Best-shape FP8 GEMM throughput over BF16's, measured on the same chip: FP8 GEMMs run at the BF16 table's rate
+  // times this. 0 when not measured (then the datasheet's FP8/BF16 peak ratio stands in).
+  double fp8_gemm_speedup = 0;
   // Tensor-core throughput of a node under sustained training load, relative to the short benchmarks the
   // efficiencies and tables come from (power and thermal limits lower the clock); 1 when not measured.
   double sustained_compute_ratio = 1;
@@ -54,6 +57,8 @@ struct GpuSpec {
 
   // Peak FLOP/s for `p`; nullopt when the part has no such tensor-core mode.
   std::optional<double> peak(Precision p) const;
+  // FP8 GEMM throughput over BF16's at the same shape (nullopt without an FP8 tensor-core mode).
+  std::optional<double> fp8_speedup() const;
   // Fraction of the nominal HBM bandwidth a memory-bound kernel of this class achieves.
   double memory_kernel_efficiency(MemoryKernel kernel, bool backward) const;
 };

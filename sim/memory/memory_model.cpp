@@ -11,6 +11,7 @@ constexpr double element_bytes = 2.0;      // 16-bit activations
 constexpr double mask_bytes = 1.0;         // dropout masks are bytes
 constexpr double optimizer_bytes = 12.0;   // Adam: fp32 master weights, momentum, variance
 constexpr double loss_element_bytes = 4.0; // the vocabulary-parallel cross entropy works in fp32
+constexpr double fp8_bytes = 1.0;
 
 } // namespace
 
@@ -47,8 +48,12 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
     return element_bytes * sb * h / sp_divisor; // only the layer's input is kept
 
   // Inputs of the two norms and of the QKV and first FFN GEMMs (a MoE layer's router), and the two residual dropout
-  // masks: whole hidden states, split across the TP group only with sequence parallelism.
-  double unsplit = 4.0 * element_bytes * sb * h;
+  // masks: whole hidden states, split across the TP group only with sequence parallelism. Under FP8, Transformer
+  // Engine keeps a linear layer's input for its weight gradient as the FP8 copy it made (one byte): the QKV and
+  // fc1 inputs, fc2's input, and the experts' inputs.
+  const double saved = p.fp8() ? fp8_bytes : element_bytes;
+  const bool moe_layer = m.is_moe_layer(layer);
+  double unsplit = (2.0 * element_bytes + saved + (moe_layer ? element_bytes : saved)) * sb * h;
   if (m.dropout)
     unsplit += 2.0 * mask_bytes * sb * h;
 
@@ -56,17 +61,20 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
   const auto q = static_cast<double>(m.q_width());
   const auto kv = static_cast<double>(m.kv_width());
   const double ffn_tensors = model::is_gated(m.ffn_kind) ? 3.0 : 2.0;
+  // An FFN of width `f` on `tokens`: its first GEMM's output (two tensors when gated) in 16 bits, the second's input
+  // as saved.
+  auto ffn = [&](double tokens, double f) { return tokens * f * ((ffn_tensors - 1.0) * element_bytes + saved); };
   double split = element_bytes * sb * (q + static_cast<double>(m.o_width()) + 2.0 * kv);
-  if (m.is_moe_layer(layer)) {
+  if (moe_layer) {
     // The shared expert like a dense FFN; the routed experts' permuted inputs, intermediate tensors and outputs
     // for the token-expert pairs this GPU's experts took (all of its TP group's), and the router's fp32 scores.
     const model::MoeSpec& e = *m.moe;
     const double pairs = expert_tokens_per_rank(m, p);
-    split += ffn_tensors * element_bytes * sb * static_cast<double>(e.shared_expert_ffn_hidden_size);
+    split += ffn(sb, static_cast<double>(e.shared_expert_ffn_hidden_size));
     unsplit += loss_element_bytes * sb * static_cast<double>(e.num_experts);
-    split += t * element_bytes * pairs * (2.0 * h + ffn_tensors * static_cast<double>(e.expert_ffn_hidden_size) / t);
+    split += t * pairs * ((element_bytes + saved) * h + ffn(1.0, static_cast<double>(e.expert_ffn_hidden_size) / t));
   } else {
-    split += ffn_tensors * element_bytes * sb * static_cast<double>(m.ffn_hidden_size);
+    split += ffn(sb, static_cast<double>(m.ffn_hidden_size));
   }
 
   // The attention core: without fusion, the s x s softmax output (and dropout mask and output); fused attention
@@ -164,6 +172,10 @@ MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPl
     };
     const double dense_all = s.params - s.expert_params;
     s.weights_bytes = bytes(element_bytes, 3, dense_all);
+    // FP8: Transformer Engine's FP8 copy of each transformer-layer weight and its transpose, kept across the step's
+    // micro-batches; FP8 parameters replace the 16-bit ones, so only the transpose is added.
+    if (p.fp8() && !p.fp8_param_gather)
+      s.weights_bytes += 2.0 * fp8_bytes * s.layer_params;
     s.grads_bytes = bytes(grad_bytes, 2, dense_all);
     s.optimizer_bytes = bytes(optimizer_bytes, 1, dense_all);
     s.layer_state_bytes = bytes(element_bytes, 3, dense_params) + bytes(grad_bytes, 2, dense_params) +

@@ -38,9 +38,18 @@ inline constexpr std::array<core::Choice<CollectiveAlgorithm>, 3> collective_alg
      {"ring", CollectiveAlgorithm::RING},
      {"hierarchical", CollectiveAlgorithm::HIERARCHICAL}}};
 
-// Only 16-bit mixed precision is planned for (weights and activations in 16 bits, fp32 master weights).
-inline constexpr std::array<core::Choice<hardware::Precision>, 2> training_precision_choices{
-    {{"bf16", hardware::Precision::BF16}, {"fp16", hardware::Precision::FP16}}};
+// Mixed precision: weights and activations in 16 bits with fp32 master weights; under `fp8` (Transformer Engine) the
+// linear layers' GEMMs also take FP8 operands (E4M3 forward, E5M2 gradients).
+inline constexpr std::array<core::Choice<hardware::Precision>, 3> training_precision_choices{
+    {{"bf16", hardware::Precision::BF16}, {"fp16", hardware::Precision::FP16}, {"fp8", hardware::Precision::FP8}}};
+
+// How Transformer Engine scales FP8 tensors: per tensor from the amax history of earlier steps (delayed), per tensor
+// from the tensor's own amax just before the cast (current), or per block of 128 values (blockwise, DeepSeek-V3's
+// recipe; TE's Float8BlockScaling).
+enum class Fp8Recipe { DELAYED, CURRENT, BLOCKWISE };
+
+inline constexpr std::array<core::Choice<Fp8Recipe>, 3> fp8_recipe_choices{
+    {{"delayed", Fp8Recipe::DELAYED}, {"current", Fp8Recipe::CURRENT}, {"blockwise", Fp8Recipe::BLOCKWISE}}};
 
 struct ParallelPlan {
   int tp = 1;
@@ -67,6 +76,8 @@ struct ParallelPlan {
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = false; // sharded optimizer: gather updated parameters during the next forward
   hardware::Precision precision = hardware::Precision::BF16;
+  Fp8Recipe fp8_recipe = Fp8Recipe::DELAYED;
+  bool fp8_param_gather = false;      // fp8: parameters kept and all-gathered in FP8 (Megatron-core --fp8-param-gather)
   bool fp32_grad_accumulation = true; // gradients accumulated and reduced in fp32 (Megatron does this for bf16)
   bool pp_scatter_gather = true;      // without SP, a stage sends 1/tp of its activations per TP rank, then gathers
   RankOrder rank_order{ParallelDim::TP, ParallelDim::DP, ParallelDim::PP};
@@ -75,6 +86,9 @@ struct ParallelPlan {
   Software software; // the framework's generation and the behaviours that come with it
 
   bool fused_attention() const { return software.attention != Attention::UNFUSED; }
+  bool fp8() const { return precision == hardware::Precision::FP8; }
+  // The precision of everything but FP8 GEMMs (attention, norms, the output layer), and what MFU is measured against.
+  hardware::Precision compute_precision() const { return fp8() ? hardware::Precision::BF16 : precision; }
 
   int gpus() const { return tp * pp * dp; }
   int edp() const { return dp / ep; } // expert data parallelism: replicas of each expert

@@ -90,8 +90,6 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   if (auto kind = r.find("cp_kind"))
     throw core::InfeasiblePlan(kind->location(), "context parallelism is not simulated yet", kind->json().dump(),
                                "no cp_kind");
-  if (auto precision = r.find("precision"); precision && precision->json() == "fp8")
-    throw core::InfeasiblePlan(precision->location(), "FP8 training is not simulated yet", "\"fp8\"", "bf16 or fp16");
   p.micro_batch = static_cast<int>(r.integer_or("micro_batch", 1, 1, 1 << 16));
   p.global_batch = r.integer_or("global_batch", static_cast<std::int64_t>(p.micro_batch) * p.dp, 1);
   if (model.seq_length == 0 && !r.has("seq_length"))
@@ -112,7 +110,14 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   p.overlap_grad_reduce = r.flag_or("overlap_grad_reduce", true);
   p.overlap_param_gather = r.flag_or("overlap_param_gather", false);
   p.precision = r.choice_or<hardware::Precision>("precision", training_precision_choices, hardware::Precision::BF16);
-  p.fp32_grad_accumulation = r.flag_or("fp32_grad_accumulation", p.precision == hardware::Precision::BF16);
+  for (const char* key : {"fp8_recipe", "fp8_param_gather"})
+    if (auto given = r.find(key); given && !p.fp8())
+      given->fail_found("applies only to FP8 training",
+                        fmt::format("precision \"{}\"", core::choice_name(p.precision, training_precision_choices)),
+                        "precision \"fp8\", or no " + std::string(key));
+  p.fp8_recipe = r.choice_or<Fp8Recipe>("fp8_recipe", fp8_recipe_choices, Fp8Recipe::DELAYED);
+  p.fp8_param_gather = r.flag_or("fp8_param_gather", false);
+  p.fp32_grad_accumulation = r.flag_or("fp32_grad_accumulation", p.precision != hardware::Precision::FP16);
   p.pp_scatter_gather = r.flag_or("pp_scatter_gather", true);
   p.rank_order = r.choice_or<RankOrder>("rank_order", rank_order_choices, p.rank_order);
   p.collective_algorithm =
@@ -231,6 +236,17 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
                fmt::format("{} has no {} tensor-core rate in its catalogue entry", cluster.gpu.name, name),
                "a precision listed in the GPU's peak_flops");
   }
+
+  if (p.fp8() && p.zero_stage >= 2)
+    infeasible(node, "zero_stage",
+               fmt::format("FP8 training with ZeRO stage {} is not simulated (Megatron-core runs FP8 with its "
+                           "distributed optimizer)",
+                           p.zero_stage),
+               "zero_stage 0 or 1, or distributed_optimizer");
+  if (p.fp8_param_gather && !p.distributed_optimizer)
+    infeasible(node, "fp8_param_gather",
+               "FP8 parameters are gathered by Megatron-core's distributed optimizer, which the plan does not use",
+               "distributed_optimizer true, or fp8_param_gather false");
 
   if (p.sequence_parallel && p.tp == 1)
     warn("sequence_parallel", "has no effect with tp=1 (Megatron-LM turns it off)");

@@ -43,7 +43,7 @@ Analysis analyse(const scenario::Scenario& s)
   a.logits_forward = model::logits_forward_flops(s.model, seq, p.micro_batch);
   a.step = model::step_flops(s.model, seq, static_cast<double>(p.global_batch), p.recompute);
   a.tokens_per_step = seq * static_cast<double>(p.global_batch);
-  a.peak_flops = s.cluster.gpu.peak(p.precision).value_or(0.0);
+  a.peak_flops = s.cluster.gpu.peak(p.compute_precision()).value_or(0.0);
   return a;
 }
 
@@ -71,6 +71,10 @@ core::Json plan_json(const plan::ParallelPlan& p)
   j["overlap_grad_reduce"] = p.overlap_grad_reduce;
   j["overlap_param_gather"] = p.overlap_param_gather;
   j["precision"] = name_of(p.precision, plan::training_precision_choices);
+  if (p.fp8()) {
+    j["fp8_recipe"] = name_of(p.fp8_recipe, plan::fp8_recipe_choices);
+    j["fp8_param_gather"] = p.fp8_param_gather;
+  }
   j["fp32_grad_accumulation"] = p.fp32_grad_accumulation;
   const auto& sw = p.software;
   j["software"] = {{"generation", name_of(sw.generation, plan::generation_choices)},
@@ -198,7 +202,12 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
   line(fmt::format("cluster  {}: {} x {} ({} node{} of {}), {} HBM, {} peak {}", s.cluster.name, s.gpus,
                    s.cluster.gpu.name, s.nodes, s.nodes == 1 ? "" : "s", s.cluster.node.gpus,
                    core::format_bytes(s.cluster.gpu.memory_bytes), core::format_flop_rate(a.peak_flops),
-                   name_of(p.precision, plan::training_precision_choices)));
+                   name_of(p.compute_precision(), plan::training_precision_choices)));
+  if (p.fp8())
+    line(
+        fmt::format("         FP8 linear layers ({} scaling{}), GEMMs {:.2f}x the bf16 rate; MFU against the bf16 peak",
+                    name_of(p.fp8_recipe, plan::fp8_recipe_choices), p.fp8_param_gather ? ", FP8 parameters" : "",
+                    s.cluster.gpu.fp8_speedup().value_or(0.0)));
   std::string schedule = name_of(p.schedule, plan::schedule_choices);
   if (p.schedule == plan::Schedule::INTERLEAVED)
     schedule += fmt::format(" (v={})", p.virtual_stages);

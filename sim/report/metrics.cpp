@@ -176,7 +176,7 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
       model::step_flops(s.model, static_cast<double>(p.seq_length), static_cast<double>(p.global_batch), p.recompute);
   m.model_flops = flops.model();
   m.hardware_flops = flops.hardware();
-  const double peak = s.cluster.gpu.peak(p.precision).value_or(0.0);
+  const double peak = s.cluster.gpu.peak(p.compute_precision()).value_or(0.0); // FP8 runs: against the BF16 peak
   m.tflops_per_gpu = m.model_flops / m.step_time_s / s.gpus / 1e12;
   m.mfu = m.model_flops / m.step_time_s / s.gpus / peak;
   m.hfu = m.hardware_flops / m.step_time_s / s.gpus / peak;

@@ -187,6 +187,9 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
     line(fmt::format("model: {} parameters, {} active per token: FLOPs, TFLOP/s and MFU count the active ones",
                      core::format_count(counts.total), core::format_count(counts.active)));
   }
+  if (p.fp8())
+    line(fmt::format("precision: FP8 linear layers ({} scaling), the rest in bf16; MFU against the bf16 peak",
+                     name_of(p.fp8_recipe, plan::fp8_recipe_choices)));
   line("");
   line(fmt::format("step time {}   {:.0f} tokens/s   {:.1f} TFLOP/s per GPU   MFU {}   HFU {}",
                    core::format_time(m.step_time_s), m.tokens_per_s, m.tflops_per_gpu, percent(m.mfu), percent(m.hfu)));

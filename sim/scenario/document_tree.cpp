@@ -41,6 +41,13 @@ std::string kind_name(ReferenceKind kind)
   return "";
 }
 
+bool is_path_like(const std::string& ref)
+{
+  return ref.find('/') != std::string::npos || ref.ends_with(".json") || ref.starts_with(".");
+}
+
+} // namespace
+
 std::vector<std::string> presets(const fs::path& data_dir, ReferenceKind kind)
 {
   std::vector<std::string> names;
@@ -51,13 +58,6 @@ std::vector<std::string> presets(const fs::path& data_dir, ReferenceKind kind)
   std::sort(names.begin(), names.end());
   return names;
 }
-
-bool is_path_like(const std::string& ref)
-{
-  return ref.find('/') != std::string::npos || ref.ends_with(".json") || ref.starts_with(".");
-}
-
-} // namespace
 
 fs::path preset_path(const fs::path& data_dir, ReferenceKind kind, const std::string& name)
 {

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace sim::scenario {
 
@@ -47,5 +48,7 @@ class DocumentTree {
 
 // Where the preset of `kind` called `name` lives under `data_dir`.
 std::filesystem::path preset_path(const std::filesystem::path& data_dir, ReferenceKind kind, const std::string& name);
+// The names of the presets of a kind (file names without .json), sorted.
+std::vector<std::string> presets(const std::filesystem::path& data_dir, ReferenceKind kind);
 
 } // namespace sim::scenario

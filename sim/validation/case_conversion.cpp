@@ -213,8 +213,6 @@ class Converter {
   // Plans and precisions simtrain does not model.
   std::string refusal(const Json& plan) const
   {
-    if (mentions(text(plan, "precision"), "fp8"))
-      return fmt::format("FP8 training is not modelled (precision \"{}\")", text(plan, "precision"));
     if (integer(plan, "cp").value_or(1) > 1)
       return fmt::format("context parallelism (cp={}) is not modelled", text(plan, "cp"));
     if (integer(plan, "ep").value_or(1) > 1)
@@ -248,6 +246,9 @@ class Converter {
     const auto heads = integer(model, "heads");
     const auto vocab = integer(model, "vocab");
     const auto seq = integer(model, "seq_len");
+    if (!layers && !hidden && !heads && seq)
+      if (auto named = published_model(model, *seq))
+        return named;
     if (!layers || !hidden || !heads || !vocab || !seq) {
       unsupported("the model's architecture is not given (layers, hidden, heads, vocab, seq_len)");
       return std::nullopt;
@@ -319,6 +320,32 @@ class Converter {
     if (!check_parameters(model, m))
       return std::nullopt;
     return m;
+  }
+
+  // A case that names a published model without its architecture (Megatron-LM's "LLAMA3-70B"): the model preset of
+  // that name (letters and digits compared), trained at the case's sequence length; the fields the case does give
+  // must agree with it.
+  std::optional<Json> published_model(const Json& model, std::int64_t seq)
+  {
+    const auto key = [](const std::string& name) {
+      std::string k;
+      for (const char ch : name)
+        if (std::isalnum(static_cast<unsigned char>(ch)) != 0)
+          k += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      return k;
+    };
+    const std::string wanted = key(text(model, "name"));
+    for (const std::string& preset : scenario::presets(data_dir_, scenario::ReferenceKind::MODEL)) {
+      if (wanted.empty() || key(preset) != wanted)
+        continue;
+      Json m = core::read_json_file(scenario::preset_path(data_dir_, scenario::ReferenceKind::MODEL, preset));
+      if (const auto vocab = integer(model, "vocab"); vocab && *vocab != m.value("vocab_size", std::int64_t{0}))
+        return std::nullopt;
+      m["seq_length"] = seq;
+      assume(fmt::format("architecture not given: the published {} (model preset {})", text(model, "name"), preset));
+      return m;
+    }
+    return std::nullopt;
   }
 
   // The stated parameter count against the architecture as read: a gap means the case holds something simtrain did
@@ -492,8 +519,14 @@ class Converter {
       return std::nullopt;
 
     const int year = latest_date(text(c_, "source")).value_or(YearMonth{}).year;
+    // Megatron-LM's examples/llama FP8 table ran train_llama3_8b_h100_fp8.sh (core_r0.12.0), whose settings apply.
+    const bool llama_example = mentions(lower(text(c_, "source")), "megatron-lm examples/llama");
     if (const auto sp = flag(plan, "sequence_parallel")) {
       p["sequence_parallel"] = *sp;
+    } else if (llama_example) {
+      p["sequence_parallel"] = tp > 1;
+      if (tp > 1)
+        assume("sequence parallelism: on (the example script's --sequence-parallel)");
     } else {
       const bool modern = year >= 2023 && tp > 1;
       p["sequence_parallel"] = modern;
@@ -503,9 +536,17 @@ class Converter {
     }
 
     const std::string precision = lower(text(plan, "precision"));
-    if (mentions(precision, "fp16"))
+    if (mentions(precision, "fp8")) {
+      p["precision"] = "fp8";
+      if (mentions(precision, "blockwise") || mentions(precision, "block"))
+        p["fp8_recipe"] = "blockwise";
+      else if (mentions(precision, "current") || mentions(precision, "tensorwise"))
+        p["fp8_recipe"] = "current";
+      else
+        assume("FP8 scaling not given: delayed (Transformer Engine's default recipe)");
+    } else if (mentions(precision, "fp16")) {
       p["precision"] = "fp16";
-    else {
+    } else {
       p["precision"] = "bf16";
       if (!mentions(precision, "bf16"))
         assume("precision not given: bf16");
@@ -527,6 +568,17 @@ class Converter {
       p["distributed_optimizer"] = true;
       if (!flag(plan, "distributed_optimizer"))
         assume("distributed optimizer (implied by --overlap-param-gather)");
+    }
+    // The example script: the distributed optimizer with overlapped gradient reduction and parameter gather, FP8
+    // parameters, gradients reduced in bf16.
+    if (llama_example && p["precision"] == "fp8") {
+      p["distributed_optimizer"] = true;
+      p["overlap_grad_reduce"] = true;
+      p["fp8_param_gather"] = true;
+      p["overlap_param_gather"] = true;
+      p["fp32_grad_accumulation"] = false;
+      assume("the example script's settings (examples/llama/train_llama3_8b_h100_fp8.sh): distributed optimizer, "
+             "overlapped gradient reduce and parameter gather, --fp8-param-gather, --grad-reduce-in-bf16");
     }
     if (mentions(text(plan, "overlap"), "overlap-param-gather") && p.value("distributed_optimizer", false))
       p["overlap_param_gather"] = true;
@@ -551,7 +603,7 @@ class Converter {
   {
     const auto choice = choose_software(CaseText{
         text(c_, "source"), text(plan, "framework"), text(c_, "notes"), static_cast<int>(p.value("zero_stage", 0)),
-        p.value("fp32_grad_accumulation", p["precision"] == "bf16"), p.value("sequence_parallel", false)});
+        p.value("fp32_grad_accumulation", p["precision"] != "fp16"), p.value("sequence_parallel", false)});
     for (const auto& [key, value] : choice.plan.items())
       p[key] = value;
     for (const auto& a : choice.assumptions)

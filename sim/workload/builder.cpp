@@ -512,6 +512,8 @@ class Builder {
           tail_[static_cast<std::size_t>(r)].push_back(
               gathered[i][static_cast<std::size_t>(plan::coords_of(p_, r).tp)]);
       }
+      if (forward && mb == 0)
+        cast_weights(s, items[i], w);
       run(program_of(items[i], forward), s, w);
       if (!forward)
         accumulate_gradients(s, items[i], w);
@@ -538,6 +540,19 @@ class Builder {
     Step step;
     step.label = "host synchronisation";
     step.duration_s = 0.5 * syncs * cluster_.gpu.kernel_overhead_s;
+    for (int r : stage_gpus(s))
+      tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
+  }
+
+  // FP8: the first micro-batch's forward pass casts a transformer layer's weights, which later ones reuse.
+  void cast_weights(int s, int item, const Where& w)
+  {
+    if (programs_.fp8_weight_cast_s_per_param <= 0 || item < 0)
+      return;
+    Step step;
+    step.label = "fp8 weight cast";
+    step.memory_s = (item_params(item, s) + item_expert_params(item)) * programs_.fp8_weight_cast_s_per_param;
+    step.duration_s = cluster_.gpu.kernel_overhead_s + step.memory_s;
     for (int r : stage_gpus(s))
       tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
   }

@@ -18,9 +18,12 @@ struct Shape {
   double b, s, T, Tsp; // micro-batch, sequence, tokens, tokens held outside the TP region (T / t with SP)
   double h, q, kv, f, f1, a, d, t, vocab;
   bool sp, flash, dropout, rope, gated;
-  bool comm_overlap;     // sequence-parallel collectives pipelined with the GEMM beside them
-  bool backward_overlap; // the backward's TP communication runs beside the weight-gradient GEMM
-  MemoryKernel norm;     // the norm kernels' class (kind and implementation)
+  bool fp8;                // the linear layers' GEMMs take FP8 operands (Transformer Engine)
+  plan::Fp8Recipe recipe;  // and how their inputs are scaled
+  double gathered_element; // bytes per element of a GEMM input all-gathered over the TP group (FP8: gathered cast)
+  bool comm_overlap;       // sequence-parallel collectives pipelined with the GEMM beside them
+  bool backward_overlap;   // the backward's TP communication runs beside the weight-gradient GEMM
+  MemoryKernel norm;       // the norm kernels' class (kind and implementation)
   hardware::AttentionImpl attention;
   double keys; // keys each query attends to: s, or the sliding window
   double o;    // the attention output's width (MLA: heads x value head size)
@@ -104,6 +107,9 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const har
   x.dropout = m.dropout;
   x.rope = m.position_embedding == model::PositionEmbedding::ROPE;
   x.backward_overlap = p.software.tp_backward_overlap;
+  x.fp8 = p.fp8();
+  x.recipe = p.fp8_recipe;
+  x.gathered_element = x.fp8 ? 1.0 : e;
   x.norm = norm_kernel(m.norm, p.software.norm);
   x.attention = attention_impl(p.software.attention, gpu);
   const bool local = (kind & 2) != 0;
@@ -212,6 +218,35 @@ void backward_overlap(Program& p, const Shape& x, Step compute, CollectiveKind k
     p.push_back(collective(label, kind, bytes));
 }
 
+// A linear layer's GEMM: FP8 operands under fp8 (Transformer Engine), 16-bit otherwise. Attention, the router and
+// the output layer stay in 16 bits, as Megatron-core keeps them.
+Kernel linear(const Shape& x, std::string_view name, double m, double n, double k, double batch = 1,
+              GemmLayout layout = GemmLayout::FORWARD)
+{
+  const Kernel g = gemm(name, m, n, k, batch, layout);
+  return x.fp8 ? hardware::fp8_gemm(g) : g;
+}
+
+// Transformer Engine's quantisation of a 16-bit tensor of `elements` for FP8 GEMMs: one kernel writes the FP8 tensor
+// and its transpose (the other GEMM's operand layout), after a pass for the tensor's amax under current scaling.
+// `after_norm`: with delayed scaling the norm before the GEMM writes FP8 itself (TE's LayerNormLinear), no extra
+// pass. Nothing without FP8.
+void quantize(std::vector<Kernel>& ks, const Shape& x, std::string_view name, double elements, bool after_norm = false)
+{
+  if (!x.fp8)
+    return;
+  if (x.recipe == plan::Fp8Recipe::CURRENT)
+    ks.push_back(memory_bound("amax", e * elements));
+  if (!(after_norm && x.recipe == plan::Fp8Recipe::DELAYED))
+    ks.push_back(memory_bound(name, (e + 2.0) * elements));
+}
+std::vector<Kernel> quantized(const Shape& x, std::string_view name, double elements, bool after_norm = false)
+{
+  std::vector<Kernel> ks;
+  quantize(ks, x, name, elements, after_norm);
+  return ks;
+}
+
 // Attention core, forward: fused (FlashAttention: the causal mask skips half the score tiles) or unfused
 // (two batched GEMMs over the full s x s scores, softmax and dropout in between).
 std::vector<Kernel> core_forward(const Shape& x)
@@ -303,38 +338,79 @@ std::vector<Kernel> qkv_gemms(const Shape& x, GemmLayout layout)
     const double out = p.split ? p.out / x.t : p.out;
     switch (layout) {
       case GemmLayout::FORWARD:
-        ks.push_back(gemm("qkv", x.T, out, p.in));
+        ks.push_back(linear(x, "qkv", x.T, out, p.in));
         break;
       case GemmLayout::DGRAD:
-        ks.push_back(gemm("qkv dgrad", x.T, p.in, out, 1, GemmLayout::DGRAD));
+        ks.push_back(linear(x, "qkv dgrad", x.T, p.in, out, 1, GemmLayout::DGRAD));
         break;
       case GemmLayout::WGRAD:
-        ks.push_back(gemm("qkv wgrad", p.in, out, x.T, 1, GemmLayout::WGRAD));
+        ks.push_back(linear(x, "qkv wgrad", p.in, out, x.T, 1, GemmLayout::WGRAD));
         break;
     }
   }
   return ks;
 }
 
-std::vector<Kernel> qkv_to_projection(const Shape& x)
+// Elements of the QKV projections' outputs on one TP rank: their output gradients are quantised for the backward.
+double qkv_outputs(const Shape& x)
 {
-  std::vector<Kernel> ks = qkv_gemms(x, GemmLayout::FORWARD);
+  double out = 0;
+  for (const auto& p : x.qkv)
+    out += x.T * (p.split ? p.out / x.t : p.out);
+  return out;
+}
+
+// The QKV projections' GEMMs with the FP8 casts of their inputs other than the hidden state (MLA's latents, each
+// after its own norm); the hidden state's is cast by the input norm's step.
+std::vector<Kernel> qkv_forward(const Shape& x)
+{
+  std::vector<Kernel> ks;
+  for (const auto& p : x.qkv)
+    if (p.in != x.h)
+      quantize(ks, x, "latent cast", x.T * p.in, true);
+  for (const Kernel& k : qkv_gemms(x, GemmLayout::FORWARD))
+    ks.push_back(k);
+  return ks;
+}
+
+// From the projected queries, keys and values to the attention projection's input (cast to FP8 under fp8).
+std::vector<Kernel> attention_core(const Shape& x)
+{
+  std::vector<Kernel> ks;
   if (x.qk_norm)
     ks.push_back(memory_bound("qk norm", 2.0 * e * x.T * (x.q + x.kv) / x.t, x.norm));
   if (x.rope)
     ks.push_back(memory_bound("rotary embedding", 2.0 * e * x.T * (x.q + x.kv) / x.t, MemoryKernel::ROPE));
   for (auto& k : core_forward(x))
     ks.push_back(k);
-  ks.push_back(gemm("attention projection", x.T, x.h, x.o / x.t));
+  quantize(ks, x, "projection input cast", x.T * x.o / x.t);
   return ks;
 }
 
+Kernel attention_projection(const Shape& x)
+{
+  return linear(x, "attention projection", x.T, x.h, x.o / x.t);
+}
+
+std::vector<Kernel> qkv_to_projection(const Shape& x)
+{
+  std::vector<Kernel> ks = qkv_forward(x);
+  for (auto& k : attention_core(x))
+    ks.push_back(k);
+  ks.push_back(attention_projection(x));
+  return ks;
+}
+
+// fc1, the activation, the cast of fc2's input (fp8) and fc2: fc2 is the last kernel.
 std::vector<Kernel> ffn_forward(const Shape& x)
 {
-  return {gemm("fc1", x.T, x.f1 / x.t, x.h),
-          memory_bound(x.gated ? "gated activation" : "activation", (x.gated ? 3.0 : 2.0) * e * x.T * x.f / x.t,
-                       x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU),
-          gemm("fc2", x.T, x.h, x.f / x.t)};
+  std::vector<Kernel> ks{linear(x, "fc1", x.T, x.f1 / x.t, x.h),
+                         memory_bound(x.gated ? "gated activation" : "activation",
+                                      (x.gated ? 3.0 : 2.0) * e * x.T * x.f / x.t,
+                                      x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU)};
+  quantize(ks, x, "fc2 input cast", x.T * x.f / x.t);
+  ks.push_back(linear(x, "fc2", x.T, x.h, x.f / x.t));
+  return ks;
 }
 
 // The attention half of a layer's forward pass, up to its output's tensor-parallel reduction. With
@@ -342,24 +418,22 @@ std::vector<Kernel> ffn_forward(const Shape& x)
 // GEMM that consumes it and each reduce-scatter with the GEMM that produces its input, chunk by chunk.
 Program attention_forward(const Shape& x, const Costing& c, bool recompute)
 {
-  const double act = x.T * x.h * e; // one hidden-state tensor, whole
-  if (x.comm_overlap) {
-    std::vector<Kernel> attention = qkv_to_projection(x);
-    const auto qkv_count = static_cast<std::ptrdiff_t>(x.qkv.size());
-    const std::vector<Kernel> qkv(attention.begin(), attention.begin() + qkv_count);
-    const Kernel projection = attention.back();
-    attention = std::vector<Kernel>(attention.begin() + qkv_count, attention.end() - 1);
-    return {c.compute("norm", {norm(x, "input norm")}, recompute),
-            overlap(c.compute("qkv", qkv, recompute), CollectiveKind::ALL_GATHER, act),
-            c.compute("attention core", attention, recompute),
-            overlap(c.compute("attention projection", {projection}, recompute), CollectiveKind::REDUCE_SCATTER, act)};
-  }
+  const double act = x.T * x.h * e;                       // one hidden-state tensor, whole
+  const double gathered = x.T * x.h * x.gathered_element; // the QKV GEMMs' input, gathered
+  std::vector<Kernel> norms{norm(x, "input norm")};
+  quantize(norms, x, "qkv input cast", x.Tsp * x.h, true);
+  if (x.comm_overlap)
+    return {c.compute("norm", norms, recompute),
+            overlap(c.compute("qkv", qkv_forward(x), recompute), CollectiveKind::ALL_GATHER, gathered),
+            c.compute("attention core", attention_core(x), recompute),
+            overlap(c.compute("attention projection", {attention_projection(x)}, recompute),
+                    CollectiveKind::REDUCE_SCATTER, act)};
   if (x.sp)
-    return {c.compute("norm", {norm(x, "input norm")}, recompute),
-            collective("attention all-gather", CollectiveKind::ALL_GATHER, act),
+    return {c.compute("norm", norms, recompute),
+            collective("attention all-gather", CollectiveKind::ALL_GATHER, gathered),
             c.compute("attention", qkv_to_projection(x), recompute),
             collective("attention reduce-scatter", CollectiveKind::REDUCE_SCATTER, act)};
-  auto attn = std::vector<Kernel>{norm(x, "input norm")};
+  auto attn = norms;
   for (auto& k : qkv_to_projection(x))
     attn.push_back(k);
   Program p{c.compute("attention", attn, recompute)};
@@ -385,16 +459,20 @@ Program moe_forward(const Shape& x, const Costing& c, bool recompute)
   std::vector<Kernel> route{gemm("router", x.Tsp, x.experts, x.h),
                             memory_bound("router softmax and top-k", 3.0 * 4.0 * x.Tsp * x.experts),
                             memory_bound("permute", 2.0 * e * x.pairs_sent * x.h)};
-  std::vector<Kernel> experts{gemm("expert fc1", per_expert, x.fe1 / x.t, x.h, x.local_experts),
-                              memory_bound(x.gated ? "expert gated activation" : "expert activation",
-                                           (x.gated ? 3.0 : 2.0) * e * x.pairs_taken * x.fe / x.t,
-                                           x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU),
-                              gemm("expert fc2", per_expert, x.h, x.fe / x.t, x.local_experts)};
+  std::vector<Kernel> experts = quantized(x, "expert input cast", x.pairs_taken * x.h);
+  experts.push_back(linear(x, "expert fc1", per_expert, x.fe1 / x.t, x.h, x.local_experts));
+  experts.push_back(memory_bound(x.gated ? "expert gated activation" : "expert activation",
+                                 (x.gated ? 3.0 : 2.0) * e * x.pairs_taken * x.fe / x.t,
+                                 x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU));
+  quantize(experts, x, "expert fc2 input cast", x.pairs_taken * x.fe / x.t);
+  experts.push_back(linear(x, "expert fc2", per_expert, x.h, x.fe / x.t, x.local_experts));
   if (x.fs > 0) {
-    experts.push_back(gemm("shared expert fc1", x.T, x.fs1 / x.t, x.h));
+    quantize(experts, x, "shared expert input cast", x.T * x.h);
+    experts.push_back(linear(x, "shared expert fc1", x.T, x.fs1 / x.t, x.h));
     experts.push_back(memory_bound("shared expert activation", (x.gated ? 3.0 : 2.0) * e * x.T * x.fs / x.t,
                                    x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU));
-    experts.push_back(gemm("shared expert fc2", x.T, x.h, x.fs / x.t));
+    quantize(experts, x, "shared expert fc2 input cast", x.T * x.fs / x.t);
+    experts.push_back(linear(x, "shared expert fc2", x.T, x.h, x.fs / x.t));
   }
   Program p{c.compute("router", route, recompute), ep_collective("moe dispatch all-to-all", x.dispatched)};
   if (x.t > 1)
@@ -411,22 +489,28 @@ Program moe_backward(const Shape& x, const Costing& c)
 {
   const double per_expert = x.per_expert;
   const double ek = x.local_experts;
-  std::vector<Kernel> experts{gemm("expert fc2 dgrad", per_expert, x.fe / x.t, x.h, ek, GemmLayout::DGRAD),
-                              gemm("expert fc2 wgrad", x.fe / x.t, x.h, per_expert, ek, GemmLayout::WGRAD),
-                              memory_bound("expert activation backward",
-                                           (x.gated ? 5.0 : 3.0) * e * x.pairs_taken * x.fe / x.t,
-                                           x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true),
-                              gemm("expert fc1 dgrad", per_expert, x.h, x.fe1 / x.t, ek, GemmLayout::DGRAD),
-                              gemm("expert fc1 wgrad", x.h, x.fe1 / x.t, per_expert, ek, GemmLayout::WGRAD)};
-  if (x.fs > 0)
+  std::vector<Kernel> experts = quantized(x, "expert output-grad cast", x.pairs_taken * x.h);
+  for (const Kernel& k :
+       {linear(x, "expert fc2 dgrad", per_expert, x.fe / x.t, x.h, ek, GemmLayout::DGRAD),
+        linear(x, "expert fc2 wgrad", x.fe / x.t, x.h, per_expert, ek, GemmLayout::WGRAD),
+        memory_bound("expert activation backward", (x.gated ? 5.0 : 3.0) * e * x.pairs_taken * x.fe / x.t,
+                     x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true)})
+    experts.push_back(k);
+  quantize(experts, x, "expert fc1 output-grad cast", x.pairs_taken * x.fe1 / x.t);
+  experts.push_back(linear(x, "expert fc1 dgrad", per_expert, x.h, x.fe1 / x.t, ek, GemmLayout::DGRAD));
+  experts.push_back(linear(x, "expert fc1 wgrad", x.h, x.fe1 / x.t, per_expert, ek, GemmLayout::WGRAD));
+  if (x.fs > 0) {
+    quantize(experts, x, "shared expert output-grad cast", x.T * x.h);
     for (const Kernel& k :
-         {gemm("shared expert fc2 dgrad", x.T, x.fs / x.t, x.h, 1, GemmLayout::DGRAD),
-          gemm("shared expert fc2 wgrad", x.fs / x.t, x.h, x.T, 1, GemmLayout::WGRAD),
+         {linear(x, "shared expert fc2 dgrad", x.T, x.fs / x.t, x.h, 1, GemmLayout::DGRAD),
+          linear(x, "shared expert fc2 wgrad", x.fs / x.t, x.h, x.T, 1, GemmLayout::WGRAD),
           memory_bound("shared expert activation backward", (x.gated ? 5.0 : 3.0) * e * x.T * x.fs / x.t,
-                       x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true),
-          gemm("shared expert fc1 dgrad", x.T, x.h, x.fs1 / x.t, 1, GemmLayout::DGRAD),
-          gemm("shared expert fc1 wgrad", x.h, x.fs1 / x.t, x.T, 1, GemmLayout::WGRAD)})
+                       x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true)})
       experts.push_back(k);
+    quantize(experts, x, "shared expert fc1 output-grad cast", x.T * x.fs1 / x.t);
+    experts.push_back(linear(x, "shared expert fc1 dgrad", x.T, x.h, x.fs1 / x.t, 1, GemmLayout::DGRAD));
+    experts.push_back(linear(x, "shared expert fc1 wgrad", x.h, x.fs1 / x.t, x.T, 1, GemmLayout::WGRAD));
+  }
   Program p{c.compute("unpermute backward", {memory_bound("unpermute backward", 3.0 * e * x.pairs_sent * x.h)}),
             ep_collective("moe combine backward all-to-all", x.dispatched)};
   if (x.t > 1)
@@ -444,21 +528,27 @@ Program moe_backward(const Shape& x, const Costing& c)
 
 Program layer_forward(const Shape& x, const Costing& c, bool recompute)
 {
-  const double act = x.T * x.h * e; // one hidden-state tensor, whole
+  const double act = x.T * x.h * e;                       // one hidden-state tensor, whole
+  const double gathered = x.T * x.h * x.gathered_element; // fc1's input, gathered
   Program p = attention_forward(x, c, recompute);
   auto norms = residual(x, "attention residual");
   norms.push_back(norm(x, "ffn norm"));
   if (x.moe) {
     p.push_back(c.compute("norm", norms, recompute));
     append(p, moe_forward(x, c, recompute));
-  } else if (x.comm_overlap) {
+    p.push_back(c.compute("residual", residual(x, "ffn residual"), recompute));
+    return p;
+  }
+  quantize(norms, x, "fc1 input cast", x.Tsp * x.h, true);
+  if (x.comm_overlap) {
     const auto ffn = ffn_forward(x);
     p.push_back(c.compute("norm", norms, recompute));
-    p.push_back(overlap(c.compute("fc1", {ffn[0], ffn[1]}, recompute), CollectiveKind::ALL_GATHER, act));
-    p.push_back(overlap(c.compute("fc2", {ffn[2]}, recompute), CollectiveKind::REDUCE_SCATTER, act));
+    p.push_back(overlap(c.compute("fc1", std::vector<Kernel>(ffn.begin(), ffn.end() - 1), recompute),
+                        CollectiveKind::ALL_GATHER, gathered));
+    p.push_back(overlap(c.compute("fc2", {ffn.back()}, recompute), CollectiveKind::REDUCE_SCATTER, act));
   } else if (x.sp) {
     p.push_back(c.compute("norm", norms, recompute));
-    p.push_back(collective("ffn all-gather", CollectiveKind::ALL_GATHER, act));
+    p.push_back(collective("ffn all-gather", CollectiveKind::ALL_GATHER, gathered));
     p.push_back(c.compute("ffn", ffn_forward(x), recompute));
     p.push_back(collective("ffn reduce-scatter", CollectiveKind::REDUCE_SCATTER, act));
   } else {
@@ -476,29 +566,35 @@ Program layer_forward(const Shape& x, const Costing& c, bool recompute)
 Program ffn_backward(const Shape& x, const Costing& c)
 {
   const double act = x.T * x.h * e;
-  const std::vector<Kernel> fc2_back{gemm("fc2 dgrad", x.T, x.f / x.t, x.h, 1, GemmLayout::DGRAD),
-                                     gemm("fc2 wgrad", x.f / x.t, x.h, x.T, 1, GemmLayout::WGRAD),
-                                     memory_bound("activation backward", (x.gated ? 5.0 : 3.0) * e * x.T * x.f / x.t,
-                                                  x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true)};
-  const Kernel fc1_dgrad = gemm("fc1 dgrad", x.T, x.h, x.f1 / x.t, 1, GemmLayout::DGRAD);
-  const Kernel fc1_wgrad = gemm("fc1 wgrad", x.h, x.f1 / x.t, x.T, 1, GemmLayout::WGRAD);
-  const Kernel residual_back = residual_backward(x);
+  const double gathered = x.T * x.h * x.gathered_element; // an output gradient or fc1's input, gathered
+  // fc2's dgrad first; then its wgrad, the activation's backward and the cast of fc1's output gradient (fp8).
+  const Kernel fc2_dgrad = linear(x, "fc2 dgrad", x.T, x.f / x.t, x.h, 1, GemmLayout::DGRAD);
+  std::vector<Kernel> fc2_rest{linear(x, "fc2 wgrad", x.f / x.t, x.h, x.T, 1, GemmLayout::WGRAD),
+                               memory_bound("activation backward", (x.gated ? 5.0 : 3.0) * e * x.T * x.f / x.t,
+                                            x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true)};
+  quantize(fc2_rest, x, "fc1 output-grad cast", x.T * x.f1 / x.t);
+  const Kernel fc1_dgrad = linear(x, "fc1 dgrad", x.T, x.h, x.f1 / x.t, 1, GemmLayout::DGRAD);
+  const Kernel fc1_wgrad = linear(x, "fc1 wgrad", x.h, x.f1 / x.t, x.T, 1, GemmLayout::WGRAD);
+  std::vector<Kernel> residual_back{residual_backward(x)};
+  quantize(residual_back, x, "fc2 output-grad cast", x.Tsp * x.h);
   Program p;
   if (x.sp) {
-    p.push_back(c.compute("residual", {residual_back}));
+    p.push_back(c.compute("residual", residual_back));
     if (x.comm_overlap) {
-      p.push_back(overlap(c.compute("fc2 dgrad", {fc2_back[0]}), CollectiveKind::ALL_GATHER, act));
-      p.push_back(c.compute("ffn dgrad", {fc2_back[1], fc2_back[2]}));
+      p.push_back(overlap(c.compute("fc2 dgrad", {fc2_dgrad}), CollectiveKind::ALL_GATHER, gathered));
+      p.push_back(c.compute("ffn dgrad", fc2_rest));
     } else {
-      p.push_back(collective("ffn output-grad all-gather", CollectiveKind::ALL_GATHER, act));
-      p.push_back(c.compute("ffn dgrad", fc2_back));
+      p.push_back(collective("ffn output-grad all-gather", CollectiveKind::ALL_GATHER, gathered));
+      fc2_rest.insert(fc2_rest.begin(), fc2_dgrad);
+      p.push_back(c.compute("ffn dgrad", fc2_rest));
     }
-    backward_overlap(p, x, c.compute("fc1 dgrad", {fc1_dgrad}), CollectiveKind::ALL_GATHER, act, true);
+    backward_overlap(p, x, c.compute("fc1 dgrad", {fc1_dgrad}), CollectiveKind::ALL_GATHER, gathered, true);
     backward_overlap(p, x, c.compute("fc1 wgrad", {fc1_wgrad}), CollectiveKind::REDUCE_SCATTER, act);
     return p;
   }
-  std::vector<Kernel> ffn{residual_back};
-  for (const auto& k : fc2_back)
+  std::vector<Kernel> ffn = residual_back;
+  ffn.push_back(fc2_dgrad);
+  for (const auto& k : fc2_rest)
     ffn.push_back(k);
   ffn.push_back(fc1_dgrad);
   p.push_back(c.compute("ffn dgrad", ffn));
@@ -513,28 +609,35 @@ Program ffn_backward(const Shape& x, const Costing& c)
 Program attention_backward(const Shape& x, const Costing& c)
 {
   const double act = x.T * x.h * e;
-  std::vector<Kernel> attn_back{gemm("projection dgrad", x.T, x.o / x.t, x.h, 1, GemmLayout::DGRAD),
-                                gemm("projection wgrad", x.o / x.t, x.h, x.T, 1, GemmLayout::WGRAD)};
+  const double gathered = x.T * x.h * x.gathered_element; // an output gradient or the QKV input, gathered
+  const std::vector<Kernel> output_grad_cast = quantized(x, "projection output-grad cast", x.Tsp * x.h);
+  const Kernel projection_dgrad = linear(x, "projection dgrad", x.T, x.o / x.t, x.h, 1, GemmLayout::DGRAD);
+  std::vector<Kernel> attn_back{linear(x, "projection wgrad", x.o / x.t, x.h, x.T, 1, GemmLayout::WGRAD)};
   for (auto& k : core_backward(x))
     attn_back.push_back(k);
   if (x.rope)
     attn_back.push_back(memory_bound("rotary backward", 2.0 * e * x.T * (x.q + x.kv) / x.t, MemoryKernel::ROPE, true));
   if (x.qk_norm)
     attn_back.push_back(memory_bound("qk norm backward", 3.0 * e * x.T * (x.q + x.kv) / x.t, x.norm, true));
+  quantize(attn_back, x, "qkv output-grad cast", qkv_outputs(x));
   const std::vector<Kernel> qkv_dgrad = qkv_gemms(x, GemmLayout::DGRAD);
   const std::vector<Kernel> qkv_wgrad = qkv_gemms(x, GemmLayout::WGRAD);
   Program p;
   if (x.sp) {
+    if (x.fp8)
+      p.push_back(c.compute("output-grad cast", output_grad_cast));
     if (x.comm_overlap) {
-      p.push_back(overlap(c.compute("projection dgrad", {attn_back[0]}), CollectiveKind::ALL_GATHER, act));
-      p.push_back(c.compute("attention dgrad", std::vector<Kernel>(attn_back.begin() + 1, attn_back.end())));
+      p.push_back(overlap(c.compute("projection dgrad", {projection_dgrad}), CollectiveKind::ALL_GATHER, gathered));
     } else {
-      p.push_back(collective("attention output-grad all-gather", CollectiveKind::ALL_GATHER, act));
-      p.push_back(c.compute("attention dgrad", attn_back));
+      p.push_back(collective("attention output-grad all-gather", CollectiveKind::ALL_GATHER, gathered));
+      attn_back.insert(attn_back.begin(), projection_dgrad);
     }
-    backward_overlap(p, x, c.compute("qkv dgrad", qkv_dgrad), CollectiveKind::ALL_GATHER, act, true);
+    p.push_back(c.compute("attention dgrad", attn_back));
+    backward_overlap(p, x, c.compute("qkv dgrad", qkv_dgrad), CollectiveKind::ALL_GATHER, gathered, true);
     backward_overlap(p, x, c.compute("qkv wgrad", qkv_wgrad), CollectiveKind::REDUCE_SCATTER, act);
   } else {
+    attn_back.insert(attn_back.begin(), projection_dgrad);
+    attn_back.insert(attn_back.begin(), output_grad_cast.begin(), output_grad_cast.end());
     attn_back.insert(attn_back.end(), qkv_dgrad.begin(), qkv_dgrad.end());
     p.push_back(c.compute("attention dgrad", attn_back));
     if (x.t > 1)
@@ -682,6 +785,16 @@ double grad_accumulation_bytes_per_param(const plan::ParallelPlan& p)
   return 0.0;
 }
 
+double fp8_weight_cast_bytes_per_param(const plan::ParallelPlan& p)
+{
+  if (!p.fp8())
+    return 0.0;
+  // Transformer Engine casts each 16-bit weight to FP8 and its transpose once per step (on the first micro-batch;
+  // later ones reuse them). FP8 parameters (--fp8-param-gather) are written in FP8 by the optimizer: only the
+  // transpose is made.
+  return p.fp8_param_gather ? 2.0 : e + 2.0;
+}
+
 void append(Program& head, const Program& tail)
 {
   for (const Step& s : tail) {
@@ -704,7 +817,7 @@ std::vector<KernelCost> kernel_costs(const model::ModelSpec& m, const plan::Para
 {
   std::vector<KernelCost> log;
   const hardware::GpuSpec paced = paced_by_slowest(gpu, p);
-  Costing c(paced, p.precision, &log);
+  Costing c(paced, p.compute_precision(), &log);
   for (int kind : kinds_of(m)) {
     const Shape layer = shape_of(m, p, paced, kind);
     c.set_program(kind_names[static_cast<std::size_t>(kind)] + std::string(" forward"));
@@ -728,7 +841,7 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
 {
   const hardware::GpuSpec gpu = paced_by_slowest(gpu_in, p);
   const Shape x = shape_of(m, p, gpu, 0);
-  const Costing c(gpu, p.precision);
+  const Costing c(gpu, p.compute_precision());
   // Consecutive compute steps (no collective between them, as with tp = 1) run as one task.
   auto merged = [](const Program& steps) {
     Program out;
@@ -745,13 +858,16 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
   out.embedding_backward = merged(embedding_backward(x, c));
   out.head_forward = merged(head_forward(x, c));
   out.head_backward = merged(head_backward(x, c));
-  out.optimizer_s_per_param =
-      hardware::busy_time(memory_bound("adam", optimizer_bytes_per_param(p), MemoryKernel::ADAM), gpu, p.precision);
+  out.optimizer_s_per_param = hardware::busy_time(
+      memory_bound("adam", optimizer_bytes_per_param(p), MemoryKernel::ADAM), gpu, p.compute_precision());
+  const double cast = fp8_weight_cast_bytes_per_param(p);
+  out.fp8_weight_cast_s_per_param =
+      cast > 0 ? hardware::busy_time(memory_bound("fp8 weight cast", cast), gpu, p.compute_precision()) : 0.0;
   const double accumulation = grad_accumulation_bytes_per_param(p);
   out.grad_accumulation_s_per_param = accumulation > 0
                                           ? hardware::busy_time(memory_bound("gradient accumulation", accumulation,
                                                                              MemoryKernel::GRADIENT_ACCUMULATION),
-                                                                gpu, p.precision)
+                                                                gpu, p.compute_precision())
                                           : 0.0;
   out.grad_accumulation_from_first = p.software.grad_accumulation != plan::GradAccumulation::AUTOGRAD;
   return out;

@@ -101,9 +101,6 @@ TEST_CASE("an llm-foundry run becomes an MPT model under FSDP on the A100 40GB, 
 
 TEST_CASE("cases simtrain cannot express are refused with the reason")
 {
-  auto fp8 = sc21_row();
-  fp8["plan"]["precision"] = "fp8 (hybrid)";
-  CHECK(convert_case(fp8, test::source_dir()).unsupported.starts_with("FP8 training"));
   auto cp = sc21_row();
   cp["plan"]["cp"] = 2;
   CHECK(convert_case(cp, test::source_dir()).unsupported.starts_with("context parallelism"));
@@ -120,6 +117,41 @@ TEST_CASE("cases simtrain cannot express are refused with the reason")
   auto gpus = sc21_row();
   gpus["hardware"]["num_gpus"] = 64;
   CHECK(convert_case(gpus, test::source_dir()).unsupported.find("does not match") != std::string::npos);
+}
+
+TEST_CASE("a case naming a published model without its architecture takes the preset, and the example script's "
+          "FP8 settings")
+{
+  const nlohmann::json c{
+      {"id", "fp8-70b"},
+      {"source", "NVIDIA/Megatron-LM examples/llama/README.md 'FP8 Performance' table"},
+      {"model",
+       {{"name", "LLAMA3-70B"}, {"layers", nullptr}, {"hidden", nullptr}, {"vocab", 128256}, {"seq_len", 8192}}},
+      {"hardware", {{"gpu", "H100 (assumed)"}, {"num_gpus", 64}, {"gpus_per_node", 8}}},
+      {"plan",
+       {{"tp", 4},
+        {"pp", 8},
+        {"dp", 2},
+        {"vpp", 5},
+        {"micro_batch", 1},
+        {"global_batch", 128},
+        {"cp", 1},
+        {"precision", "fp8 (hybrid)"}}},
+      {"measured", {{"tokens_per_s_per_gpu", 1621}}}};
+  const auto converted = convert_case(c, test::source_dir());
+  REQUIRE(converted.unsupported.empty());
+  const auto& s = converted.runs.at(0).scenario;
+  CHECK(s["model"]["num_layers"] == 80);
+  CHECK(s["model"]["seq_length"] == 8192);
+  CHECK(s["plan"]["precision"] == "fp8");
+  CHECK(s["plan"]["fp8_param_gather"] == true);
+  CHECK(s["plan"]["sequence_parallel"] == true);
+  CHECK(s["plan"]["fp32_grad_accumulation"] == false);
+  CHECK(std::any_of(converted.assumptions.begin(), converted.assumptions.end(),
+                    [](const std::string& a) { return a.find("model preset llama3-70b") != std::string::npos; }));
+  auto other = c;
+  other["model"]["vocab"] = 32000; // disagrees with the preset
+  CHECK_FALSE(convert_case(other, test::source_dir()).unsupported.empty());
 }
 
 TEST_CASE("what a case leaves open is chosen and said: micro-batch, recomputation, precision")
