@@ -34,12 +34,12 @@ double expert_tokens_per_rank(const model::ModelSpec& m, const plan::ParallelPla
   double load = p.expert_load_imbalance;
   if (m.moe->capacity_factor)
     load = std::min(load, *m.moe->capacity_factor);
-  return static_cast<double>(p.seq_length) * p.micro_batch * static_cast<double>(m.moe->experts_per_token) * load;
+  return p.local_seq() * p.micro_batch * static_cast<double>(m.moe->experts_per_token) * load;
 }
 
 double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPlan& p, std::int64_t layer)
 {
-  const double sb = static_cast<double>(p.seq_length) * p.micro_batch;
+  const double sb = p.local_seq() * p.micro_batch; // this GPU's tokens (1/cp of each sequence)
   const auto h = static_cast<double>(m.hidden_size);
   const double t = p.tp;
   const double sp_divisor = p.sequence_parallel ? t : 1.0;
@@ -128,9 +128,9 @@ MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPl
     e.layer_activation_bytes = std::max(e.layer_activation_bytes, layer_activation_bytes(m, p, l));
 
   const double t = p.tp;
-  const double d = p.dp;
+  const double d = p.dp_cp(); // CP ranks shard the optimizer with the DP ranks
   const double h = static_cast<double>(m.hidden_size);
-  const double sb = static_cast<double>(p.seq_length) * p.micro_batch;
+  const double sb = p.local_seq() * p.micro_batch;
   const double sp_divisor = p.sequence_parallel ? t : 1.0;
   const double grad_bytes = p.fp32_grad_accumulation ? 4.0 : 2.0;
 

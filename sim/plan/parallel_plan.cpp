@@ -24,7 +24,7 @@ int ParallelPlan::size(ParallelDim d) const
     case ParallelDim::TP:
       return tp;
     case ParallelDim::DP:
-      return dp;
+      return dp * cp;
     case ParallelDim::PP:
       return pp;
   }

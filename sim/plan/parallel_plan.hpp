@@ -51,10 +51,24 @@ enum class Fp8Recipe { DELAYED, CURRENT, BLOCKWISE };
 inline constexpr std::array<core::Choice<Fp8Recipe>, 3> fp8_recipe_choices{
     {{"delayed", Fp8Recipe::DELAYED}, {"current", Fp8Recipe::CURRENT}, {"blockwise", Fp8Recipe::BLOCKWISE}}};
 
+// How a context-parallel group shares out attention over the sequence: a ring passing key/value blocks around the
+// group beside the attention blocks (Megatron-core's p2p), or all-to-alls from sequence to head sharding and back
+// around the attention (DeepSpeed-Ulysses; Megatron-core's a2a).
+enum class CpKind { RING, ALL_TO_ALL };
+
+inline constexpr std::array<core::Choice<CpKind>, 2> cp_kind_choices{
+    {{"ring", CpKind::RING}, {"all_to_all", CpKind::ALL_TO_ALL}}};
+
 struct ParallelPlan {
   int tp = 1;
   int pp = 1;
   int dp = 1;
+  // Context parallelism: each data-parallel rank's sequences split over `cp` GPUs (two chunks each, balancing the
+  // causal mask as Megatron-core does). CP ranks hold the same weights, so they reduce gradients and share the
+  // optimizer's shards with the data-parallel ranks; in the rank order they are the innermost part of the DP
+  // dimension (Megatron-core's tp-cp-dp-pp).
+  int cp = 1;
+  CpKind cp_kind = CpKind::RING;
   // Expert parallelism (MoE layers): each expert-parallel group of `ep` consecutive data-parallel ranks shares the
   // routed experts out, num_experts / ep each, with the rank order Megatron-core uses (EP inside DP); the experts
   // are split over the tensor-parallel group (expert tensor parallelism `etp` = tp).
@@ -90,14 +104,16 @@ struct ParallelPlan {
   // The precision of everything but FP8 GEMMs (attention, norms, the output layer), and what MFU is measured against.
   hardware::Precision compute_precision() const { return fp8() ? hardware::Precision::BF16 : precision; }
 
-  int gpus() const { return tp * pp * dp; }
+  int gpus() const { return tp * pp * dp * cp; }
+  int dp_cp() const { return dp * cp; } // the GPUs of a stage holding the same weights (gradient reduction groups)
+  double local_seq() const { return static_cast<double>(seq_length) / cp; } // tokens of a sequence on one GPU
   int edp() const { return dp / ep; } // expert data parallelism: replicas of each expert
   std::int64_t microbatches() const { return global_batch / (static_cast<std::int64_t>(micro_batch) * dp); }
   int chunks() const { return pp * virtual_stages; }
   int layers_on_stage(int stage) const;
   int layers_in_chunk(int stage, int chunk) const { return layers_per_chunk[chunk * pp + stage]; }
   int first_layer_of_chunk(int stage, int chunk) const; // the model's index of the chunk's first layer
-  int size(ParallelDim d) const;
+  int size(ParallelDim d) const; // DP: the data- and context-parallel ranks together (CP innermost)
 };
 
 // Spreads `layers` over `parts` consecutive pieces as evenly as possible. The first and last pieces also carry the

@@ -64,6 +64,42 @@ void check_experts(const ParallelPlan& p, const core::Node& node, const model::M
                fmt::format("between 1 and ep={}", p.ep));
 }
 
+// Context parallelism: what Megatron-core accepts, and what simtrain simulates of it.
+void check_context(const ParallelPlan& p, const core::Node& node, const model::ModelSpec& m)
+{
+  if (p.cp == 1)
+    return;
+  // Megatron-core splits each sequence into 2 x cp chunks, a rank taking one from each end (causal balance).
+  if (p.seq_length % (2 * p.cp) != 0)
+    infeasible(node, "cp",
+               fmt::format("seq_length={} is not divisible by 2*cp = {}: context parallelism gives each rank two "
+                           "equal chunks of every sequence",
+                           p.seq_length, 2 * p.cp),
+               "a cp with seq_length divisible by 2*cp");
+  if (!p.fused_attention())
+    infeasible(node, "attention", "context parallelism runs fused attention (Transformer Engine) only",
+               "a fused attention, or cp 1");
+  if (m.moe)
+    infeasible(node, "cp", "context parallelism with MoE layers is not simulated yet", "cp 1");
+  if (m.mla)
+    infeasible(node, "cp", "context parallelism with multi-head latent attention is not simulated yet", "cp 1");
+  if (m.sliding_window > 0)
+    infeasible(node, "cp", "context parallelism with sliding-window attention is not simulated yet", "cp 1");
+  if (p.cp_kind == CpKind::ALL_TO_ALL) {
+    const auto heads = m.num_attention_heads / p.tp;
+    const auto kv_heads = m.num_kv_heads / p.tp;
+    if (heads % p.cp != 0 || kv_heads % p.cp != 0)
+      infeasible(node, "cp",
+                 fmt::format("{} does not divide the {} query and {} key/value heads per tensor-parallel rank: the "
+                             "all-to-all kind shards attention by heads",
+                             p.cp, heads, kv_heads),
+                 "a cp dividing the heads per TP rank, or cp_kind ring");
+  }
+  if (p.zero_stage >= 2)
+    infeasible(node, "zero_stage", "ZeRO-2/3 with context parallelism is not simulated yet",
+               "zero_stage 0 or 1, or the distributed optimizer");
+}
+
 } // namespace
 
 ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, std::optional<int> gpus)
@@ -73,23 +109,25 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   p.tp = static_cast<int>(r.integer_or("tp", 1, 1, 1 << 16));
   p.pp = static_cast<int>(r.integer_or("pp", 1, 1, 1 << 16));
   constexpr std::int64_t max_gpus = 1 << 20;
-  const std::int64_t model_parallel = static_cast<std::int64_t>(p.tp) * p.pp;
+  p.cp = static_cast<int>(r.integer_or("cp", 1, 1, 1 << 16));
+  p.cp_kind = r.choice_or<CpKind>("cp_kind", cp_kind_choices, CpKind::RING);
+  const std::int64_t model_parallel = static_cast<std::int64_t>(p.tp) * p.pp * p.cp;
   if (model_parallel > max_gpus)
-    infeasible(node, "pp", fmt::format("tp*pp = {}*{} = {} GPUs per replica", p.tp, p.pp, model_parallel),
+    infeasible(node, "pp",
+               p.cp > 1 ? fmt::format("tp*pp*cp = {}*{}*{} = {} GPUs per replica", p.tp, p.pp, p.cp, model_parallel)
+                        : fmt::format("tp*pp = {}*{} = {} GPUs per replica", p.tp, p.pp, model_parallel),
                fmt::format("at most {} GPUs in all", max_gpus));
   const int default_dp = gpus && *gpus % model_parallel == 0 ? static_cast<int>(*gpus / model_parallel) : 1;
   p.dp = static_cast<int>(r.integer_or("dp", default_dp, 1, max_gpus));
   if (model_parallel * p.dp > max_gpus)
-    infeasible(node, "dp", fmt::format("tp*pp*dp = {}*{}*{} = {} GPUs", p.tp, p.pp, p.dp, model_parallel * p.dp),
+    infeasible(node, "dp",
+               p.cp > 1
+                   ? fmt::format("tp*pp*cp*dp = {}*{}*{}*{} = {} GPUs", p.tp, p.pp, p.cp, p.dp, model_parallel * p.dp)
+                   : fmt::format("tp*pp*dp = {}*{}*{} = {} GPUs", p.tp, p.pp, p.dp, model_parallel * p.dp),
                fmt::format("at most {} GPUs in all", max_gpus));
   p.ep = static_cast<int>(r.integer_or("ep", 1, 1, max_gpus));
   p.etp = static_cast<int>(r.integer_or("etp", p.tp, 1, 1 << 16));
   p.expert_load_imbalance = r.number_or("expert_load_imbalance", 1.0, 1.0, 1e4);
-  if (auto cp = r.find("cp"); cp && cp->as_integer(1, 1 << 16) > 1)
-    throw core::InfeasiblePlan(cp->location(), "context parallelism is not simulated yet", cp->json().dump(), "cp 1");
-  if (auto kind = r.find("cp_kind"))
-    throw core::InfeasiblePlan(kind->location(), "context parallelism is not simulated yet", kind->json().dump(),
-                               "no cp_kind");
   p.micro_batch = static_cast<int>(r.integer_or("micro_batch", 1, 1, 1 << 16));
   p.global_batch = r.integer_or("global_batch", static_cast<std::int64_t>(p.micro_batch) * p.dp, 1);
   if (model.seq_length == 0 && !r.has("seq_length"))
@@ -161,10 +199,12 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
   };
 
   if (p.gpus() != gpus)
-    infeasible(
-        node, "dp",
-        fmt::format("tp*pp*dp = {}*{}*{} = {} does not match the cluster's {} GPUs", p.tp, p.pp, p.dp, p.gpus(), gpus),
-        "tp*pp*dp equal to the GPU count");
+    infeasible(node, "dp",
+               p.cp > 1 ? fmt::format("tp*pp*cp*dp = {}*{}*{}*{} = {} does not match the cluster's {} GPUs", p.tp, p.pp,
+                                      p.cp, p.dp, p.gpus(), gpus)
+                        : fmt::format("tp*pp*dp = {}*{}*{} = {} does not match the cluster's {} GPUs", p.tp, p.pp, p.dp,
+                                      p.gpus(), gpus),
+               p.cp > 1 ? "tp*pp*cp*dp equal to the GPU count" : "tp*pp*dp equal to the GPU count");
 
   if (m.num_attention_heads % p.tp != 0)
     infeasible(
@@ -178,6 +218,7 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
                fmt::format("{} does not divide ffn_hidden_size={} of model '{}'", p.tp, m.ffn_hidden_size, m.name));
 
   check_experts(p, node, m);
+  check_context(p, node, m);
 
   if (p.layers_per_chunk.empty()) {
     if (p.virtual_stages > 1)

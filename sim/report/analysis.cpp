@@ -47,12 +47,24 @@ Analysis analyse(const scenario::Scenario& s)
   return a;
 }
 
+std::string parallel_extras(const plan::ParallelPlan& p)
+{
+  std::string out;
+  if (p.cp > 1)
+    out += fmt::format(" x CP {} ({})", p.cp, name_of(p.cp_kind, plan::cp_kind_choices));
+  if (p.ep > 1)
+    out += fmt::format(" (EP {})", p.ep);
+  return out;
+}
+
 core::Json plan_json(const plan::ParallelPlan& p)
 {
   core::Json j;
   j["tp"] = p.tp;
   j["pp"] = p.pp;
   j["dp"] = p.dp;
+  j["cp"] = p.cp;
+  j["cp_kind"] = name_of(p.cp_kind, plan::cp_kind_choices);
   j["ep"] = p.ep;
   j["etp"] = p.etp;
   j["expert_load_imbalance"] = p.expert_load_imbalance;
@@ -216,8 +228,8 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
     sharding += ", distributed optimizer";
   line(fmt::format("plan     TP {} x PP {} x DP {}{}; micro-batch {}, global batch {} ({} micro-batch{} per pipeline), "
                    "sequence {}; {}; recompute {}{}{}",
-                   p.tp, p.pp, p.dp, p.ep > 1 ? fmt::format(" (EP {})", p.ep) : "", p.micro_batch, p.global_batch,
-                   p.microbatches(), p.microbatches() == 1 ? "" : "es", p.seq_length, schedule,
+                   p.tp, p.pp, p.dp, parallel_extras(p), p.micro_batch, p.global_batch, p.microbatches(),
+                   p.microbatches() == 1 ? "" : "es", p.seq_length, schedule,
                    name_of(p.recompute, model::recompute_choices), p.sequence_parallel ? ", sequence parallel" : "",
                    sharding));
   line("");

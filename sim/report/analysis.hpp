@@ -23,6 +23,8 @@ Analysis analyse(const scenario::Scenario& s);
 
 // The resolved plan with every default filled in, as the JSON keys of scenario/v1.
 core::Json plan_json(const plan::ParallelPlan& p);
+// " x CP 2 (ring)", " (EP 8)": the parallel dimensions beside TP, PP and DP, for the one-line plan summaries.
+std::string parallel_extras(const plan::ParallelPlan& p);
 
 core::Json analysis_json(const scenario::Scenario& s, const Analysis& a);
 std::string analysis_text(const scenario::Scenario& s, const Analysis& a);

@@ -108,6 +108,9 @@ class Attribution {
       case Category::EP:
         b.ep_exposed += seconds;
         break;
+      case Category::CP:
+        b.cp_exposed += seconds;
+        break;
       default:
         b.bubble += seconds;
     }
@@ -231,6 +234,8 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
       b.tp_exposed += trailing;
     else if (last_comm_category[static_cast<std::size_t>(r)] == Category::EP)
       b.ep_exposed += trailing;
+    else if (last_comm_category[static_cast<std::size_t>(r)] == Category::CP)
+      b.cp_exposed += trailing;
     else
       b.dp_exposed += trailing;
     b.bubble += m.step_time_s - comm_until;
@@ -243,6 +248,7 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
     m.breakdown.pp_exposed += b.pp_exposed / simulated;
     m.breakdown.dp_exposed += b.dp_exposed / simulated;
     m.breakdown.ep_exposed += b.ep_exposed / simulated;
+    m.breakdown.cp_exposed += b.cp_exposed / simulated;
     m.breakdown.bubble += b.bubble / simulated;
     m.breakdown.optimizer += b.optimizer / simulated;
   }
@@ -289,6 +295,8 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
         m.comm.pp += share;
       else if (key.second == Category::EP)
         m.comm.ep += share;
+      else if (key.second == Category::CP)
+        m.comm.cp += share;
       else
         m.comm.dp += share;
     }
@@ -311,7 +319,7 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
         continue;
       Breakdown gap;
       attribution.gap(t, cursor, std::min(tl.tasks[t].start_s, m.pipeline_time_s), gap);
-      busy += gap.tp_exposed + gap.ep_exposed + std::min(tl.tasks[t].end_s, m.pipeline_time_s) -
+      busy += gap.tp_exposed + gap.ep_exposed + gap.cp_exposed + std::min(tl.tasks[t].end_s, m.pipeline_time_s) -
               std::min(tl.tasks[t].start_s, m.pipeline_time_s);
       cursor = tl.tasks[t].end_s;
     }

@@ -22,6 +22,7 @@ struct Breakdown {
   double pp_exposed = 0; // waiting while pipeline transfers were in flight
   double dp_exposed = 0; // waiting for data-parallel / ZeRO collectives
   double ep_exposed = 0; // waiting for a MoE layer's token dispatch and combine (expert-parallel all-to-all)
+  double cp_exposed = 0; // waiting for context-parallel attention exchanges (ring KV passing or all-to-all)
   double bubble = 0;     // waiting for other stages, nothing in flight for this GPU
   double optimizer = 0;
 };
@@ -33,6 +34,7 @@ struct CommTime {
   double pp = 0;
   double dp = 0;
   double ep = 0;
+  double cp = 0;
 };
 
 struct StageMetrics {

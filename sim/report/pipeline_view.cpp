@@ -289,8 +289,8 @@ void write_trace(std::ostream& out, const scenario::Scenario& s, const workload:
     out << (first ? "" : ",\n") << e.dump();
     first = false;
   };
-  const std::array<std::pair<int, const char*>, 5> streams{
-      {{0, "compute"}, {1, "tp comm"}, {2, "pp comm"}, {3, "dp comm"}, {4, "ep comm"}}};
+  const std::array<std::pair<int, const char*>, 6> streams{
+      {{0, "compute"}, {1, "tp comm"}, {2, "pp comm"}, {3, "dp comm"}, {4, "ep comm"}, {5, "cp comm"}}};
   for (int r = 0; r < g.gpus; ++r) {
     if (!shown(r))
       continue;
@@ -326,6 +326,7 @@ void write_trace(std::ostream& out, const scenario::Scenario& s, const workload:
       e["tid"] = task.category == Category::TP   ? 1
                  : task.category == Category::PP ? 2
                  : task.category == Category::EP ? 4
+                 : task.category == Category::CP ? 5
                                                  : 3;
       args["to"] = g.gpu_of(task.peer);
       args["bytes"] = task.bytes;

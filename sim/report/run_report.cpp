@@ -14,8 +14,8 @@ namespace {
 core::Json breakdown_json(const Breakdown& b)
 {
   return {{"compute", b.compute},       {"tp_exposed", b.tp_exposed}, {"pp_exposed", b.pp_exposed},
-          {"dp_exposed", b.dp_exposed}, {"ep_exposed", b.ep_exposed}, {"bubble", b.bubble},
-          {"optimizer", b.optimizer}};
+          {"dp_exposed", b.dp_exposed}, {"ep_exposed", b.ep_exposed}, {"cp_exposed", b.cp_exposed},
+          {"bubble", b.bubble},         {"optimizer", b.optimizer}};
 }
 
 std::string percent(double x)
@@ -127,7 +127,7 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
     bubble_per_stage.push_back(st.bubble);
   j["bubble"] = {{"per_stage", bubble_per_stage}, {"mean", m.bubble_mean}, {"theory", m.bubble_theory}};
   j["breakdown_s"] = breakdown_json(m.breakdown);
-  j["comm_s"] = {{"tp", m.comm.tp}, {"pp", m.comm.pp}, {"dp", m.comm.dp}, {"ep", m.comm.ep}};
+  j["comm_s"] = {{"tp", m.comm.tp}, {"pp", m.comm.pp}, {"dp", m.comm.dp}, {"ep", m.comm.ep}, {"cp", m.comm.cp}};
   j["layer_s"] = {{"forward", m.layer_forward_s}, {"backward", m.layer_backward_s}};
   j["stages"] = stages;
   core::Json links = core::Json::object();
@@ -178,7 +178,7 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
   line(fmt::format(
       "plan: TP {} x PP {} x DP {}{}, micro-batch {}, global batch {} ({} micro-batch{}), sequence {}, {}, "
       "recompute {}{}{}{}",
-      p.tp, p.pp, p.dp, p.ep > 1 ? fmt::format(" (EP {})", p.ep) : "", p.micro_batch, p.global_batch, p.microbatches(),
+      p.tp, p.pp, p.dp, report::parallel_extras(p), p.micro_batch, p.global_batch, p.microbatches(),
       p.microbatches() == 1 ? "" : "es", p.seq_length, schedule, name_of(p.recompute, model::recompute_choices),
       p.sequence_parallel ? ", sequence parallel" : "", p.zero_stage ? fmt::format(", ZeRO-{}", p.zero_stage) : "",
       p.distributed_optimizer ? ", distributed optimizer" : ""));
@@ -203,6 +203,8 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
                                                    {"exposed DP communication", b.dp_exposed},
                                                    {"pipeline bubble", b.bubble},
                                                    {"optimizer", b.optimizer}};
+  if (s.plan.cp > 1)
+    rows.insert(rows.begin() + 4, {"exposed CP communication", b.cp_exposed});
   if (s.model.moe)
     rows.insert(rows.begin() + 4, {"exposed EP all-to-all", b.ep_exposed});
   for (const auto& [name, seconds] : rows)
@@ -244,7 +246,8 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
     line(l);
   line(fmt::format("simulated {} tasks in {} (peak memory {}){}", cost.tasks, core::format_time(cost.wall_s),
                    core::format_bytes(cost.peak_rss_bytes),
-                   cost.folded ? fmt::format("; one GPU per stage stood for its {} identical GPUs", p.tp * p.dp) : ""));
+                   cost.folded ? fmt::format("; one GPU per stage stood for its {} identical GPUs", p.tp * p.dp_cp())
+                               : ""));
   for (const auto& w : s.warnings)
     line(core::format_warning(w));
   return out;

@@ -75,6 +75,7 @@ const std::vector<std::pair<std::string, std::string>>& parts()
                                                                   {"pp_exposed", "exposed PP communication"},
                                                                   {"dp_exposed", "exposed DP communication"},
                                                                   {"ep_exposed", "exposed EP all-to-all"},
+                                                                  {"cp_exposed", "exposed CP communication"},
                                                                   {"bubble", "pipeline bubble"},
                                                                   {"optimizer", "optimizer"}};
   return p;
@@ -143,7 +144,8 @@ Comparison compare_reports(const Json& a, const Json& b, std::string a_name, std
   for (const auto& [key, label] : parts())
     add(label, ("/breakdown_s/" + key).c_str(), Unit::TIME, 1);
   c.rows.push_back({"communication in flight", 0, 0, Unit::TIME, -1});
-  for (const auto& [kind, name] : {std::pair{"tp", "TP"}, {"pp", "PP"}, {"dp", "DP"}, {"ep", "EP all-to-all"}})
+  for (const auto& [kind, name] :
+       {std::pair{"tp", "TP"}, {"pp", "PP"}, {"dp", "DP"}, {"ep", "EP all-to-all"}, {"cp", "CP"}})
     add(fmt::format("{} (overlapped or not)", name), (std::string("/comm_s/") + kind).c_str(), Unit::TIME, 1);
   std::set<std::string> classes;
   for (const auto* r : {&a, &b})

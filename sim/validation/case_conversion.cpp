@@ -213,8 +213,6 @@ class Converter {
   // Plans and precisions simtrain does not model.
   std::string refusal(const Json& plan) const
   {
-    if (integer(plan, "cp").value_or(1) > 1)
-      return fmt::format("context parallelism (cp={}) is not modelled", text(plan, "cp"));
     if (integer(plan, "ep").value_or(1) > 1)
       return fmt::format("expert parallelism (ep={}) is not modelled", text(plan, "ep"));
     if (flag(plan, "activation_cpu_offload").value_or(false))
@@ -451,12 +449,13 @@ class Converter {
   {
     const std::int64_t tp = *integer(plan, "tp");
     const std::int64_t pp = *integer(plan, "pp");
+    const std::int64_t cp = integer(plan, "cp").value_or(1);
     const auto gpus = integer(hardware, "num_gpus");
     auto dp = integer(plan, "dp");
-    if (!dp && gpus && *gpus % (tp * pp) == 0)
-      dp = *gpus / (tp * pp);
-    if (!dp || (gpus && tp * pp * *dp != *gpus)) {
-      unsupported(fmt::format("tp x pp x dp does not match the {} GPUs", text(hardware, "num_gpus")));
+    if (!dp && gpus && *gpus % (tp * pp * cp) == 0)
+      dp = *gpus / (tp * pp * cp);
+    if (!dp || (gpus && tp * pp * cp * *dp != *gpus)) {
+      unsupported(fmt::format("tp x pp x cp x dp does not match the {} GPUs", text(hardware, "num_gpus")));
       return std::nullopt;
     }
     if (const auto mp = integer(plan, "model_parallel_size"); mp && *mp != tp * pp) {
@@ -464,6 +463,8 @@ class Converter {
       return std::nullopt;
     }
     Json p{{"tp", tp}, {"pp", pp}, {"dp", *dp}};
+    if (cp > 1)
+      p["cp"] = cp; // Megatron-core's default kind: the ring (--cp-comm-type p2p)
 
     auto micro = integer(plan, "micro_batch");
     const auto global = global_batch(plan, seq, micro, *dp);

@@ -48,15 +48,15 @@ class Builder {
     params_ready_.resize(static_cast<std::size_t>(gpus));
     g_.gpus = gpus;
     g_.folded = fold;
-    g_.multiplicity = fold ? p.tp * p.dp : 1;
+    g_.multiplicity = fold ? p.tp * p.dp_cp() : 1;
     g_.cluster_gpus = graph.gpus();
     for (int s = 0; s < p.pp; ++s)
       g_.stage_leaders.push_back(rank(0, 0, s));
     for (int r = 0; r < gpus; ++r)
       if (simulated(r))
         g_.simulated.push_back(r);
-    act_bytes_ = static_cast<double>(p.micro_batch) * static_cast<double>(p.seq_length) *
-                 static_cast<double>(m.hidden_size) * element_bytes;
+    act_bytes_ =
+        static_cast<double>(p.micro_batch) * p.local_seq() * static_cast<double>(m.hidden_size) * element_bytes;
     grad_bytes_ = p.fp32_grad_accumulation ? 4.0 : 2.0;
     for (std::int64_t l = 0; l < m.num_layers; ++l)
       layer_params_.push_back(memory::layer_params_per_rank(m, p, l));
@@ -93,7 +93,7 @@ class Builder {
   // Folded, the first GPU of stage s (tp 0, dp 0) stands for every GPU of its stage.
   int representative(int r) const { return fold_ ? rank(0, 0, plan::coords_of(p_, r).pp) : r; }
   bool simulated(int r) const { return representative(r) == r; }
-  int dp_simulated() const { return fold_ ? 1 : p_.dp; }
+  int dp_simulated() const { return fold_ ? 1 : p_.dp_cp(); }
   int tp_simulated() const { return fold_ ? 1 : p_.tp; }
   std::vector<int> simulated_of(const std::vector<int>& group) const
   {
@@ -116,7 +116,7 @@ class Builder {
   std::vector<int> dp_group(int t, int s) const
   {
     std::vector<int> r;
-    for (int d = 0; d < p_.dp; ++d)
+    for (int d = 0; d < p_.dp_cp(); ++d)
       r.push_back(rank(t, d, s));
     return r;
   }
@@ -137,7 +137,16 @@ class Builder {
     return r;
   }
 
-  enum class Dim { TP, DP, EP, EDP };
+  // Context parallelism: cp consecutive ranks of the DP dimension split each sequence.
+  std::vector<int> cp_group(int t, int d, int s) const
+  {
+    std::vector<int> r;
+    for (int i = 0; i < p_.cp; ++i)
+      r.push_back(rank(t, d / p_.cp * p_.cp + i, s));
+    return r;
+  }
+
+  enum class Dim { TP, DP, EP, EDP, CP };
   std::vector<int> group_of(Dim dim, int gpu) const
   {
     const plan::RankCoords c = plan::coords_of(p_, gpu);
@@ -150,6 +159,8 @@ class Builder {
         return ep_group(c.tp, c.dp, c.pp);
       case Dim::EDP:
         return edp_group(c.tp, c.dp, c.pp);
+      case Dim::CP:
+        return cp_group(c.tp, c.dp, c.pp);
     }
     return {};
   }
@@ -330,11 +341,12 @@ class Builder {
           tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
         continue;
       }
-      const bool ep = step.group == Group::EP;
-      for (const auto& group : groups(ep ? Dim::EP : Dim::TP, s)) {
+      const auto [dim, category] = step.group == Group::EP   ? std::pair{Dim::EP, Category::EP}
+                                   : step.group == Group::CP ? std::pair{Dim::CP, Category::CP}
+                                                             : std::pair{Dim::TP, Category::TP};
+      for (const auto& group : groups(dim, s)) {
         const auto members = simulated_of(group);
-        const TaskId end = collective(step.collective, group, step.bytes, ep ? Category::EP : Category::TP, step.label,
-                                      w, tails_of(members));
+        const TaskId end = collective(step.collective, group, step.bytes, category, step.label, w, tails_of(members));
         for (int r : members) {
           if (step.kind == Step::Kind::OVERLAP)
             tail_[static_cast<std::size_t>(r)] = {compute(r, step, w), end};
@@ -601,7 +613,7 @@ class Builder {
   std::vector<TaskId> gather_parameters(int s, int item, const Where& w)
   {
     std::vector<TaskId> ends(static_cast<std::size_t>(p_.tp), no_task);
-    if (p_.dp == 1)
+    if (p_.dp_cp() == 1)
       return ends;
     for (int t = 0; t < tp_simulated(); ++t) {
       const auto group = dp_group(t, s);
@@ -649,7 +661,7 @@ class Builder {
   // other on the data-parallel stream. `mb` < 0: once, after the last micro-batch; else after micro-batch mb.
   void reduce_gradients(int s, int mb)
   {
-    if (p_.dp == 1)
+    if (p_.dp_cp() == 1)
       return;
     std::vector<int> order;
     for (int c = p_.virtual_stages - 1; c >= 0; --c)
@@ -729,7 +741,7 @@ class Builder {
   // order, while the first forward pass runs; each item's first forward waits for its bucket.
   bool gathers_before_forward() const
   {
-    return p_.overlap_param_gather && sharded_optimizer() && p_.zero_stage < 3 && p_.dp > 1;
+    return p_.overlap_param_gather && sharded_optimizer() && p_.zero_stage < 3 && p_.dp_cp() > 1;
   }
 
   void gather_updated_parameters(int s)
@@ -791,7 +803,8 @@ class Builder {
         params += item_params(item, s);
         expert_params += item_expert_params(item);
       }
-    const double updated = sharded_optimizer() ? params / p_.dp + expert_params / p_.edp() : params + expert_params;
+    const double updated =
+        sharded_optimizer() ? params / p_.dp_cp() + expert_params / p_.edp() : params + expert_params;
     Step step;
     step.label = "optimizer";
     step.duration_s = updated * programs_.optimizer_s_per_param;
@@ -801,7 +814,7 @@ class Builder {
       tail_[static_cast<std::size_t>(r)].push_back(reduce_tail_[static_cast<std::size_t>(r)]);
       tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
     }
-    if (sharded_optimizer() && p_.zero_stage < 3 && p_.dp > 1 && !gathers_before_forward()) {
+    if (sharded_optimizer() && p_.zero_stage < 3 && p_.dp_cp() > 1 && !gathers_before_forward()) {
       auto gather = [&](const std::vector<std::vector<int>>& groups, double bytes, const char* label) {
         for (const auto& group : groups) {
           const auto members = simulated_of(group);
@@ -841,7 +854,7 @@ class Builder {
   double act_bytes_ = 0;
   double grad_bytes_ = 0;
   std::vector<memory::RankParams> layer_params_;                     // per layer, on one GPU
-  std::array<std::vector<std::vector<std::vector<int>>>, 4> groups_; // per Dim, per stage: groups()
+  std::array<std::vector<std::vector<std::vector<int>>>, 5> groups_; // per Dim, per stage: groups()
   std::vector<int> first_layer_;                                     // per virtual stage
 
   TaskGraph g_;
@@ -857,7 +870,7 @@ class Builder {
 
 std::string fold_precondition(const plan::ParallelPlan& plan, const topology::ClusterSpec& cluster)
 {
-  if (plan.tp * plan.dp == 1)
+  if (plan.tp * plan.dp_cp() == 1)
     return "one GPU per stage already";
   if (!cluster.node.nvlink || !std::holds_alternative<topology::NvSwitchFabric>(*cluster.node.nvlink))
     return "GPUs share NVLink lanes (no NVSwitch)";

@@ -42,7 +42,7 @@ double compute_lower_bound_s(const model::ModelSpec& model, const plan::Parallel
       per_microbatch += embedding;
     if (s == plan.pp - 1)
       per_microbatch += head;
-    const double params = memory.per_stage[static_cast<std::size_t>(s)].params / (sharded ? plan.dp : 1);
+    const double params = memory.per_stage[static_cast<std::size_t>(s)].params / (sharded ? plan.dp_cp() : 1);
     busiest = std::max(busiest, microbatches * per_microbatch + params * programs.optimizer_s_per_param);
   }
   return busiest;

@@ -72,7 +72,7 @@ GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::Paralle
   const int gpn = cluster.node.gpus;
   const GroupShape tp = group_shape(plan, gpn, plan::ParallelDim::TP, folded);
   const GroupShape dp = group_shape(plan, gpn, plan::ParallelDim::DP, folded);
-  const double groups = folded ? 1.0 : plan.dp; // TP groups per stage that have tasks
+  const double groups = folded ? 1.0 : plan.dp_cp(); // TP groups per stage that have tasks
   const double stage_gpus = groups * tp.simulated;
   const double stages = plan.pp;
   const double chunks = plan.chunks();
@@ -111,13 +111,13 @@ GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::Paralle
   // (MoE: the experts' buckets too, over expert-data-parallel groups, ep of them per TP rank unfolded.)
   const double expert_groups = model.moe && plan.edp() > 1 ? (folded ? 1.0 : plan.ep) : 0.0;
   const double reductions =
-      plan.dp > 1 ? stages * buckets_per_stage * tp.simulated * collective_tasks(dp) * (1.0 + expert_groups) : 0.0;
+      plan.dp_cp() > 1 ? stages * buckets_per_stage * tp.simulated * collective_tasks(dp) * (1.0 + expert_groups) : 0.0;
   double per_step = 0;
   if (plan.zero_stage >= 2)
     per_microbatch += reductions;
   else
     per_step += 2.0 * reductions; // the reduction, and the updated parameters gathered back
-  if (plan.zero_stage >= 3 && plan.dp > 1)
+  if (plan.zero_stage >= 3 && plan.dp_cp() > 1)
     per_microbatch += 2.0 * items * tensors * tp.simulated * collective_tasks(dp);
   if (model.tie_embeddings && plan.pp > 1)
     per_step += groups * tp.simulated * collective_tasks(GroupShape{folded ? 1.0 : 2.0, 1});

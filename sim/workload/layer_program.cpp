@@ -15,7 +15,9 @@ constexpr double e = 2.0; // bytes per 16-bit element
 
 // Shapes of one layer on one tensor-parallel rank for one micro-batch.
 struct Shape {
-  double b, s, T, Tsp; // micro-batch, sequence, tokens, tokens held outside the TP region (T / t with SP)
+  double b, s, T, Tsp; // micro-batch, sequence, tokens on this GPU (b s / cp), tokens outside the TP region (T / t, SP)
+  double cp;           // context-parallel ranks sharing each sequence
+  plan::CpKind cp_kind;
   double h, q, kv, f, f1, a, d, t, vocab;
   bool sp, flash, dropout, rope, gated;
   bool fp8;                // the linear layers' GEMMs take FP8 operands (Transformer Engine)
@@ -89,7 +91,9 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const har
   Shape x{};
   x.b = p.micro_batch;
   x.s = static_cast<double>(p.seq_length);
-  x.T = x.b * x.s;
+  x.cp = p.cp;
+  x.cp_kind = p.cp_kind;
+  x.T = x.b * x.s / x.cp;
   x.t = p.tp;
   x.sp = p.sequence_parallel && p.tp > 1;
   x.comm_overlap = x.sp && p.tp_comm_overlap;
@@ -262,7 +266,8 @@ std::vector<Kernel> core_forward(const Shape& x)
     k.attention = x.attention;
     // Causal: each query sees half the keys on average, or its window (a window's diagonal block is half masked).
     const double causal_keys = x.keys < x.s ? x.keys - 0.5 * x.keys * x.keys / x.s : 0.5 * x.s;
-    k.flops = 2.0 * x.b * x.s * causal_keys * (x.q + x.o) / x.t;
+    // With context parallelism a GPU holds 1/cp of the work (all-to-all: the heads; ring: see ring_attention).
+    k.flops = 2.0 * x.b * x.s * causal_keys * (x.q + x.o) / x.t / x.cp;
     k.bytes = e * x.T * (2.0 * x.q + 2.0 * x.kv) / x.t;
     return {k};
   }
@@ -273,6 +278,30 @@ std::vector<Kernel> core_forward(const Shape& x)
   if (x.dropout)
     ks.push_back(memory_bound("attention dropout", (e + 1.0 + e) * scores, MemoryKernel::DROPOUT));
   ks.push_back(gemm("attention context", x.s, value_dim, x.s, x.b * heads));
+  return ks;
+}
+
+// Ring attention over a context-parallel group (Megatron-core / Transformer Engine, causal balance): each GPU holds
+// two chunks of s / (2 cp) tokens, one from each end of the sequence, and runs cp attention kernels as key/value
+// blocks come round: its own chunks with the causal mask, then cp - 1 blocks of which the mask leaves half (its
+// first chunk's queries against an earlier block, or its later chunk's queries against a whole block). Each kernel
+// does two chunk-by-chunk blocks of work, 1/cp of the whole causal attention in all.
+std::vector<Kernel> ring_attention(const Shape& x, bool backward)
+{
+  const double chunk = x.s / (2.0 * x.cp);
+  std::vector<Kernel> ks;
+  for (int step = 0; step < static_cast<int>(x.cp); ++step) {
+    Kernel k;
+    k.name = backward ? "ring attention backward" : "ring attention";
+    k.kind = backward ? hardware::KernelKind::ATTENTION_BACKWARD : hardware::KernelKind::ATTENTION;
+    k.seq = 2.0 * chunk;
+    k.head_dim = x.d;
+    k.causal = step == 0;
+    k.attention = x.attention;
+    k.flops = 2.0 * x.b * 2.0 * chunk * chunk * (x.q + x.o) / x.t * (backward ? 2.5 : 1.0);
+    k.bytes = e * x.T * (2.0 * x.q + 2.0 * x.kv) / x.t * (backward ? 2.0 : 1.0);
+    ks.push_back(k);
+  }
   return ks;
 }
 
@@ -373,18 +402,63 @@ std::vector<Kernel> qkv_forward(const Shape& x)
   return ks;
 }
 
-// From the projected queries, keys and values to the attention projection's input (cast to FP8 under fp8).
-std::vector<Kernel> attention_core(const Shape& x)
+// The query/key norms and rotary embedding between the QKV projection and the attention core.
+std::vector<Kernel> before_core(const Shape& x)
 {
   std::vector<Kernel> ks;
   if (x.qk_norm)
     ks.push_back(memory_bound("qk norm", 2.0 * e * x.T * (x.q + x.kv) / x.t, x.norm));
   if (x.rope)
     ks.push_back(memory_bound("rotary embedding", 2.0 * e * x.T * (x.q + x.kv) / x.t, MemoryKernel::ROPE));
+  return ks;
+}
+
+// From the projected queries, keys and values to the attention projection's input (cast to FP8 under fp8).
+std::vector<Kernel> attention_core(const Shape& x)
+{
+  std::vector<Kernel> ks = before_core(x);
   for (auto& k : core_forward(x))
     ks.push_back(k);
   quantize(ks, x, "projection input cast", x.T * x.o / x.t);
   return ks;
+}
+
+// Kernels as a compute step at the end of `p` (merged with a compute step before it); nothing when there are none.
+void add_compute(Program& p, const Costing& c, std::string label, const std::vector<Kernel>& kernels, bool recompute)
+{
+  if (!kernels.empty())
+    append(p, Program{c.compute(std::move(label), kernels, recompute)});
+}
+
+Step cp_collective(std::string label, CollectiveKind kind, double bytes)
+{
+  Step s = collective(std::move(label), kind, bytes);
+  s.group = Group::CP;
+  return s;
+}
+
+// The attention core over a context-parallel group, forward or backward. Ring: the attention kernels beside the
+// key/value blocks passed round the group (cp - 1 hops of this GPU's block, as a ring all-gather moves them; the
+// backward pass sends the blocks and their gradients). All-to-all: queries, keys and values go from sequence to
+// head sharding before the core, its output back after (the backward mirrors it).
+Program context_parallel_core(const Shape& x, const Costing& c, bool backward, bool recompute)
+{
+  if (x.cp_kind == plan::CpKind::RING) {
+    const double kv = e * x.T * 2.0 * x.kv / x.t; // this GPU's keys and values
+    Step ring =
+        c.compute(backward ? "ring attention backward" : "ring attention", ring_attention(x, backward), recompute);
+    ring = overlap(std::move(ring), CollectiveKind::ALL_GATHER, x.cp * kv * (backward ? 2.0 : 1.0));
+    ring.group = Group::CP;
+    return {ring};
+  }
+  const double qkv = e * x.T * (x.q + 2.0 * x.kv) / x.t;
+  const double out = e * x.T * x.o / x.t;
+  return {cp_collective(backward ? "cp output-grad all-to-all" : "cp qkv all-to-all", CollectiveKind::ALL_TO_ALL,
+                        backward ? out : qkv),
+          c.compute(backward ? "attention core backward" : "attention core",
+                    backward ? core_backward(x) : core_forward(x), recompute),
+          cp_collective(backward ? "cp qkv-grad all-to-all" : "cp output all-to-all", CollectiveKind::ALL_TO_ALL,
+                        backward ? qkv : out)};
 }
 
 Kernel attention_projection(const Shape& x)
@@ -422,6 +496,30 @@ Program attention_forward(const Shape& x, const Costing& c, bool recompute)
   const double gathered = x.T * x.h * x.gathered_element; // the QKV GEMMs' input, gathered
   std::vector<Kernel> norms{norm(x, "input norm")};
   quantize(norms, x, "qkv input cast", x.Tsp * x.h, true);
+  if (x.cp > 1) {
+    Program p{c.compute("norm", norms, recompute)};
+    if (x.comm_overlap) {
+      p.push_back(overlap(c.compute("qkv", qkv_forward(x), recompute), CollectiveKind::ALL_GATHER, gathered));
+    } else {
+      if (x.sp)
+        p.push_back(collective("attention all-gather", CollectiveKind::ALL_GATHER, gathered));
+      p.push_back(c.compute("qkv", qkv_forward(x), recompute));
+    }
+    add_compute(p, c, "attention core", before_core(x), recompute);
+    append(p, context_parallel_core(x, c, false, recompute));
+    add_compute(p, c, "attention core", quantized(x, "projection input cast", x.T * x.o / x.t), recompute);
+    const Step projection = c.compute("attention projection", {attention_projection(x)}, recompute);
+    if (x.comm_overlap) {
+      p.push_back(overlap(projection, CollectiveKind::REDUCE_SCATTER, act));
+    } else {
+      p.push_back(projection);
+      if (x.sp)
+        p.push_back(collective("attention reduce-scatter", CollectiveKind::REDUCE_SCATTER, act));
+      else if (x.t > 1)
+        p.push_back(collective("attention all-reduce", CollectiveKind::ALL_REDUCE, act));
+    }
+    return p;
+  }
   if (x.comm_overlap)
     return {c.compute("norm", norms, recompute),
             overlap(c.compute("qkv", qkv_forward(x), recompute), CollectiveKind::ALL_GATHER, gathered),
@@ -605,6 +703,42 @@ Program ffn_backward(const Shape& x, const Costing& c)
   return p;
 }
 
+// attention_backward with context parallelism: the attention core's backward over the CP group (attn_back holds
+// the projection's wgrad, the core's kernels, which are replaced, and what follows the core).
+Program attention_backward_cp(const Shape& x, const Costing& c, const std::vector<Kernel>& output_grad_cast,
+                              const Kernel& projection_dgrad, const std::vector<Kernel>& attn_back,
+                              const std::vector<Kernel>& qkv_dgrad, const std::vector<Kernel>& qkv_wgrad)
+{
+  const double act = x.T * x.h * e;
+  const double gathered = x.T * x.h * x.gathered_element;
+  const auto core_kernels = static_cast<std::ptrdiff_t>(core_backward(x).size());
+  Program p;
+  add_compute(p, c, "output-grad cast", output_grad_cast, false);
+  if (x.comm_overlap) {
+    p.push_back(overlap(c.compute("projection dgrad", {projection_dgrad}), CollectiveKind::ALL_GATHER, gathered));
+  } else {
+    if (x.sp)
+      p.push_back(collective("attention output-grad all-gather", CollectiveKind::ALL_GATHER, gathered));
+    add_compute(p, c, "projection dgrad", {projection_dgrad}, false);
+  }
+  add_compute(p, c, "projection wgrad", {attn_back.front()}, false);
+  append(p, context_parallel_core(x, c, true, false));
+  add_compute(p, c, "attention dgrad", std::vector<Kernel>(attn_back.begin() + 1 + core_kernels, attn_back.end()),
+              false);
+  if (x.sp) {
+    backward_overlap(p, x, c.compute("qkv dgrad", qkv_dgrad), CollectiveKind::ALL_GATHER, gathered, true);
+    backward_overlap(p, x, c.compute("qkv wgrad", qkv_wgrad), CollectiveKind::REDUCE_SCATTER, act);
+  } else {
+    add_compute(p, c, "qkv dgrad", qkv_dgrad, false);
+    if (x.t > 1)
+      backward_overlap(p, x, c.compute("qkv wgrad", qkv_wgrad), CollectiveKind::ALL_REDUCE, act);
+    else
+      add_compute(p, c, "qkv wgrad", qkv_wgrad, false);
+  }
+  p.push_back(c.compute("norm backward", {norm_backward(x, "input norm backward")}));
+  return p;
+}
+
 // The attention half of a layer's backward pass, from the attention residual's gradient to the input norm's input.
 Program attention_backward(const Shape& x, const Costing& c)
 {
@@ -622,6 +756,8 @@ Program attention_backward(const Shape& x, const Costing& c)
   quantize(attn_back, x, "qkv output-grad cast", qkv_outputs(x));
   const std::vector<Kernel> qkv_dgrad = qkv_gemms(x, GemmLayout::DGRAD);
   const std::vector<Kernel> qkv_wgrad = qkv_gemms(x, GemmLayout::WGRAD);
+  if (x.cp > 1)
+    return attention_backward_cp(x, c, output_grad_cast, projection_dgrad, attn_back, qkv_dgrad, qkv_wgrad);
   Program p;
   if (x.sp) {
     if (x.fp8)
@@ -665,8 +801,12 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
   if (x.post_norms) // the attention's and the FFN's post-norms
     norms.insert(norms.end(), 2, norm_backward(x, "post norm backward"));
   p.push_back(c.compute("norm backward", norms));
-  if (recompute == model::Recompute::SELECTIVE)
-    p.push_back(c.compute("attention core recompute", core_forward(x), true));
+  if (recompute == model::Recompute::SELECTIVE) {
+    if (x.cp > 1)
+      append(p, context_parallel_core(x, c, false, true));
+    else
+      p.push_back(c.compute("attention core recompute", core_forward(x), true));
+  }
   for (const Step& s : attention_backward(x, c))
     p.push_back(s);
   return p;

@@ -20,9 +20,9 @@ inline constexpr std::array<core::Choice<CollectiveKind>, 4> collective_kind_cho
      {"all_gather", CollectiveKind::ALL_GATHER},
      {"all_to_all", CollectiveKind::ALL_TO_ALL}}};
 
-// The group a layer's collective runs over: its tensor-parallel group, or its expert-parallel group (a MoE layer's
-// token dispatch and combine).
-enum class Group { TP, EP };
+// The group a layer's collective runs over: its tensor-parallel group, its expert-parallel group (a MoE layer's
+// token dispatch and combine), or its context-parallel group (attention over a sequence split across GPUs).
+enum class Group { TP, EP, CP };
 
 struct Step {
   enum class Kind { COMPUTE, COLLECTIVE, OVERLAP };

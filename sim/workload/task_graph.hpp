@@ -21,19 +21,20 @@ inline constexpr TaskId no_task = std::numeric_limits<TaskId>::max();
 enum class TaskKind : std::uint8_t { COMPUTE, TRANSFER, SYNC };
 
 // What a task is for: the forward, backward and recomputed passes and the optimizer on the compute stream;
-// tensor-, pipeline-, data- and expert-parallel communication.
-enum class Category : std::uint8_t { FORWARD, BACKWARD, RECOMPUTE, OPTIMIZER, TP, PP, DP, EP };
+// tensor-, pipeline-, data-, expert- and context-parallel communication.
+enum class Category : std::uint8_t { FORWARD, BACKWARD, RECOMPUTE, OPTIMIZER, TP, PP, DP, EP, CP };
 
 inline constexpr std::array<core::Choice<TaskKind>, 3> task_kind_choices{
     {{"compute", TaskKind::COMPUTE}, {"transfer", TaskKind::TRANSFER}, {"sync", TaskKind::SYNC}}};
-inline constexpr std::array<core::Choice<Category>, 8> category_choices{{{"forward", Category::FORWARD},
+inline constexpr std::array<core::Choice<Category>, 9> category_choices{{{"forward", Category::FORWARD},
                                                                          {"backward", Category::BACKWARD},
                                                                          {"recompute", Category::RECOMPUTE},
                                                                          {"optimizer", Category::OPTIMIZER},
                                                                          {"tp", Category::TP},
                                                                          {"pp", Category::PP},
                                                                          {"dp", Category::DP},
-                                                                         {"ep", Category::EP}}};
+                                                                         {"ep", Category::EP},
+                                                                         {"cp", Category::CP}}};
 
 struct Task {
   TaskKind kind = TaskKind::SYNC;

@@ -101,9 +101,14 @@ TEST_CASE("an llm-foundry run becomes an MPT model under FSDP on the A100 40GB, 
 
 TEST_CASE("cases simtrain cannot express are refused with the reason")
 {
-  auto cp = sc21_row();
+  auto cp = sc21_row(); // context parallelism converts, and counts in the GPUs
   cp["plan"]["cp"] = 2;
-  CHECK(convert_case(cp, test::source_dir()).unsupported.starts_with("context parallelism"));
+  cp["plan"].erase("dp");
+  const auto with_cp = convert_case(cp, test::source_dir());
+  REQUIRE(with_cp.unsupported.empty());
+  CHECK(with_cp.runs.at(0).scenario["plan"]["cp"] == 2);
+  CHECK(with_cp.runs.at(0).scenario["plan"]["dp"].get<int>() * 2 ==
+        convert_case(sc21_row(), test::source_dir()).runs.at(0).scenario["plan"]["dp"].get<int>());
   auto no_split = sc21_row();
   no_split["plan"]["tp"] = nullptr;
   CHECK(convert_case(no_split, test::source_dir()).unsupported.find("tensor- and pipeline-parallel") !=
