@@ -655,3 +655,17 @@ TEST_CASE("FP8 shortens a Llama-3 70B step on H100 against bf16, for the same mo
   CHECK(fp8_whole["mfu"].get<double>() / bf16["mfu"].get<double>() ==
         Approx(bf16["step_time_s"].get<double>() / fp8_whole["step_time_s"].get<double>()));
 }
+
+TEST_CASE("a context-parallel run folds exactly, for the ring and the all-to-all")
+{
+  for (const char* kind : {"ring", "all_to_all"}) {
+    INFO(kind);
+    const std::string s = scenario("whatif/llama3-70b-bf16-h100.json") +
+                          " --set plan.cp=2 --set plan.dp=1 --set plan.global_batch=16 --set plan.cp_kind=" + kind;
+    const auto folded = run_json(s);
+    const auto full = run_json(s + " --no-fold");
+    CHECK(folded["step_time_s"].get<double>() == Approx(full["step_time_s"].get<double>()).epsilon(1e-9));
+    CHECK(folded["comm_s"]["cp"].get<double>() > 0);
+    CHECK(folded["plan"]["cp"] == 2);
+  }
+}
