@@ -66,7 +66,7 @@ TEST_CASE("each GPU of a context-parallel group does 1/cp of the causal attentio
 }
 
 TEST_CASE("the ring passes every GPU's keys and values round the group beside the attention, the backward their "
-          "gradients too; the all-to-all reshards queries, keys and values, then the output")
+          "gradients too, and the all-to-all reshards queries, keys and values, then the output")
 {
   const double T = 8192.0 / 4, kv = 1024, q = 4096, e = 2;
   const auto ring = load({{"cp", 4}, {"dp", 2}});
