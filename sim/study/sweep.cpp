@@ -410,6 +410,17 @@ std::vector<int> expert_parallel_sizes(const model::ModelSpec& m, int dp)
   return out;
 }
 
+// Context-parallel sizes to try: powers of two leaving each GPU at least 4K tokens of a sequence (so short sequences
+// try none), for the models simtrain runs context parallelism on (dense, without MLA or sliding windows).
+std::vector<int> context_parallel_sizes(const model::ModelSpec& m, std::int64_t seq_length)
+{
+  std::vector<int> out{1};
+  if (!m.moe && !m.mla && m.sliding_window == 0)
+    for (int cp = 2; seq_length / cp >= 4096 && seq_length % (2 * cp) == 0; cp *= 2)
+      out.push_back(cp);
+  return out;
+}
+
 std::vector<Layout> auto_layouts(const scenario::Scenario& base)
 {
   const auto& m = base.model;
@@ -421,40 +432,45 @@ std::vector<Layout> auto_layouts(const scenario::Scenario& base)
         (m.ffn_hidden_size % tp != 0 && m.moe_layers() < m.num_layers) ||
         (m.moe && (m.moe->expert_ffn_hidden_size % tp != 0 || m.moe->shared_expert_ffn_hidden_size % tp != 0)))
       continue;
-    for (int pp = 1; pp <= m.num_layers && tp * pp <= gpus; ++pp) {
-      if (gpus % (tp * pp) != 0)
-        continue;
-      const int dp = gpus / (tp * pp);
-      if (global_batch % dp != 0)
-        continue;
-      for (int mbs : {1, 2, 4, 8, 16}) {
-        if ((global_batch / dp) % mbs != 0)
+    for (const int cp : context_parallel_sizes(m, base.plan.seq_length))
+      for (int pp = 1; pp <= m.num_layers && tp * pp * cp <= gpus; ++pp) {
+        if (gpus % (tp * pp * cp) != 0)
           continue;
-        const std::int64_t microbatches = global_batch / dp / mbs;
-        std::vector<std::pair<std::string, int>> schedules{{"1f1b", 1}};
-        if (pp > 1)
-          for (int v : {2, 4})
-            if (m.num_layers % (pp * v) == 0 && microbatches % pp == 0)
-              schedules.emplace_back("interleaved", v);
-        for (const auto& [schedule, v] : schedules)
-          for (int zero = 0; zero <= (pp == 1 && !m.moe ? 3 : 1); ++zero)
-            for (const char* recompute : {"none", "selective", "full"})
-              for (bool sp : tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false})
-                for (int ep : expert_parallel_sizes(m, dp)) {
-                  if (m.moe && tp > 1 && !sp) // Megatron-core's MoE layers need sequence parallelism with TP
-                    continue;
-                  Layout l{{fmt::format("plan.tp={}", tp), fmt::format("plan.pp={}", pp), fmt::format("plan.dp={}", dp),
-                            fmt::format("plan.micro_batch={}", mbs), fmt::format("plan.schedule={}", schedule),
-                            fmt::format("plan.virtual_stages={}", v), fmt::format("plan.zero_stage={}", zero),
-                            fmt::format("plan.recompute={}", recompute),
-                            fmt::format("plan.sequence_parallel={}", sp ? "true" : "false"),
-                            "plan.distributed_optimizer=null", "plan.layers_per_stage=null"}};
-                  if (m.moe)
-                    l.overrides.push_back(fmt::format("plan.ep={}", ep));
-                  out.push_back(std::move(l));
-                }
+        const int dp = gpus / (tp * pp * cp);
+        if (global_batch % dp != 0)
+          continue;
+        for (int mbs : {1, 2, 4, 8, 16}) {
+          if ((global_batch / dp) % mbs != 0)
+            continue;
+          const std::int64_t microbatches = global_batch / dp / mbs;
+          std::vector<std::pair<std::string, int>> schedules{{"1f1b", 1}};
+          if (pp > 1)
+            for (int v : {2, 4})
+              if (m.num_layers % (pp * v) == 0 && microbatches % pp == 0)
+                schedules.emplace_back("interleaved", v);
+          for (const auto& [schedule, v] : schedules)
+            for (int zero = 0; zero <= (pp == 1 && !m.moe && cp == 1 && !base.plan.fp8() ? 3 : 1); ++zero)
+              for (const char* recompute : {"none", "selective", "full"})
+                for (bool sp : tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false})
+                  for (int ep : expert_parallel_sizes(m, dp)) {
+                    if (m.moe && tp > 1 && !sp) // Megatron-core's MoE layers need sequence parallelism with TP
+                      continue;
+                    Layout l{{fmt::format("plan.tp={}", tp), fmt::format("plan.pp={}", pp),
+                              fmt::format("plan.dp={}", dp), fmt::format("plan.micro_batch={}", mbs),
+                              fmt::format("plan.schedule={}", schedule), fmt::format("plan.virtual_stages={}", v),
+                              fmt::format("plan.zero_stage={}", zero), fmt::format("plan.recompute={}", recompute),
+                              fmt::format("plan.sequence_parallel={}", sp ? "true" : "false"),
+                              "plan.distributed_optimizer=null", "plan.layers_per_stage=null"}};
+                    if (m.moe)
+                      l.overrides.push_back(fmt::format("plan.ep={}", ep));
+                    if (base.plan.fp8_param_gather) // needs the distributed optimizer, which layouts leave out
+                      l.overrides.push_back("plan.fp8_param_gather=null");
+                    if (cp > 1 || base.plan.cp > 1)
+                      l.overrides.push_back(fmt::format("plan.cp={}", cp));
+                    out.push_back(std::move(l));
+                  }
+        }
       }
-    }
   }
   return out;
 }

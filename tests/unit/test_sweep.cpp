@@ -212,3 +212,28 @@ TEST_CASE("sweep.json reads back as it was written, and the CSV has a row per la
   CHECK(text.find("  1*   8") != std::string::npos);
   CHECK(text.find("1 does not fit in GPU memory (closest: tp=1, over by 10.00 GiB)") != std::string::npos);
 }
+
+TEST_CASE("auto layouts enumerate context parallelism where each GPU keeps 4K tokens or more, every layout valid")
+{
+  const auto path = test::source_dir() / "scenarios/whatif/llama3-70b-fp8-h100.json"; // 8K sequences
+  const auto base = sim::scenario::load_scenario(path, test::options());
+  std::set<int> cps;
+  std::size_t checked = 0;
+  for (const auto& l : auto_layouts(base)) {
+    INFO(layout_label(l));
+    int cp = 1;
+    if (l.overrides.back().rfind("plan.cp=", 0) == 0)
+      cp = std::stoi(l.overrides.back().substr(8));
+    cps.insert(cp);
+    if (cp > 1 && ++checked % 11 == 0) {
+      const auto s = sim::scenario::load_scenario(path, test::options(l.overrides)); // throws if not a valid plan
+      CHECK(s.plan.gpus() == base.gpus);
+    }
+  }
+  CHECK(checked > 0);
+  CHECK(cps == std::set<int>{1, 2});
+  // 2K sequences: none.
+  const auto short_seq = sim::scenario::load_scenario(path, test::options({"plan.seq_length=2048"}));
+  for (const auto& l : auto_layouts(short_seq))
+    CHECK(l.overrides.back().rfind("plan.cp=", 0) == std::string::npos);
+}
