@@ -186,7 +186,8 @@ int main(int argc, char** argv)
       ->allow_extra_args(false);
   sweep_cmd->add_flag("--auto", sweep_args.automatic,
                       "Every valid layout of the model on the scenario's GPUs: tp, pp, dp, micro-batch, schedule, "
-                      "ZeRO stage, recomputation, sequence parallelism and, for MoE models, expert parallelism");
+                      "ZeRO stage, recomputation, sequence parallelism, context parallelism for long sequences and, "
+                      "for MoE models, expert parallelism (whole or split experts)");
   sweep_cmd->add_option("--jobs,-j", sweep_args.jobs, "Simulations at a time")
       ->check(number_in(1, max_count))
       ->capture_default_str();

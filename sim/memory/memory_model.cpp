@@ -34,7 +34,7 @@ double expert_tokens_per_rank(const model::ModelSpec& m, const plan::ParallelPla
   double load = p.expert_load_imbalance;
   if (m.moe->capacity_factor)
     load = std::min(load, *m.moe->capacity_factor);
-  return p.local_seq() * p.micro_batch * static_cast<double>(m.moe->experts_per_token) * load;
+  return p.local_seq() * p.micro_batch * static_cast<double>(m.moe->experts_per_token) * load * p.etp / p.tp;
 }
 
 double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPlan& p, std::int64_t layer)
@@ -67,12 +67,14 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
   double split = element_bytes * sb * (q + static_cast<double>(m.o_width()) + 2.0 * kv);
   if (moe_layer) {
     // The shared expert like a dense FFN; the routed experts' permuted inputs, intermediate tensors and outputs
-    // for the token-expert pairs this GPU's experts took (all of its TP group's), and the router's fp32 scores.
+    // for the token-expert pairs this GPU's experts took (its expert-tensor-parallel group's, their FFN split over
+    // that group), and the router's fp32 scores.
     const model::MoeSpec& e = *m.moe;
     const double pairs = expert_tokens_per_rank(m, p);
     split += ffn(sb, static_cast<double>(e.shared_expert_ffn_hidden_size));
     unsplit += loss_element_bytes * sb * static_cast<double>(e.num_experts);
-    split += t * pairs * ((element_bytes + saved) * h + ffn(1.0, static_cast<double>(e.expert_ffn_hidden_size) / t));
+    split +=
+        t * pairs * ((element_bytes + saved) * h + ffn(1.0, static_cast<double>(e.expert_ffn_hidden_size) / p.etp));
   } else {
     split += ffn(sb, static_cast<double>(m.ffn_hidden_size));
   }
@@ -204,7 +206,7 @@ MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPl
       s.buffers_bytes += p.dp_bucket_bytes;
     // A MoE layer's token dispatch: the all-to-all's send and receive buffers.
     if (m.moe && s.expert_params > 0)
-      s.buffers_bytes += 2.0 * element_bytes * h * expert_tokens_per_rank(m, p) / t;
+      s.buffers_bytes += 2.0 * element_bytes * h * expert_tokens_per_rank(m, p) / p.etp;
 
     s.peak_bytes = s.weights_bytes + s.grads_bytes + s.optimizer_bytes + s.activations_bytes + s.buffers_bytes;
     s.oom = s.peak_bytes > gpu.memory_bytes;

@@ -24,9 +24,9 @@ RankParams layer_params_per_rank(const model::ModelSpec& m, const plan::Parallel
 // Activations transformer layer `layer` keeps for its backward pass: one micro-batch, one GPU.
 double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPlan& p, std::int64_t layer = 0);
 
-// Token-expert pairs one GPU's experts work on per micro-batch in a MoE layer: its tokens (the TP group's, gathered)
-// times experts per token, times the load imbalance (the busiest rank) or the capacity factor when tokens are
-// dropped.
+// Token-expert pairs one GPU's experts work on per micro-batch in a MoE layer: the tokens of its expert-tensor-
+// parallel group (each GPU holding 1/tp of its micro-batch's under sequence parallelism, etp of them gathered) times
+// experts per token, times the load imbalance (the busiest rank) or the capacity factor when tokens are dropped.
 double expert_tokens_per_rank(const model::ModelSpec& m, const plan::ParallelPlan& p);
 
 // The largest number of forward passes of each model chunk whose activations stage `stage` holds at once.

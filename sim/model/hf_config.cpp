@@ -338,6 +338,10 @@ HfConversion convert_hf_config(const core::Node& config, const std::string& name
         moe["router"] = scoring->as_string() == "sigmoid" ? "sigmoid" : "softmax";
       if (auto method = c.find({"topk_method"}))
         moe["load_balancing"] = method->as_string() == "noaux_tc" ? "aux_free" : "aux_loss";
+      if (auto groups = integer_at(c, "n_group", 1); groups && *groups > 1) {
+        moe["expert_groups"] = *groups;
+        moe["groups_per_token"] = integer_at(c, "topk_group", 1).value_or(*groups);
+      }
       c.set("moe", std::move(moe));
       break;
     }

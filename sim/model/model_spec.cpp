@@ -20,7 +20,12 @@ MoeSpec read_moe(const core::Node& node, std::int64_t layers)
   moe.load_balancing = r.choice_or<LoadBalancing>("load_balancing", load_balancing_choices, LoadBalancing::AUX_LOSS);
   if (r.has("capacity_factor"))
     moe.capacity_factor = r.number("capacity_factor", 0.01, 1000.0);
+  moe.expert_groups = r.integer_or("expert_groups", 1, 1, moe.num_experts);
+  moe.groups_per_token = r.integer_or("groups_per_token", moe.expert_groups, 1, moe.expert_groups);
   r.finish();
+  if (moe.num_experts % moe.expert_groups != 0)
+    r.at("expert_groups", "")
+        .fail(fmt::format("does not divide num_experts={}", moe.num_experts), "a divisor of num_experts");
   if (moe.experts_per_token > moe.num_experts)
     r.at("experts_per_token", "")
         .fail(fmt::format("exceeds num_experts={}", moe.num_experts), "at most num_experts experts per token");
@@ -28,6 +33,11 @@ MoeSpec read_moe(const core::Node& node, std::int64_t layers)
     r.at("shared_expert_gate", "")
         .fail("gates a shared expert the model does not have",
               "shared_expert_ffn_hidden_size > 0, or no shared_expert_gate");
+  if (moe.experts_per_token > moe.groups_per_token * (moe.num_experts / moe.expert_groups))
+    r.at("groups_per_token", "")
+        .fail(fmt::format("leaves {} experts to choose {} from",
+                          moe.groups_per_token * (moe.num_experts / moe.expert_groups), moe.experts_per_token),
+              "groups holding at least experts_per_token experts");
   return moe;
 }
 

@@ -44,6 +44,11 @@ struct MoeSpec {
   Router router = Router::SOFTMAX;
   LoadBalancing load_balancing = LoadBalancing::AUX_LOSS;
   std::optional<double> capacity_factor; // tokens an expert takes, relative to an even share; none: dropless
+  // Group-limited routing (DeepSeek-V2/V3's n_group, topk_group): the experts in `expert_groups` equal groups of
+  // consecutive experts, each token choosing `groups_per_token` groups first, then its experts among theirs. With
+  // the groups laid on nodes it is node-limited routing.
+  std::int64_t expert_groups = 1;
+  std::int64_t groups_per_token = 1;
 };
 
 // Multi-head latent attention (DeepSeek-V2/V3): queries and keys/values through low-rank latents; a query or key

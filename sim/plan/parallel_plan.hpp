@@ -59,6 +59,15 @@ enum class CpKind { RING, ALL_TO_ALL };
 inline constexpr std::array<core::Choice<CpKind>, 2> cp_kind_choices{
     {{"ring", CpKind::RING}, {"all_to_all", CpKind::ALL_TO_ALL}}};
 
+// How a MoE layer's tokens reach their experts: Megatron-core's all-to-all (one copy per token and expert, straight
+// to the expert's GPU), or DeepEP (Megatron-core's flex dispatcher): one copy per token and destination node through
+// the NICs, to the GPU of the same local rank there, which forwards one copy per token and destination GPU over
+// NVLink, the two pipelined.
+enum class MoeDispatcher { ALL_TO_ALL, DEEPEP };
+
+inline constexpr std::array<core::Choice<MoeDispatcher>, 2> moe_dispatcher_choices{
+    {{"alltoall", MoeDispatcher::ALL_TO_ALL}, {"deepep", MoeDispatcher::DEEPEP}}};
+
 struct ParallelPlan {
   int tp = 1;
   int pp = 1;
@@ -69,13 +78,15 @@ struct ParallelPlan {
   // dimension (Megatron-core's tp-cp-dp-pp).
   int cp = 1;
   CpKind cp_kind = CpKind::RING;
-  // Expert parallelism (MoE layers): each expert-parallel group of `ep` consecutive data-parallel ranks shares the
-  // routed experts out, num_experts / ep each, with the rank order Megatron-core uses (EP inside DP); the experts
-  // are split over the tensor-parallel group (expert tensor parallelism `etp` = tp).
+  // Expert parallelism (MoE layers), as Megatron-core folds it over the attention's layout: a stage's tp x dp GPUs
+  // are laid out again for the routed experts as etp x ep x edp (innermost first, in the order of the attention's
+  // tp-then-dp ranks). Each expert-parallel group of `ep` GPUs shares the routed experts out, num_experts / ep each,
+  // and each expert is split over an expert-tensor-parallel group of `etp` GPUs (by default the attention's tp).
   int ep = 1;
   int etp = 1;
   // The busiest expert-parallel rank's routed tokens over the mean (1: a perfectly balanced router).
   double expert_load_imbalance = 1.0;
+  MoeDispatcher moe_dispatcher = MoeDispatcher::ALL_TO_ALL;
   int micro_batch = 1;           // sequences per micro-batch
   std::int64_t global_batch = 1; // sequences per step
   std::int64_t seq_length = 0;   // tokens per sequence
@@ -107,7 +118,7 @@ struct ParallelPlan {
   int gpus() const { return tp * pp * dp * cp; }
   int dp_cp() const { return dp * cp; } // the GPUs of a stage holding the same weights (gradient reduction groups)
   double local_seq() const { return static_cast<double>(seq_length) / cp; } // tokens of a sequence on one GPU
-  int edp() const { return dp / ep; } // expert data parallelism: replicas of each expert
+  int edp() const { return tp * dp / (etp * ep); } // expert data parallelism: replicas of each expert
   std::int64_t microbatches() const { return global_batch / (static_cast<std::int64_t>(micro_batch) * dp); }
   int chunks() const { return pp * virtual_stages; }
   int layers_on_stage(int stage) const;

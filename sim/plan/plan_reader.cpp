@@ -26,30 +26,39 @@ void check_experts(const ParallelPlan& p, const core::Node& node, const model::M
   if (!m.moe) {
     if (p.ep > 1)
       infeasible(node, "ep", fmt::format("ep={} for model '{}', which has no experts", p.ep, m.name), "ep 1");
+    if (p.etp != p.tp)
+      infeasible(node, "etp", fmt::format("etp={} for model '{}', which has no experts", p.etp, m.name),
+                 fmt::format("etp equal to tp ({}), or no etp", p.tp));
+    if (p.moe_dispatcher != MoeDispatcher::ALL_TO_ALL)
+      infeasible(node, "moe_dispatcher", fmt::format("a token dispatcher for model '{}', which has no experts", m.name),
+                 "alltoall, or no moe_dispatcher");
     return;
   }
   const model::MoeSpec& e = *m.moe;
-  if (p.dp % p.ep != 0)
-    infeasible(
-        node, "ep",
-        fmt::format("{} does not divide dp={}: expert-parallel groups are made of data-parallel ranks", p.ep, p.dp),
-        "a divisor of dp");
+  if (p.tp * p.dp % (p.etp * p.ep) != 0)
+    infeasible(node, "ep",
+               fmt::format("etp*ep = {}*{} does not divide tp*dp = {}*{}: the experts are laid out again over the GPUs "
+                           "of a stage's tensor- and data-parallel groups",
+                           p.etp, p.ep, p.tp, p.dp),
+               "etp*ep dividing tp*dp");
   if (e.num_experts % p.ep != 0)
     infeasible(node, "ep", fmt::format("{} does not divide num_experts={} of model '{}'", p.ep, e.num_experts, m.name),
                "a divisor of num_experts");
-  if (p.etp != p.tp)
-    infeasible(node, "etp",
-               fmt::format("etp={} with tp={}: experts split differently from the attention are not simulated yet",
-                           p.etp, p.tp),
-               fmt::format("etp equal to tp ({})", p.tp));
+  if (p.moe_dispatcher == MoeDispatcher::DEEPEP && p.etp > 1)
+    infeasible(node, "moe_dispatcher", fmt::format("deepep with etp={}: DeepEP dispatches to whole experts", p.etp),
+               "etp 1, or moe_dispatcher alltoall");
   if (p.tp > 1 && !p.sequence_parallel)
     infeasible(node, "sequence_parallel",
                "MoE layers with tp > 1 need sequence parallelism (Megatron-core requires it)",
                "sequence_parallel true");
-  for (auto [width, what] : {std::pair{e.expert_ffn_hidden_size, "expert_ffn_hidden_size"},
-                             std::pair{e.shared_expert_ffn_hidden_size, "shared_expert_ffn_hidden_size"}})
-    if (width % p.tp != 0)
-      infeasible(node, "tp", fmt::format("{} does not divide {}={} of model '{}'", p.tp, what, width, m.name));
+  if (e.expert_ffn_hidden_size % p.etp != 0)
+    infeasible(node, "etp",
+               fmt::format("{} does not divide expert_ffn_hidden_size={} of model '{}'", p.etp,
+                           e.expert_ffn_hidden_size, m.name));
+  if (e.shared_expert_ffn_hidden_size % p.tp != 0)
+    infeasible(node, "tp",
+               fmt::format("{} does not divide shared_expert_ffn_hidden_size={} of model '{}'", p.tp,
+                           e.shared_expert_ffn_hidden_size, m.name));
   if (p.zero_stage >= 2)
     infeasible(node, "zero_stage", "ZeRO-2/3 with MoE layers is not simulated yet",
                "zero_stage 0 or 1, or the distributed optimizer");
@@ -128,6 +137,7 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   p.ep = static_cast<int>(r.integer_or("ep", 1, 1, max_gpus));
   p.etp = static_cast<int>(r.integer_or("etp", p.tp, 1, 1 << 16));
   p.expert_load_imbalance = r.number_or("expert_load_imbalance", 1.0, 1.0, 1e4);
+  p.moe_dispatcher = r.choice_or<MoeDispatcher>("moe_dispatcher", moe_dispatcher_choices, MoeDispatcher::ALL_TO_ALL);
   p.micro_batch = static_cast<int>(r.integer_or("micro_batch", 1, 1, 1 << 16));
   p.global_batch = r.integer_or("global_batch", static_cast<std::int64_t>(p.micro_batch) * p.dp, 1);
   if (model.seq_length == 0 && !r.has("seq_length"))

@@ -52,8 +52,14 @@ std::string parallel_extras(const plan::ParallelPlan& p)
   std::string out;
   if (p.cp > 1)
     out += fmt::format(" x CP {} ({})", p.cp, name_of(p.cp_kind, plan::cp_kind_choices));
-  if (p.ep > 1)
-    out += fmt::format(" (EP {})", p.ep);
+  if (p.ep > 1) {
+    out += fmt::format(" (EP {}", p.ep);
+    if (p.etp != p.tp)
+      out += fmt::format(", ETP {}", p.etp);
+    if (p.moe_dispatcher == plan::MoeDispatcher::DEEPEP)
+      out += ", DeepEP";
+    out += ")";
+  }
   return out;
 }
 
@@ -67,6 +73,7 @@ core::Json plan_json(const plan::ParallelPlan& p)
   j["cp_kind"] = name_of(p.cp_kind, plan::cp_kind_choices);
   j["ep"] = p.ep;
   j["etp"] = p.etp;
+  j["moe_dispatcher"] = name_of(p.moe_dispatcher, plan::moe_dispatcher_choices);
   j["expert_load_imbalance"] = p.expert_load_imbalance;
   j["micro_batch"] = p.micro_batch;
   j["global_batch"] = p.global_batch;

@@ -398,15 +398,22 @@ std::vector<Layout> vary_layouts(const std::vector<std::string>& specs)
   return layouts;
 }
 
-// Expert-parallel sizes to try with dp data-parallel ranks: powers of two dividing dp and the expert count (1 for
-// a dense model).
-std::vector<int> expert_parallel_sizes(const model::ModelSpec& m, int dp)
+// Expert layouts to try on tp x dp GPUs of a stage, as (ep, etp): experts split like the attention (etp = tp) or
+// whole (etp = 1) where the expert FFN allows it, and expert-parallel sizes that are powers of two dividing the
+// GPUs left and the expert count. A dense model has one: (1, tp).
+std::vector<std::pair<int, int>> expert_layouts(const model::ModelSpec& m, int tp, int dp)
 {
-  std::vector<int> out{1};
-  if (m.moe)
-    for (int ep = 2; ep <= dp; ep *= 2)
-      if (dp % ep == 0 && m.moe->num_experts % ep == 0)
-        out.push_back(ep);
+  if (!m.moe)
+    return {{1, tp}};
+  std::vector<std::pair<int, int>> out;
+  for (int etp : tp > 1 ? std::vector<int>{tp, 1} : std::vector<int>{1}) {
+    if (m.moe->expert_ffn_hidden_size % etp != 0)
+      continue;
+    const int left = tp * dp / etp;
+    for (int ep = 1; ep <= left; ep *= 2)
+      if (left % ep == 0 && m.moe->num_experts % ep == 0)
+        out.emplace_back(ep, etp);
+  }
   return out;
 }
 
@@ -430,7 +437,7 @@ std::vector<Layout> auto_layouts(const scenario::Scenario& base)
   for (int tp = 1; tp <= base.cluster.node.gpus && tp <= gpus; tp *= 2) {
     if (m.num_attention_heads % tp != 0 || m.num_kv_heads % tp != 0 ||
         (m.ffn_hidden_size % tp != 0 && m.moe_layers() < m.num_layers) ||
-        (m.moe && (m.moe->expert_ffn_hidden_size % tp != 0 || m.moe->shared_expert_ffn_hidden_size % tp != 0)))
+        (m.moe && m.moe->shared_expert_ffn_hidden_size % tp != 0))
       continue;
     for (const int cp : context_parallel_sizes(m, base.plan.seq_length))
       for (int pp = 1; pp <= m.num_layers && tp * pp * cp <= gpus; ++pp) {
@@ -452,7 +459,7 @@ std::vector<Layout> auto_layouts(const scenario::Scenario& base)
             for (int zero = 0; zero <= (pp == 1 && !m.moe && cp == 1 && !base.plan.fp8() ? 3 : 1); ++zero)
               for (const char* recompute : {"none", "selective", "full"})
                 for (bool sp : tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false})
-                  for (int ep : expert_parallel_sizes(m, dp)) {
+                  for (const auto& [ep, etp] : expert_layouts(m, tp, dp)) {
                     if (m.moe && tp > 1 && !sp) // Megatron-core's MoE layers need sequence parallelism with TP
                       continue;
                     Layout l{{fmt::format("plan.tp={}", tp), fmt::format("plan.pp={}", pp),
@@ -461,8 +468,10 @@ std::vector<Layout> auto_layouts(const scenario::Scenario& base)
                               fmt::format("plan.zero_stage={}", zero), fmt::format("plan.recompute={}", recompute),
                               fmt::format("plan.sequence_parallel={}", sp ? "true" : "false"),
                               "plan.distributed_optimizer=null", "plan.layers_per_stage=null"}};
-                    if (m.moe)
+                    if (m.moe) {
                       l.overrides.push_back(fmt::format("plan.ep={}", ep));
+                      l.overrides.push_back(fmt::format("plan.etp={}", etp));
+                    }
                     if (base.plan.fp8_param_gather) // needs the distributed optimizer, which layouts leave out
                       l.overrides.push_back("plan.fp8_param_gather=null");
                     if (cp > 1 || base.plan.cp > 1)

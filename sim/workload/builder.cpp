@@ -8,6 +8,7 @@
 #include "workload/schedule.hpp"
 
 #include <algorithm>
+#include <array>
 #include <fmt/format.h>
 #include <numeric>
 #include <set>
@@ -120,20 +121,22 @@ class Builder {
       r.push_back(rank(t, d, s));
     return r;
   }
-  // Expert parallelism: groups of ep consecutive data-parallel ranks (Megatron-core's order) share the experts out;
-  // the ranks holding the same experts form an expert-data-parallel group.
-  std::vector<int> ep_group(int t, int d, int s) const
+  // Expert parallelism: a stage's GPUs in the attention's tp-then-dp order, laid out again as etp x ep x edp
+  // (innermost first, Megatron-core's expert rank order). `along` picks the expert dimension whose group is wanted:
+  // the GPUs that differ from (t, d) in that coordinate only.
+  enum class ExpertDim { ETP, EP, EDP };
+  std::vector<int> expert_group(ExpertDim along, int t, int d, int s) const
   {
+    const std::array<int, 3> sizes{p_.etp, p_.ep, p_.edp()};
+    const int q = t + p_.tp * d;
+    std::array<int, 3> coords{q % p_.etp, q / p_.etp % p_.ep, q / (p_.etp * p_.ep)};
+    const auto k = static_cast<std::size_t>(along);
     std::vector<int> r;
-    for (int i = 0; i < p_.ep; ++i)
-      r.push_back(rank(t, d / p_.ep * p_.ep + i, s));
-    return r;
-  }
-  std::vector<int> edp_group(int t, int d, int s) const
-  {
-    std::vector<int> r;
-    for (int j = 0; j < p_.edp(); ++j)
-      r.push_back(rank(t, j * p_.ep + d % p_.ep, s));
+    for (int i = 0; i < sizes[k]; ++i) {
+      coords[k] = i;
+      const int member = coords[0] + p_.etp * (coords[1] + p_.ep * coords[2]);
+      r.push_back(rank(member % p_.tp, member / p_.tp, s));
+    }
     return r;
   }
 
@@ -146,7 +149,7 @@ class Builder {
     return r;
   }
 
-  enum class Dim { TP, DP, EP, EDP, CP };
+  enum class Dim { TP, DP, EP, ETP, EDP, CP };
   std::vector<int> group_of(Dim dim, int gpu) const
   {
     const plan::RankCoords c = plan::coords_of(p_, gpu);
@@ -156,9 +159,11 @@ class Builder {
       case Dim::DP:
         return dp_group(c.tp, c.pp);
       case Dim::EP:
-        return ep_group(c.tp, c.dp, c.pp);
+        return expert_group(ExpertDim::EP, c.tp, c.dp, c.pp);
+      case Dim::ETP:
+        return expert_group(ExpertDim::ETP, c.tp, c.dp, c.pp);
       case Dim::EDP:
-        return edp_group(c.tp, c.dp, c.pp);
+        return expert_group(ExpertDim::EDP, c.tp, c.dp, c.pp);
       case Dim::CP:
         return cp_group(c.tp, c.dp, c.pp);
     }
@@ -242,19 +247,31 @@ class Builder {
   }
 
   // A collective over `ranks` once every task in `deps` is done; returns the sync that marks its end.
+  // (`deduplicated`: a MoE all-to-all as DeepEP runs it, `bytes` one copy of a rank's tokens.)
   TaskId collective(CollectiveKind kind, const std::vector<int>& ranks, double bytes, Category category,
-                    const std::string& label, const Where& w, const std::vector<TaskId>& deps)
+                    const std::string& label, const Where& w, const std::vector<TaskId>& deps,
+                    bool deduplicated = false)
   {
     const std::uint32_t text = g_.label(label);
-    const std::uint32_t id = g_.add_collective(CollectiveInfo{text, category, static_cast<std::uint8_t>(kind),
-                                                              static_cast<std::uint32_t>(ranks.size()), bytes});
-    TaskId previous = sync(category, deps, id);
     if (kind == CollectiveKind::ALL_TO_ALL) {
+      const auto senders = simulated_of(ranks);
+      const CollectivePhase phase = deduplicated ? lowering_.deduplicated_all_to_all(ranks, bytes, *m_.moe, senders)
+                                                 : lowering_.all_to_all(ranks, bytes, senders);
+      double sent = 0; // by one rank: the buffer the collective moves per rank
+      for (const Flow& f : phase)
+        sent += f.src == senders.front() ? f.bytes : 0.0;
+      const std::uint32_t id =
+          g_.add_collective(CollectiveInfo{text, category, static_cast<std::uint8_t>(kind),
+                                           static_cast<std::uint32_t>(ranks.size()), deduplicated ? sent : bytes});
+      const TaskId previous = sync(category, deps, id);
       std::vector<TaskId> flows;
-      for (const Flow& f : folded_all_to_all(lowering_.all_to_all(ranks, bytes, simulated_of(ranks))))
+      for (const Flow& f : folded_all_to_all(phase))
         flows.push_back(transfer(f, category, id, text, w, {previous}));
       return flows.empty() ? previous : sync(category, flows, id);
     }
+    const std::uint32_t id = g_.add_collective(CollectiveInfo{text, category, static_cast<std::uint8_t>(kind),
+                                                              static_cast<std::uint32_t>(ranks.size()), bytes});
+    TaskId previous = sync(category, deps, id);
     for (const CollectivePhase& phase : lowering_.collective(kind, ranks, bytes, p_.collective_algorithm)) {
       if (phase.empty())
         continue;
@@ -341,12 +358,14 @@ class Builder {
           tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
         continue;
       }
-      const auto [dim, category] = step.group == Group::EP   ? std::pair{Dim::EP, Category::EP}
-                                   : step.group == Group::CP ? std::pair{Dim::CP, Category::CP}
-                                                             : std::pair{Dim::TP, Category::TP};
+      const auto [dim, category] = step.group == Group::EP    ? std::pair{Dim::EP, Category::EP}
+                                   : step.group == Group::ETP ? std::pair{Dim::ETP, Category::TP}
+                                   : step.group == Group::CP  ? std::pair{Dim::CP, Category::CP}
+                                                              : std::pair{Dim::TP, Category::TP};
       for (const auto& group : groups(dim, s)) {
         const auto members = simulated_of(group);
-        const TaskId end = collective(step.collective, group, step.bytes, category, step.label, w, tails_of(members));
+        const TaskId end = collective(step.collective, group, step.bytes, category, step.label, w, tails_of(members),
+                                      step.deduplicated);
         for (int r : members) {
           if (step.kind == Step::Kind::OVERLAP)
             tail_[static_cast<std::size_t>(r)] = {compute(r, step, w), end};
@@ -854,7 +873,7 @@ class Builder {
   double act_bytes_ = 0;
   double grad_bytes_ = 0;
   std::vector<memory::RankParams> layer_params_;                     // per layer, on one GPU
-  std::array<std::vector<std::vector<std::vector<int>>>, 5> groups_; // per Dim, per stage: groups()
+  std::array<std::vector<std::vector<std::vector<int>>>, 6> groups_; // per Dim, per stage: groups()
   std::vector<int> first_layer_;                                     // per virtual stage
 
   TaskGraph g_;

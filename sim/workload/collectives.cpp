@@ -1,5 +1,7 @@
 #include "workload/collectives.hpp"
 
+#include "model/routing.hpp"
+
 #include <algorithm>
 #include <array>
 #include <limits>
@@ -179,6 +181,33 @@ CollectivePhase Lowering::all_to_all(const std::vector<int>& ranks, double bytes
     for (int dst : ranks)
       if (dst != src)
         phase.push_back(send(src, dst, share));
+  return phase;
+}
+
+CollectivePhase Lowering::deduplicated_all_to_all(const std::vector<int>& ranks, double copy_bytes,
+                                                  const model::MoeSpec& routing, const std::vector<int>& senders)
+{
+  std::map<int, std::vector<int>> by_node; // members per node, in group order
+  for (int r : ranks)
+    by_node[r / g_.gpus_per_node].push_back(r);
+  const auto nodes = static_cast<double>(by_node.size());
+  const double held = static_cast<double>(routing.num_experts) / static_cast<double>(ranks.size());
+  CollectivePhase phase;
+  for (int src : senders.empty() ? ranks : senders) {
+    const auto& own = by_node.at(src / g_.gpus_per_node);
+    const auto local = static_cast<std::size_t>(std::find(own.begin(), own.end(), src) - own.begin());
+    const double to_node = copy_bytes * model::reach_probability(routing, held * static_cast<double>(own.size()));
+    const double to_gpu = nodes * copy_bytes * model::reach_probability(routing, held);
+    for (const auto& [node, members] : by_node) {
+      if (&members == &own) {
+        for (int dst : members)
+          if (dst != src)
+            phase.push_back(send(src, dst, to_gpu));
+      } else {
+        phase.push_back(send(src, members[local % members.size()], to_node));
+      }
+    }
+  }
   return phase;
 }
 

@@ -42,6 +42,13 @@ class Lowering {
   // An all-to-all as NCCL runs it (grouped sends and receives, all at once): each of `ranks` sends bytes / n to
   // every other; only the flows of `senders` (all ranks when empty) are made.
   CollectivePhase all_to_all(const std::vector<int>& ranks, double bytes, const std::vector<int>& senders);
+  // A MoE token dispatch as DeepEP runs it, each token sent once per node and GPU it routes to (`copy_bytes`: one
+  // copy of a sender's tokens): to every other node of the group, the token's share for that node (one copy per
+  // token that needs it) to the GPU of the sender's local position there; to every other GPU of its own node, what
+  // that GPU needs from the node's tokens and those forwarded from the other nodes, all at once (DeepEP pipelines
+  // the forwarding with the sends). Only the flows of `senders` (all ranks when empty) are made.
+  CollectivePhase deduplicated_all_to_all(const std::vector<int>& ranks, double copy_bytes,
+                                          const model::MoeSpec& routing, const std::vector<int>& senders);
 
   enum class Hop { NVLINK, PCIE, NETWORK };
   struct PathInfo {

@@ -46,17 +46,20 @@ double collective_tasks(const GroupShape& g)
 
 // Tasks of one pass through a program on one TP group. An all-to-all over an expert-parallel group has a flow from
 // each simulated member to every other member, and a sync before and after; per TP group (of which there are dp
-// per stage, tp x dp / ep expert-parallel groups), tp x (ep - 1) flows; folded, one member's ep - 1.
+// per stage, tp x dp / ep expert-parallel groups), tp x (ep - 1) flows; folded, one member's ep - 1. A TP group's
+// GPUs make tp / etp expert-tensor-parallel groups (one ring each, taken as inside a node).
 double program_tasks(const Program& program, const GroupShape& tp, const plan::ParallelPlan& p, bool folded)
 {
   const double ep = p.ep;
   const double all_to_all = folded ? ep + 1.0 : p.tp * (ep - 1.0) + 2.0 * p.tp / ep;
+  const double expert_tp = folded ? collective_tasks(GroupShape{})
+                                  : static_cast<double>(p.tp) / p.etp * collective_tasks(GroupShape{1.0 * p.etp, 1});
   double tasks = 0;
   for (const Step& s : program) {
     if (s.kind != Step::Kind::COLLECTIVE)
       tasks += tp.simulated;
     if (s.kind != Step::Kind::COMPUTE)
-      tasks += s.group == Group::EP ? all_to_all : collective_tasks(tp);
+      tasks += s.group == Group::EP ? all_to_all : s.group == Group::ETP ? expert_tp : collective_tasks(tp);
   }
   return tasks;
 }
@@ -108,8 +111,10 @@ GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::Paralle
   const double tensors = plan.zero_stage >= 3 && plan.software.zero3_per_tensor ? 4.0 : 1.0;
   const double buckets_per_stage =
       tensors > 1.0 ? tensors * items / stages : std::min(items / stages, std::ceil(stage_bytes / per_bucket) + 1.0);
-  // (MoE: the experts' buckets too, over expert-data-parallel groups, ep of them per TP rank unfolded.)
-  const double expert_groups = model.moe && plan.edp() > 1 ? (folded ? 1.0 : plan.ep) : 0.0;
+  // (MoE: the experts' buckets too, over expert-data-parallel groups, etp x ep of them per stage unfolded, counted
+  // here per TP rank.)
+  const double expert_groups =
+      model.moe && plan.edp() > 1 ? (folded ? 1.0 : static_cast<double>(plan.etp) * plan.ep / plan.tp) : 0.0;
   const double reductions =
       plan.dp_cp() > 1 ? stages * buckets_per_stage * tp.simulated * collective_tasks(dp) * (1.0 + expert_groups) : 0.0;
   double per_step = 0;

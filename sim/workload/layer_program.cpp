@@ -29,9 +29,9 @@ struct Shape {
   hardware::AttentionImpl attention;
   double keys; // keys each query attends to: s, or the sliding window
   double o;    // the attention output's width (MLA: heads x value head size)
-  // A MoE layer: experts, experts per token, their FFN (f1: its first matrix's width), the shared expert's, the
-  // experts on this GPU, the token-expert pairs this GPU sends and those its experts take (its TP group's, with the
-  // load imbalance).
+  // A MoE layer: the expert-tensor-parallel size, experts, experts per token, their FFN (f1: its first matrix's
+  // width), the shared expert's, the experts on this GPU, the token-expert pairs this GPU sends and those its experts
+  // take (its expert-tensor-parallel group's, with the load imbalance).
   // The GEMMs from the hidden state to queries, keys and values: outputs, inputs, split over TP or not (MLA's
   // down-projections are replicated, as in Megatron-core).
   struct Projection {
@@ -41,10 +41,12 @@ struct Shape {
   std::vector<Projection> qkv;
   bool qk_norm, post_norms;
   bool moe;
-  double experts, topk, fe, fe1, fs, fs1, local_experts, pairs_sent, pairs_taken;
-  double per_expert; // tokens each local expert takes
-  double dispatched; // bytes each GPU's all-to-all sends (the busiest rank's share)
-  double gathered;   // bytes of the experts' TP all-gather and reduce-scatter (routed tokens and shared expert's)
+  double et, experts, topk, fe, fe1, fs, fs1, local_experts, pairs_sent, pairs_taken;
+  double per_expert;      // tokens each local expert takes
+  double dispatched;      // bytes each GPU's all-to-all sends (the busiest rank's share)
+  double expert_gathered; // bytes of the routed tokens' all-gather and reduce-scatter over the expert-TP group
+  double shared_gathered; // bytes of the shared expert's all-gather and reduce-scatter over the TP group
+  bool deepep;            // dispatch and combine deduplicated per node and GPU
 };
 
 MemoryKernel norm_kernel(model::NormKind kind, plan::NormImpl impl)
@@ -137,6 +139,8 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const har
   x.moe = (kind & 1) != 0;
   if (x.moe) {
     const model::MoeSpec& moe = *m.moe;
+    x.et = p.etp;
+    x.deepep = p.moe_dispatcher == plan::MoeDispatcher::DEEPEP;
     x.experts = static_cast<double>(moe.num_experts);
     x.topk = static_cast<double>(moe.experts_per_token);
     x.fe = static_cast<double>(moe.expert_ffn_hidden_size);
@@ -147,8 +151,9 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const har
     x.pairs_sent = x.Tsp * x.topk;
     x.pairs_taken = memory::expert_tokens_per_rank(m, p);
     x.per_expert = x.pairs_taken / x.local_experts;
-    x.dispatched = x.pairs_taken / x.t * x.h * e;
-    x.gathered = (x.pairs_taken + (x.fs > 0 ? x.T : 0.0)) * x.h * e;
+    x.dispatched = x.pairs_taken / x.et * x.h * e;
+    x.expert_gathered = x.pairs_taken * x.h * e;
+    x.shared_gathered = x.T * x.h * e;
   }
   return x;
 }
@@ -185,13 +190,14 @@ class Costing {
   std::string program_;
 };
 
-Step collective(std::string label, CollectiveKind kind, double bytes)
+Step collective(std::string label, CollectiveKind kind, double bytes, Group group = Group::TP)
 {
   Step s;
   s.kind = Step::Kind::COLLECTIVE;
   s.label = std::move(label);
   s.collective = kind;
   s.bytes = bytes;
+  s.group = group;
   return s;
 }
 
@@ -430,13 +436,6 @@ void add_compute(Program& p, const Costing& c, std::string label, const std::vec
     append(p, Program{c.compute(std::move(label), kernels, recompute)});
 }
 
-Step cp_collective(std::string label, CollectiveKind kind, double bytes)
-{
-  Step s = collective(std::move(label), kind, bytes);
-  s.group = Group::CP;
-  return s;
-}
-
 // The attention core over a context-parallel group, forward or backward. Ring: the attention kernels beside the
 // key/value blocks passed round the group (cp - 1 hops of this GPU's block, as a ring all-gather moves them; the
 // backward pass sends the blocks and their gradients). All-to-all: queries, keys and values go from sequence to
@@ -453,12 +452,12 @@ Program context_parallel_core(const Shape& x, const Costing& c, bool backward, b
   }
   const double qkv = e * x.T * (x.q + 2.0 * x.kv) / x.t;
   const double out = e * x.T * x.o / x.t;
-  return {cp_collective(backward ? "cp output-grad all-to-all" : "cp qkv all-to-all", CollectiveKind::ALL_TO_ALL,
-                        backward ? out : qkv),
+  return {collective(backward ? "cp output-grad all-to-all" : "cp qkv all-to-all", CollectiveKind::ALL_TO_ALL,
+                     backward ? out : qkv, Group::CP),
           c.compute(backward ? "attention core backward" : "attention core",
                     backward ? core_backward(x) : core_forward(x), recompute),
-          cp_collective(backward ? "cp qkv-grad all-to-all" : "cp output all-to-all", CollectiveKind::ALL_TO_ALL,
-                        backward ? qkv : out)};
+          collective(backward ? "cp qkv-grad all-to-all" : "cp output all-to-all", CollectiveKind::ALL_TO_ALL,
+                     backward ? qkv : out, Group::CP)};
 }
 
 Kernel attention_projection(const Shape& x)
@@ -540,17 +539,22 @@ Program attention_forward(const Shape& x, const Costing& c, bool recompute)
   return p;
 }
 
-Step ep_collective(std::string label, double bytes)
+// A MoE layer's all-to-all over its expert-parallel group: one copy per token and expert (Megatron-core's
+// dispatcher), or per token and destination node and GPU (DeepEP).
+Step token_all_to_all(const Shape& x, std::string label)
 {
-  Step s = collective(std::move(label), CollectiveKind::ALL_TO_ALL, bytes);
-  s.group = Group::EP;
+  if (!x.deepep)
+    return collective(std::move(label), CollectiveKind::ALL_TO_ALL, x.dispatched, Group::EP);
+  Step s = collective(std::move(label), CollectiveKind::ALL_TO_ALL, x.dispatched / x.topk, Group::EP);
+  s.deduplicated = true;
   return s;
 }
 
 // A MoE layer's FFN half, forward, as Megatron-core's all-to-all token dispatcher runs it: route and permute the
 // GPU's tokens, send them to their experts' GPUs (all-to-all over the expert-parallel group), gather them over the
-// tensor-parallel group (the experts are split over it), run the local experts as grouped GEMMs (and the shared
-// expert on the gathered hidden states), reduce-scatter, send the outputs back, unpermute and weigh them.
+// expert-tensor-parallel group (each expert is split over it), run the local experts as grouped GEMMs, reduce-
+// scatter, send the outputs back, unpermute and weigh them. The shared expert is a dense FFN over the attention's
+// tensor-parallel group, on the hidden states gathered over it.
 Program moe_forward(const Shape& x, const Costing& c, bool recompute)
 {
   const double per_expert = x.per_expert;
@@ -558,12 +562,12 @@ Program moe_forward(const Shape& x, const Costing& c, bool recompute)
                             memory_bound("router softmax and top-k", 3.0 * 4.0 * x.Tsp * x.experts),
                             memory_bound("permute", 2.0 * e * x.pairs_sent * x.h)};
   std::vector<Kernel> experts = quantized(x, "expert input cast", x.pairs_taken * x.h);
-  experts.push_back(linear(x, "expert fc1", per_expert, x.fe1 / x.t, x.h, x.local_experts));
+  experts.push_back(linear(x, "expert fc1", per_expert, x.fe1 / x.et, x.h, x.local_experts));
   experts.push_back(memory_bound(x.gated ? "expert gated activation" : "expert activation",
-                                 (x.gated ? 3.0 : 2.0) * e * x.pairs_taken * x.fe / x.t,
+                                 (x.gated ? 3.0 : 2.0) * e * x.pairs_taken * x.fe / x.et,
                                  x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU));
-  quantize(experts, x, "expert fc2 input cast", x.pairs_taken * x.fe / x.t);
-  experts.push_back(linear(x, "expert fc2", per_expert, x.h, x.fe / x.t, x.local_experts));
+  quantize(experts, x, "expert fc2 input cast", x.pairs_taken * x.fe / x.et);
+  experts.push_back(linear(x, "expert fc2", per_expert, x.h, x.fe / x.et, x.local_experts));
   if (x.fs > 0) {
     quantize(experts, x, "shared expert input cast", x.T * x.h);
     experts.push_back(linear(x, "shared expert fc1", x.T, x.fs1 / x.t, x.h));
@@ -572,13 +576,19 @@ Program moe_forward(const Shape& x, const Costing& c, bool recompute)
     quantize(experts, x, "shared expert fc2 input cast", x.T * x.fs / x.t);
     experts.push_back(linear(x, "shared expert fc2", x.T, x.h, x.fs / x.t));
   }
-  Program p{c.compute("router", route, recompute), ep_collective("moe dispatch all-to-all", x.dispatched)};
-  if (x.t > 1)
-    p.push_back(collective("moe all-gather", CollectiveKind::ALL_GATHER, x.gathered));
+  const bool shared_gather = x.fs > 0 && x.t > 1;
+  Program p{c.compute("router", route, recompute)};
+  if (shared_gather)
+    p.push_back(collective("shared expert all-gather", CollectiveKind::ALL_GATHER, x.shared_gathered));
+  p.push_back(token_all_to_all(x, "moe dispatch all-to-all"));
+  if (x.et > 1)
+    p.push_back(collective("moe all-gather", CollectiveKind::ALL_GATHER, x.expert_gathered, Group::ETP));
   p.push_back(c.compute("experts", experts, recompute));
-  if (x.t > 1)
-    p.push_back(collective("moe reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.gathered));
-  p.push_back(ep_collective("moe combine all-to-all", x.dispatched));
+  if (x.et > 1)
+    p.push_back(collective("moe reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.expert_gathered, Group::ETP));
+  p.push_back(token_all_to_all(x, "moe combine all-to-all"));
+  if (shared_gather)
+    p.push_back(collective("shared expert reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.shared_gathered));
   p.push_back(c.compute("unpermute", {memory_bound("unpermute", 3.0 * e * x.pairs_sent * x.h)}, recompute));
   return p;
 }
@@ -589,14 +599,14 @@ Program moe_backward(const Shape& x, const Costing& c)
   const double ek = x.local_experts;
   std::vector<Kernel> experts = quantized(x, "expert output-grad cast", x.pairs_taken * x.h);
   for (const Kernel& k :
-       {linear(x, "expert fc2 dgrad", per_expert, x.fe / x.t, x.h, ek, GemmLayout::DGRAD),
-        linear(x, "expert fc2 wgrad", x.fe / x.t, x.h, per_expert, ek, GemmLayout::WGRAD),
-        memory_bound("expert activation backward", (x.gated ? 5.0 : 3.0) * e * x.pairs_taken * x.fe / x.t,
+       {linear(x, "expert fc2 dgrad", per_expert, x.fe / x.et, x.h, ek, GemmLayout::DGRAD),
+        linear(x, "expert fc2 wgrad", x.fe / x.et, x.h, per_expert, ek, GemmLayout::WGRAD),
+        memory_bound("expert activation backward", (x.gated ? 5.0 : 3.0) * e * x.pairs_taken * x.fe / x.et,
                      x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true)})
     experts.push_back(k);
-  quantize(experts, x, "expert fc1 output-grad cast", x.pairs_taken * x.fe1 / x.t);
-  experts.push_back(linear(x, "expert fc1 dgrad", per_expert, x.h, x.fe1 / x.t, ek, GemmLayout::DGRAD));
-  experts.push_back(linear(x, "expert fc1 wgrad", x.h, x.fe1 / x.t, per_expert, ek, GemmLayout::WGRAD));
+  quantize(experts, x, "expert fc1 output-grad cast", x.pairs_taken * x.fe1 / x.et);
+  experts.push_back(linear(x, "expert fc1 dgrad", per_expert, x.h, x.fe1 / x.et, ek, GemmLayout::DGRAD));
+  experts.push_back(linear(x, "expert fc1 wgrad", x.h, x.fe1 / x.et, per_expert, ek, GemmLayout::WGRAD));
   if (x.fs > 0) {
     quantize(experts, x, "shared expert output-grad cast", x.T * x.h);
     for (const Kernel& k :
@@ -609,14 +619,21 @@ Program moe_backward(const Shape& x, const Costing& c)
     experts.push_back(linear(x, "shared expert fc1 dgrad", x.T, x.h, x.fs1 / x.t, 1, GemmLayout::DGRAD));
     experts.push_back(linear(x, "shared expert fc1 wgrad", x.h, x.fs1 / x.t, x.T, 1, GemmLayout::WGRAD));
   }
-  Program p{c.compute("unpermute backward", {memory_bound("unpermute backward", 3.0 * e * x.pairs_sent * x.h)}),
-            ep_collective("moe combine backward all-to-all", x.dispatched)};
-  if (x.t > 1)
-    p.push_back(collective("moe output-grad all-gather", CollectiveKind::ALL_GATHER, x.gathered));
+  const bool shared_gather = x.fs > 0 && x.t > 1;
+  Program p{c.compute("unpermute backward", {memory_bound("unpermute backward", 3.0 * e * x.pairs_sent * x.h)})};
+  if (shared_gather)
+    p.push_back(collective("shared expert output-grad all-gather", CollectiveKind::ALL_GATHER, x.shared_gathered));
+  p.push_back(token_all_to_all(x, "moe combine backward all-to-all"));
+  if (x.et > 1)
+    p.push_back(collective("moe output-grad all-gather", CollectiveKind::ALL_GATHER, x.expert_gathered, Group::ETP));
   p.push_back(c.compute("experts backward", experts));
-  if (x.t > 1)
-    p.push_back(collective("moe input-grad reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.gathered));
-  p.push_back(ep_collective("moe dispatch backward all-to-all", x.dispatched));
+  if (x.et > 1)
+    p.push_back(
+        collective("moe input-grad reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.expert_gathered, Group::ETP));
+  p.push_back(token_all_to_all(x, "moe dispatch backward all-to-all"));
+  if (shared_gather)
+    p.push_back(
+        collective("shared expert input-grad reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.shared_gathered));
   p.push_back(c.compute("router backward", {memory_bound("permute backward", 2.0 * e * x.pairs_sent * x.h),
                                             memory_bound("router softmax backward", 3.0 * 4.0 * x.Tsp * x.experts),
                                             gemm("router dgrad", x.Tsp, x.h, x.experts, 1, GemmLayout::DGRAD),

@@ -21,8 +21,9 @@ inline constexpr std::array<core::Choice<CollectiveKind>, 4> collective_kind_cho
      {"all_to_all", CollectiveKind::ALL_TO_ALL}}};
 
 // The group a layer's collective runs over: its tensor-parallel group, its expert-parallel group (a MoE layer's
-// token dispatch and combine), or its context-parallel group (attention over a sequence split across GPUs).
-enum class Group { TP, EP, CP };
+// token dispatch and combine), its expert-tensor-parallel group (the routed tokens gathered for split experts), or
+// its context-parallel group (attention over a sequence split across GPUs).
+enum class Group { TP, EP, ETP, CP };
 
 struct Step {
   enum class Kind { COMPUTE, COLLECTIVE, OVERLAP };
@@ -38,6 +39,9 @@ struct Step {
   CollectiveKind collective = CollectiveKind::ALL_REDUCE;
   Group group = Group::TP;
   double bytes = 0;
+  // A MoE dispatch or combine deduplicated per node and GPU (DeepEP): `bytes` is then one copy of the rank's tokens,
+  // sent once to each node and GPU that needs it (workload/collectives).
+  bool deduplicated = false;
 };
 
 using Program = std::vector<Step>;

@@ -108,6 +108,8 @@ TEST_CASE("MoE, MLA, QK-norm, post-norm and sliding-window configs map to model/
   CHECK(v3.moe->first_dense_layers == 3);
   CHECK(v3.moe->router == sim::model::Router::SIGMOID);
   CHECK(v3.moe->load_balancing == sim::model::LoadBalancing::AUX_FREE);
+  CHECK(v3.moe->expert_groups == 8); // n_group, topk_group: node-limited routing
+  CHECK(v3.moe->groups_per_token == 4);
   CHECK(v3.moe_layers() == 58);
   CHECK_FALSE(v3.is_moe_layer(2));
   CHECK(v3.is_moe_layer(3));
@@ -115,6 +117,7 @@ TEST_CASE("MoE, MLA, QK-norm, post-norm and sliding-window configs map to model/
   CHECK(v3.o_width() == 128 * 128);
   CHECK(v3.seq_length == 4096); // rope_scaling's original length
   CHECK(from_hf("deepseek-v2-lite").mla->q_lora_rank == 0);
+  CHECK(from_hf("deepseek-v2-lite").moe->expert_groups == 1);
 
   const auto qwen = from_hf("qwen1.5-moe-a2.7b");
   CHECK(qwen.moe->shared_expert_ffn_hidden_size == 5632);

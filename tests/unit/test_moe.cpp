@@ -2,6 +2,13 @@
 #include "memory/memory_model.hpp"
 #include "model/flops.hpp"
 #include "model/param_count.hpp"
+#include "model/routing.hpp"
+#include "workload/layer_program.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <set>
 
 #include "build_support.hpp"
 
@@ -113,12 +120,189 @@ TEST_CASE("expert plans Megatron-core cannot run, or simtrain does not simulate 
 {
   auto err = [](nlohmann::json plan) { return test::error_of([&] { build(std::move(plan), true); }); };
   CHECK_THAT(err({{"ep", 3}, {"dp", 3}}), Catch::Contains("3 does not divide num_experts=16"));
-  CHECK_THAT(err({{"ep", 4}, {"dp", 6}}), Catch::Contains("4 does not divide dp=6"));
+  CHECK_THAT(err({{"ep", 4}, {"dp", 6}}), Catch::Contains("etp*ep = 1*4 does not divide tp*dp = 1*6"));
   CHECK_THAT(err({{"tp", 2}, {"dp", 2}}), Catch::Contains("need sequence parallelism"));
-  CHECK_THAT(err({{"tp", 2}, {"etp", 1}, {"sequence_parallel", true}}), Catch::Contains("not simulated yet"));
+  CHECK_THAT(err({{"tp", 2}, {"etp", 1}, {"ep", 4}, {"sequence_parallel", true}}),
+             Catch::Contains("etp*ep = 1*4 does not divide tp*dp = 2*1"));
+  CHECK_THAT(err({{"etp", 3}, {"dp", 4}}), Catch::Contains("etp*ep = 3*1 does not divide tp*dp = 1*4"));
+  CHECK_THAT(err({{"tp", 2}, {"etp", 3}, {"dp", 3}, {"sequence_parallel", true}}),
+             Catch::Contains("3 does not divide expert_ffn_hidden_size=512"));
   CHECK_THAT(err({{"dp", 2}, {"zero_stage", 2}}), Catch::Contains("not simulated yet"));
   CHECK_THAT(err({{"cp", 2}}), Catch::Contains("context parallelism with MoE layers is not simulated yet"));
   auto dense = moe_model();
   dense.erase("moe");
   CHECK_THAT(test::error_of([&] { build({{"ep", 2}, {"dp", 2}}, true, dense); }), Catch::Contains("has no experts"));
+  CHECK_THAT(test::error_of([&] { build({{"tp", 2}, {"etp", 1}}, true, dense); }), Catch::Contains("has no experts"));
+}
+
+namespace {
+
+// The GPUs rank 0 exchanges traffic with in one category, and the bytes it sends in it.
+struct Peers {
+  std::set<int> peers;
+  double bytes = 0;
+};
+
+Peers peers_of_rank0(const test::Built& b, sim::workload::Category category, std::string_view label)
+{
+  Peers out;
+  for (const auto& t : b.tasks.tasks())
+    if (t.kind == sim::workload::TaskKind::TRANSFER && t.category == category && t.rank == 0 &&
+        b.tasks.label_text(t.label) == label && t.microbatch == 0 && t.layer == 1) {
+      out.peers.insert(t.peer);
+      out.bytes += t.bytes;
+    }
+  return out;
+}
+
+// FLOPs of the routed experts' GEMMs one GPU runs in a MoE layer's forward.
+double expert_flops(const test::Built& b)
+{
+  double flops = 0;
+  for (const auto& k : sim::workload::kernel_costs(b.scenario.model, b.scenario.plan, b.scenario.cluster.gpu))
+    if (k.program == "moe layer forward" && k.kernel.name.rfind("expert fc", 0) == 0)
+      flops += k.kernel.flops;
+  return flops;
+}
+
+} // namespace
+
+TEST_CASE("expert tensor parallelism lays a stage's GPUs out again as etp x ep x edp: EP groups across TP groups, "
+          "experts whole or split, the same FLOPs")
+{
+  // 32 GPUs: tp 4 x dp 8. With etp = tp the 8 expert-parallel ranks are the 8 DP ranks of one TP rank; with etp = 1
+  // they are the 8 consecutive GPUs of two TP groups, each sending its own quarter of the tokens.
+  const nlohmann::json base{{"tp", 4}, {"dp", 8}, {"ep", 8}, {"global_batch", 8}, {"sequence_parallel", true}};
+  auto split = base;
+  split["etp"] = 4;
+  auto whole = base;
+  whole["etp"] = 1;
+  const auto a = build(split, false);
+  const auto b = build(whole, false);
+  const auto ep = sim::workload::Category::EP;
+  const auto tp = sim::workload::Category::TP;
+  CHECK(peers_of_rank0(a, ep, "moe dispatch all-to-all").peers == std::set<int>{4, 8, 12, 16, 20, 24, 28});
+  CHECK(peers_of_rank0(b, ep, "moe dispatch all-to-all").peers == std::set<int>{1, 2, 3, 4, 5, 6, 7});
+  // Each GPU sends its 2048 / 4 tokens' top-2 hidden states (2 bytes each), 7/8 of them to other GPUs.
+  const double sent = 7.0 / 8 * 2048 / 4 * 2 * 1024 * 2;
+  CHECK(peers_of_rank0(a, ep, "moe dispatch all-to-all").bytes == Approx(sent));
+  CHECK(peers_of_rank0(b, ep, "moe dispatch all-to-all").bytes == Approx(sent));
+  // Split experts gather the routed tokens over the TP group; whole experts need no gather.
+  CHECK(!peers_of_rank0(a, tp, "moe all-gather").peers.empty());
+  CHECK(peers_of_rank0(b, tp, "moe all-gather").peers.empty());
+  // The shared expert gathers over the attention's TP group either way.
+  CHECK(peers_of_rank0(b, tp, "shared expert all-gather").peers ==
+        peers_of_rank0(a, tp, "shared expert all-gather").peers);
+  CHECK(expert_flops(a) == Approx(expert_flops(b)));
+  CHECK(expert_flops(b) == Approx(2.0 * 2048 * 2 / 4 * 1024 * 3 * 512));
+
+  // Experts' state: whole experts over 8 EP ranks, 4 replicas each (tp x dp / ep); split, over 32 GPUs, 1 replica.
+  const auto& m = a.scenario.model;
+  const double experts = 7 * sim::model::count_params(m).moe_layer.experts;
+  const auto ma = sim::memory::estimate_memory(m, a.scenario.plan, a.scenario.cluster.gpu).per_stage[0];
+  const auto mb = sim::memory::estimate_memory(m, b.scenario.plan, b.scenario.cluster.gpu).per_stage[0];
+  CHECK(ma.expert_params == Approx(experts / 32));
+  CHECK(mb.expert_params == Approx(experts / 8));
+  CHECK(b.scenario.plan.edp() == 4);
+  auto sharded = whole;
+  sharded["distributed_optimizer"] = true;
+  const auto c = build(sharded, true);
+  const auto mc = sim::memory::estimate_memory(m, c.scenario.plan, c.scenario.cluster.gpu).per_stage[0];
+  CHECK(mc.optimizer_bytes == Approx(12.0 * (mc.params - experts / 8) / 8 + 12.0 * experts / 8 / 4));
+  // The expert gradient buckets are reduced over the 4 replicas: ranks 0, 8, 16, 24.
+  std::set<int> edp;
+  for (const auto& t : b.tasks.tasks())
+    if (t.kind == sim::workload::TaskKind::TRANSFER && t.category == sim::workload::Category::DP &&
+        b.tasks.label_text(t.label).rfind("expert gradient bucket", 0) == 0 && t.rank == 0)
+      edp.insert(t.peer);
+  CHECK(!edp.empty());
+  CHECK(std::includes(std::set<int>{8, 16, 24}.begin(), std::set<int>{8, 16, 24}.end(), edp.begin(), edp.end()));
+}
+
+namespace {
+
+// Group-limited routing drawn at random: `picked` of the groups, then k distinct experts among theirs; the share of
+// tokens that need at least one expert of [first, first + held).
+double sampled_reach(const sim::model::MoeSpec& moe, int first, int held, int tokens)
+{
+  std::mt19937 rng(7);
+  const int size = static_cast<int>(moe.num_experts / moe.expert_groups);
+  std::vector<int> groups(static_cast<std::size_t>(moe.expert_groups));
+  std::iota(groups.begin(), groups.end(), 0);
+  int reached = 0;
+  for (int t = 0; t < tokens; ++t) {
+    std::shuffle(groups.begin(), groups.end(), rng);
+    std::vector<int> pool;
+    for (int g = 0; g < moe.groups_per_token; ++g)
+      for (int e = 0; e < size; ++e)
+        pool.push_back(groups[static_cast<std::size_t>(g)] * size + e);
+    std::shuffle(pool.begin(), pool.end(), rng);
+    reached += std::any_of(pool.begin(), pool.begin() + moe.experts_per_token,
+                           [&](int e) { return e >= first && e < first + held; })
+                   ? 1
+                   : 0;
+  }
+  return static_cast<double>(reached) / tokens;
+}
+
+} // namespace
+
+TEST_CASE("the chance that a token needs a GPU or a node: closed forms, and a sampled router agrees")
+{
+  sim::model::MoeSpec moe;
+  moe.num_experts = 16;
+  moe.experts_per_token = 2;
+  // Without groups: 1 - C(16 - c, 2) / C(16, 2).
+  CHECK(sim::model::reach_probability(moe, 2) == Approx(1.0 - (14.0 * 13) / (16.0 * 15)));
+  CHECK(sim::model::reach_probability(moe, 16) == 1.0);
+  // DeepSeek-V3: 256 experts in 8 groups, 4 groups then 8 experts per token; 4 experts per GPU (EP 64), 32 per node.
+  moe.num_experts = 256;
+  moe.experts_per_token = 8;
+  moe.expert_groups = 8;
+  moe.groups_per_token = 4;
+  auto miss = [](double pool, double held) {
+    double p = 1;
+    for (int i = 0; i < 8; ++i)
+      p *= (pool - held - i) / (pool - i);
+    return p;
+  };
+  CHECK(sim::model::reach_probability(moe, 4) == Approx(0.5 * (1.0 - miss(128, 4))));
+  CHECK(sim::model::reach_probability(moe, 32) == Approx(0.5 * (1.0 - miss(128, 32))));
+  // Two whole groups: none, one or both picked (15, 40 and 15 of the 70 ways to pick 4 of 8).
+  CHECK(sim::model::reach_probability(moe, 64) ==
+        Approx(1.0 - (15.0 + 40.0 * miss(128, 32) + 15.0 * miss(128, 64)) / 70.0));
+  for (int held : {4, 32, 64}) {
+    INFO("held " << held);
+    CHECK(sampled_reach(moe, 0, held, 40000) == Approx(sim::model::reach_probability(moe, held)).margin(0.01));
+  }
+}
+
+TEST_CASE("DeepEP sends each token once to each node it needs through the NIC, and once to each GPU it needs over "
+          "NVLink: fewer bytes across nodes than one copy per expert")
+{
+  // DeepSeek-V3's routing on 32 GPUs of 4 nodes: EP 32, 8 experts per GPU, 64 per node (two groups).
+  auto model = moe_model();
+  model["moe"] = {{"num_experts", 256}, {"experts_per_token", 8}, {"expert_ffn_hidden_size", 512},
+                  {"expert_groups", 8}, {"groups_per_token", 4},  {"first_dense_layers", 1}};
+  const nlohmann::json plan{{"dp", 32}, {"ep", 32}, {"global_batch", 32}, {"moe_dispatcher", "deepep"}};
+  const auto b = build(plan, false, model);
+  const auto& moe = *b.scenario.model.moe;
+  const double copy = 2048.0 * 1024 * 2; // one copy of a GPU's tokens
+  const auto sent = peers_of_rank0(b, sim::workload::Category::EP, "moe dispatch all-to-all");
+  // To the GPU of local rank 0 in each other node, and to each GPU of its own node.
+  CHECK(sent.peers == std::set<int>{1, 2, 3, 4, 5, 6, 7, 8, 16, 24});
+  double across = 0;
+  for (const auto& t : b.tasks.tasks())
+    if (t.kind == sim::workload::TaskKind::TRANSFER && t.rank == 0 && t.peer == 8 && t.microbatch == 0 &&
+        t.layer == 1 && b.tasks.label_text(t.label) == "moe dispatch all-to-all")
+      across += t.bytes;
+  CHECK(across == Approx(copy * sim::model::reach_probability(moe, 64)));
+  CHECK(sent.bytes == Approx(3 * across + 7 * 4 * copy * sim::model::reach_probability(moe, 8)));
+  // Megatron-core's dispatcher sends 8 copies per token, 24/32 of them across nodes; DeepEP under half as much.
+  auto alltoall = plan;
+  alltoall["moe_dispatcher"] = "alltoall";
+  const auto a = build(alltoall, false, model);
+  const double a_across = peers_of_rank0(a, sim::workload::Category::EP, "moe dispatch all-to-all").bytes * 24 / 31;
+  CHECK(a_across == Approx(24.0 / 32 * 8 * copy));
+  CHECK(3 * across < 0.5 * a_across);
 }

@@ -116,22 +116,37 @@ TEST_CASE("the automatic layouts are valid plans, with the scenario's own layout
                      "sequence_parallel=false") == 1);
 }
 
-TEST_CASE("auto layouts also enumerate expert parallelism for a MoE model, every layout valid")
+TEST_CASE("auto layouts also enumerate expert parallelism for a MoE model, experts split like the attention or "
+          "whole, every layout valid")
 {
   const auto path = test::source_dir() / "scenarios/moe/qwen3-30b-a3b-h100.json";
   const auto base = sim::scenario::load_scenario(path, test::options());
   std::set<int> eps;
+  std::set<std::pair<int, int>> tp_etp;
   std::size_t checked = 0;
+  auto value = [](const Layout& l, std::string_view key) {
+    for (const auto& o : l.overrides)
+      if (o.rfind(key, 0) == 0)
+        return std::stoi(o.substr(key.size()));
+    return -1;
+  };
   for (const auto& l : auto_layouts(base)) {
     INFO(layout_label(l));
-    REQUIRE(l.overrides.back().rfind("plan.ep=", 0) == 0);
-    eps.insert(std::stoi(l.overrides.back().substr(8)));
+    const int ep = value(l, "plan.ep=");
+    const int etp = value(l, "plan.etp=");
+    const int tp = value(l, "plan.tp=");
+    REQUIRE(ep > 0);
+    REQUIRE((etp == tp || etp == 1));
+    eps.insert(ep);
+    tp_etp.insert({tp, etp});
     if (++checked % 7 == 0) { // a sample: loading them all takes a while
       const auto s = sim::scenario::load_scenario(path, test::options(l.overrides)); // throws if not a valid plan
-      CHECK(s.plan.dp % s.plan.ep == 0);
+      CHECK(s.plan.tp * s.plan.dp % (s.plan.etp * s.plan.ep) == 0);
     }
   }
   CHECK(eps == std::set<int>{1, 2, 4, 8, 16, 32, 64});
+  CHECK(tp_etp.count({4, 4}) == 1);
+  CHECK(tp_etp.count({4, 1}) == 1);
 }
 
 TEST_CASE("ranking orders the simulated layouts by the metric, ties by enumeration order, the rest after")
