@@ -52,7 +52,7 @@ int tasks(const std::filesystem::path& file, std::optional<int> rank, bool no_fo
 int kernels(const std::filesystem::path& file, const CommonOptions& o);
 
 struct ValidateArgs {
-  std::string cases;
+  std::vector<std::string> cases; // one or more cases files
   int jobs = default_jobs();
   std::string only;
   std::string keep;

@@ -139,8 +139,9 @@ int main(int argc, char** argv)
   CommonOptions validate_opts;
   ValidateArgs validate_args;
   auto* validate_cmd = app.add_subcommand(
-      "validate", "Simulate published training runs (a validation cases file) and report the error of each");
-  validate_cmd->add_option("cases", validate_args.cases, "Cases file (a JSON array of published runs)")->required();
+      "validate", "Simulate published training runs (validation cases files) and report the error of each");
+  validate_cmd->add_option("cases", validate_args.cases, "Cases files (JSON arrays of published runs), run together")
+      ->required();
   validate_cmd->add_option("--jobs,-j", validate_args.jobs, "Simulations at a time")
       ->check(number_in(1, max_count))
       ->capture_default_str();

@@ -50,7 +50,10 @@ std::map<std::string, std::string> gpu_names(const sim::validation::ValidationRe
 void write_summary(const fs::path& file, const ValidateArgs& a, const sim::validation::ValidationResult& r,
                    const fs::path& data_dir)
 {
-  const auto summary = sim::validation::summarize(r, fs::path(a.cases).filename().string(), gpu_names(r, data_dir));
+  std::string names; // the cases files' names, without folders
+  for (const auto& c : a.cases)
+    names += (names.empty() ? "" : " + ") + fs::path(c).filename().string();
+  const auto summary = sim::validation::summarize(r, names, gpu_names(r, data_dir));
   if (file.has_parent_path())
     fs::create_directories(file.parent_path());
   std::ofstream out(file);
@@ -93,7 +96,7 @@ int validate(const ValidateArgs& a, const CommonOptions& o)
     if (!file.empty() && fs::path(file).has_parent_path())
       prepare_output_dir(fs::path(file).parent_path(), option);
   sim::validation::ValidateOptions v;
-  v.cases_file = a.cases;
+  v.cases_files.assign(a.cases.begin(), a.cases.end());
   v.data_dir = o.data_dir;
   v.simtrain = study::self_path();
   v.jobs = a.jobs;

@@ -1,7 +1,7 @@
 #include "validation/ablation.hpp"
 
-#include <fmt/format.h>
 #include <algorithm>
+#include <fmt/format.h>
 #include <map>
 
 namespace sim::validation {

@@ -46,23 +46,31 @@ std::vector<Target> read_targets(const core::Json& list, const std::string& wher
 
 ValidationResult run_validation(const ValidateOptions& options)
 {
-  const core::Json file = core::read_json_file(options.cases_file);
-  const core::Json& cases = file.is_object() && file.contains("cases") ? file["cases"] : file;
-  const std::string where = core::display_path(options.cases_file);
-  if (!cases.is_array())
-    throw core::InputError(core::Location{where, file.is_object() ? "/cases" : "", ""}, "not a list of cases",
-                           core::describe_type(cases), "an array of validation cases, or {\"cases\": [...]}");
-  std::vector<Target> targets = options.targets;
-  if (file.is_object() && file.contains("targets"))
-    targets = read_targets(file["targets"], where);
-
+  // A file's own targets replace the default ones (those of every file that has them, together).
+  std::vector<Target> targets;
+  bool own_targets = false;
   std::vector<CaseConversion> conversions;
-  for (const auto& c : cases) {
-    const std::string id = c.is_object() && c.contains("id") && c["id"].is_string() ? c["id"].get<std::string>() : "";
-    if (!options.only.empty() && id.find(options.only) == std::string::npos)
-      continue;
-    conversions.push_back(convert_case(c, options.data_dir));
+  for (const auto& cases_file : options.cases_files) {
+    const core::Json file = core::read_json_file(cases_file);
+    const core::Json& cases = file.is_object() && file.contains("cases") ? file["cases"] : file;
+    const std::string where = core::display_path(cases_file);
+    if (!cases.is_array())
+      throw core::InputError(core::Location{where, file.is_object() ? "/cases" : "", ""}, "not a list of cases",
+                             core::describe_type(cases), "an array of validation cases, or {\"cases\": [...]}");
+    if (file.is_object() && file.contains("targets")) {
+      own_targets = true;
+      for (auto& t : read_targets(file["targets"], where))
+        targets.push_back(std::move(t));
+    }
+    for (const auto& c : cases) {
+      const std::string id = c.is_object() && c.contains("id") && c["id"].is_string() ? c["id"].get<std::string>() : "";
+      if (!options.only.empty() && id.find(options.only) == std::string::npos)
+        continue;
+      conversions.push_back(convert_case(c, options.data_dir));
+    }
   }
+  if (!own_targets)
+    targets = options.targets;
 
   const study::WorkDir work(options.keep_dir, "simtrain-validate");
   std::vector<Command> commands;

@@ -11,11 +11,11 @@
 namespace sim::validation {
 
 struct ValidateOptions {
-  std::filesystem::path cases_file;
-  std::filesystem::path data_dir; // presets
-  std::filesystem::path simtrain; // the binary that runs each scenario
-  int jobs = 1;                   // child processes at a time
-  std::string only;               // only cases whose id contains this
+  std::vector<std::filesystem::path> cases_files; // their cases are run together
+  std::filesystem::path data_dir;                 // presets
+  std::filesystem::path simtrain;                 // the binary that runs each scenario
+  int jobs = 1;                                   // child processes at a time
+  std::string only;                               // only cases whose id contains this
   std::filesystem::path keep_dir; // keep the scenarios and reports here (default: a temporary folder, removed)
   std::vector<Target> targets = default_targets();
   std::vector<std::string> overrides; // --set PATH=VALUE for every converted scenario (an ablation)

@@ -175,6 +175,12 @@ TEST_CASE("validate runs each published case and reports its error, per source a
   CHECK(written["gpus"]["A100-SXM4-80GB"]["time"]["runs"].get<int>() > 0);
   CHECK(run("check " + summary.string()).status == 0);
   CHECK(run("validate " + cases + " --only sc21 --summary " + summary.string()).status == 1);
+  // Several cases files run together: the project's own MoE cases beside these.
+  const auto own = (test::source_dir() / "tests" / "data" / "validation" / "cases.json").string();
+  const auto both = run("validate " + cases + " " + own + " --only qwen3-30b-a3b-fp8cs --format json");
+  REQUIRE(both.status == 0);
+  const auto moe = nlohmann::json::parse(both.out);
+  CHECK(moe["comparisons"].dump().find("mbridge-25.11-h100-qwen3-30b-a3b-fp8cs-16gpu") != std::string::npos);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["failed"].empty());
   CHECK(j["unsupported"].empty()); // the FP8 case with context parallelism simulates too

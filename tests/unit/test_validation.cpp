@@ -1,4 +1,5 @@
 // The validation harness: published runs into scenarios, predictions against measurements, error statistics.
+#include "core/document.hpp"
 #include "study/process_pool.hpp"
 #include "support.hpp"
 #include "validation/ablation.hpp"
@@ -157,6 +158,30 @@ TEST_CASE("a case naming a published model without its architecture takes the pr
   auto other = c;
   other["model"]["vocab"] = 32000; // disagrees with the preset
   CHECK_FALSE(convert_case(other, test::source_dir()).unsupported.empty());
+}
+
+TEST_CASE("a MoE case converts its expert layout and dispatcher, says what it does not model, and compares tokens "
+          "per second first, and the project's own MoE cases all convert or are refused for DualPipe")
+{
+  const auto cases = sim::core::read_json_file(test::source_dir() / "tests/data/validation/cases.json");
+  const auto& qwen = cases.at(2); // Qwen3-235B-A22B on 256 H100s
+  const auto converted = convert_case(qwen, test::source_dir());
+  REQUIRE(converted.unsupported.empty());
+  const auto& p = converted.runs.at(0).scenario["plan"];
+  CHECK(p["ep"] == 32);
+  CHECK(p["etp"] == 1);
+  CHECK(p["moe_dispatcher"] == "alltoall");
+  CHECK(p["fp32_grad_accumulation"] == false);
+  CHECK(p["fp8_recipe"] == "current");
+  CHECK(std::any_of(converted.assumptions.begin(), converted.assumptions.end(),
+                    [](const std::string& a) { return a.find("moe_a2a_overlap") != std::string::npos; }));
+  for (const auto& e : converted.runs.at(0).expectations)
+    CHECK(e.primary == (e.quantity == Quantity::TOKENS_PER_GPU));
+  CHECK(convert_case(cases.at(0), test::source_dir()).runs.at(0).scenario["plan"]["moe_dispatcher"] == "deepep");
+  CHECK_THAT(convert_case(cases.back(), test::source_dir()).unsupported, Catch::Contains("DualPipe"));
+  auto bad = qwen;
+  bad["plan"]["moe_dispatcher"] = "magic";
+  CHECK_THAT(convert_case(bad, test::source_dir()).unsupported, Catch::Contains("moe_dispatcher"));
 }
 
 TEST_CASE("what a case leaves open is chosen and said: micro-batch, recomputation, precision")
