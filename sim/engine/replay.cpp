@@ -28,6 +28,9 @@ struct GpuLoad {
   double memory_share = 0; // of the compute task running now
   double port = 0;         // the GPU's fastest link: no more than this leaves or enters it
   int pstate = 0;
+  // One compute stream: a compute task ready while another runs waits for it, in the order they became ready.
+  bool computing = false;
+  std::deque<TaskId> stream;
 };
 
 double slowdown(const GpuLoad& l, const topology::ClusterGraph& cg)
@@ -109,10 +112,12 @@ class Replayer {
           finish(t);
           break;
         case TaskKind::COMPUTE:
-          if (task.duration_s > 0)
-            launch_compute(t, task);
-          else
+          if (task.duration_s <= 0)
             finish(t);
+          else if (load_[static_cast<std::size_t>(task.rank)].computing)
+            load_[static_cast<std::size_t>(task.rank)].stream.push_back(t);
+          else
+            launch_compute(t, task);
           break;
         case TaskKind::TRANSFER:
           simgrid::kernel::timer::Timer::set(now + task.latency_s, [this, t]() {
@@ -131,7 +136,9 @@ class Replayer {
     exec->set_host(platform_.gpu[static_cast<std::size_t>(task.rank)]);
     exec->set_data(&ids_[t]);
     auto& load = load_[static_cast<std::size_t>(task.rank)];
+    load.computing = true;
     load.memory_share = task.memory_share / 65535.0;
+    timeline_.tasks[t].start_s = sg4::Engine::get_clock();
     update_speed(task.rank);
     exec->start();
     running_[t] = exec;
@@ -217,6 +224,15 @@ class Replayer {
           record(timeline_.usage[i], timeline_.tasks[t].end_s, 0.0);
         }
       account(task, route.rate, -1);
+    }
+    if (task.kind == TaskKind::COMPUTE && task.duration_s > 0) { // the GPU's stream takes its next waiting task
+      auto& load = load_[static_cast<std::size_t>(task.rank)];
+      load.computing = false;
+      if (!load.stream.empty()) {
+        const TaskId next = load.stream.front();
+        load.stream.pop_front();
+        launch_compute(next, g_[next]);
+      }
     }
     ++finished_;
     for (TaskId s : g_.successors(t))

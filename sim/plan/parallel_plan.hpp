@@ -87,6 +87,9 @@ struct ParallelPlan {
   // The busiest expert-parallel rank's routed tokens over the mean (1: a perfectly balanced router).
   double expert_load_imbalance = 1.0;
   MoeDispatcher moe_dispatcher = MoeDispatcher::ALL_TO_ALL;
+  // 1F1B with the expert-parallel all-to-alls overlapped (Megatron-core --overlap-moe-expert-parallel-comm): each
+  // forward pass runs beside the backward pass of another micro-batch next to it in the schedule.
+  bool moe_a2a_overlap = false;
   int micro_batch = 1;           // sequences per micro-batch
   std::int64_t global_batch = 1; // sequences per step
   std::int64_t seq_length = 0;   // tokens per sequence

@@ -32,6 +32,10 @@ void check_experts(const ParallelPlan& p, const core::Node& node, const model::M
     if (p.moe_dispatcher != MoeDispatcher::ALL_TO_ALL)
       infeasible(node, "moe_dispatcher", fmt::format("a token dispatcher for model '{}', which has no experts", m.name),
                  "alltoall, or no moe_dispatcher");
+    if (p.moe_a2a_overlap)
+      infeasible(node, "moe_a2a_overlap",
+                 fmt::format("all-to-all overlap for model '{}', which has no experts", m.name),
+                 "false, or no moe_a2a_overlap");
     return;
   }
   const model::MoeSpec& e = *m.moe;
@@ -44,6 +48,10 @@ void check_experts(const ParallelPlan& p, const core::Node& node, const model::M
   if (e.num_experts % p.ep != 0)
     infeasible(node, "ep", fmt::format("{} does not divide num_experts={} of model '{}'", p.ep, e.num_experts, m.name),
                "a divisor of num_experts");
+  if (p.moe_a2a_overlap && p.schedule == Schedule::GPIPE)
+    infeasible(node, "moe_a2a_overlap",
+               "GPipe has no forward and backward passes of different micro-batches next to each other to overlap",
+               "schedule 1f1b or interleaved, or no moe_a2a_overlap");
   if (p.moe_dispatcher == MoeDispatcher::DEEPEP && p.etp > 1)
     infeasible(node, "moe_dispatcher", fmt::format("deepep with etp={}: DeepEP dispatches to whole experts", p.etp),
                "etp 1, or moe_dispatcher alltoall");
@@ -138,6 +146,7 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   p.etp = static_cast<int>(r.integer_or("etp", p.tp, 1, 1 << 16));
   p.expert_load_imbalance = r.number_or("expert_load_imbalance", 1.0, 1.0, 1e4);
   p.moe_dispatcher = r.choice_or<MoeDispatcher>("moe_dispatcher", moe_dispatcher_choices, MoeDispatcher::ALL_TO_ALL);
+  p.moe_a2a_overlap = r.flag_or("moe_a2a_overlap", false);
   p.micro_batch = static_cast<int>(r.integer_or("micro_batch", 1, 1, 1 << 16));
   p.global_batch = r.integer_or("global_batch", static_cast<std::int64_t>(p.micro_batch) * p.dp, 1);
   if (model.seq_length == 0 && !r.has("seq_length"))

@@ -58,6 +58,8 @@ std::string parallel_extras(const plan::ParallelPlan& p)
       out += fmt::format(", ETP {}", p.etp);
     if (p.moe_dispatcher == plan::MoeDispatcher::DEEPEP)
       out += ", DeepEP";
+    if (p.moe_a2a_overlap)
+      out += ", all-to-all overlapped";
     out += ")";
   }
   return out;
@@ -74,6 +76,7 @@ core::Json plan_json(const plan::ParallelPlan& p)
   j["ep"] = p.ep;
   j["etp"] = p.etp;
   j["moe_dispatcher"] = name_of(p.moe_dispatcher, plan::moe_dispatcher_choices);
+  j["moe_a2a_overlap"] = p.moe_a2a_overlap;
   j["expert_load_imbalance"] = p.expert_load_imbalance;
   j["micro_batch"] = p.micro_batch;
   j["global_batch"] = p.global_batch;

@@ -447,8 +447,8 @@ class Converter {
     return std::nullopt;
   }
 
-  // Expert parallelism: sizes, the token dispatcher, and whether dispatch and combine overlap compute (not modelled:
-  // simtrain runs them exposed, so such a case is predicted slow).
+  // Expert parallelism: sizes, the token dispatcher, and whether dispatch and combine overlap another micro-batch's
+  // compute.
   bool experts_of(const Json& plan, Json& p)
   {
     if (const auto ep = integer(plan, "ep"); ep && *ep > 1)
@@ -463,9 +463,8 @@ class Converter {
         return false;
       p["moe_dispatcher"] = *d;
     }
-    if (flag(plan, "moe_a2a_overlap").value_or(false))
-      assume("expert-parallel all-to-all overlapped with another micro-batch's compute (moe_a2a_overlap): not "
-             "modelled, the all-to-alls run exposed");
+    if (const auto overlap = flag(plan, "moe_a2a_overlap"))
+      p["moe_a2a_overlap"] = *overlap;
     return true;
   }
 

@@ -71,11 +71,14 @@ class Builder {
       for (int s = 0; s < p_.pp; ++s)
         gather_updated_parameters(s);
     for (int s = 0; s < p_.pp; ++s) {
-      for (const PassRef& pass : stage_order(p_, s)) {
-        if (pass.pass == Pass::FORWARD)
-          forward(s, pass.chunk, pass.microbatch);
-        else
-          backward(s, pass.chunk, pass.microbatch);
+      const auto order = stage_order(p_, s);
+      for (std::size_t k = 0; k < order.size(); ++k) {
+        if (p_.moe_a2a_overlap && k + 1 < order.size() && pairable(order[k], order[k + 1])) {
+          side_by_side(s, order[k], order[k + 1]);
+          ++k;
+        } else {
+          pass(s, order[k]);
+        }
       }
     }
     if (p_.zero_stage < 2)
@@ -602,8 +605,28 @@ class Builder {
       tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
   }
 
-  void forward(int s, int c, int mb) { pass(s, c, mb, true); }
-  void backward(int s, int c, int mb) { pass(s, c, mb, false); }
+  void pass(int s, const PassRef& ref) { pass(s, ref.chunk, ref.microbatch, ref.pass == Pass::FORWARD); }
+
+  // 1F1B with the all-to-all overlapped (Megatron-core's --overlap-moe-expert-parallel-comm): a forward and a
+  // backward pass of different micro-batches, next to each other in the stage's order, run side by side as two
+  // streams of work on each GPU, so that one's all-to-alls proceed while the other computes (the GPU's compute is
+  // shared between the two, never more than one GPU's worth). The passes after them wait for both.
+  static bool pairable(const PassRef& a, const PassRef& b) { return a.pass != b.pass && a.microbatch != b.microbatch; }
+  void side_by_side(int s, const PassRef& a, const PassRef& b)
+  {
+    const auto gpus = stage_gpus(s);
+    std::vector<std::vector<TaskId>> before;
+    for (int r : gpus)
+      before.push_back(tail_[static_cast<std::size_t>(r)]);
+    pass(s, a);
+    for (std::size_t i = 0; i < gpus.size(); ++i)
+      std::swap(before[i], tail_[static_cast<std::size_t>(gpus[i])]); // `before` now holds a's tails
+    pass(s, b);
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      auto& tail = tail_[static_cast<std::size_t>(gpus[i])];
+      tail.insert(tail.end(), before[i].begin(), before[i].end());
+    }
+  }
 
   std::vector<int> stage_gpus(int s) const
   {

@@ -309,3 +309,31 @@ TEST_CASE("a half memory-bound kernel beside a collective loses SMs for half its
   const double factor = 0.5 / (1.0 - 16.0 / 108.0) + 0.5 * hbm_slowdown;
   CHECK(end == Approx(slowed_end(100e-3, transfer_s, factor)).margin(transfer_s / sim::engine::speed_levels));
 }
+
+TEST_CASE("a GPU runs one compute task at a time: two ready at once run one after the other, in the order they "
+          "became ready")
+{
+  const auto graph = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 1);
+  sim::workload::TaskGraph g;
+  g.gpus = graph.gpus();
+  g.cluster_gpus = graph.gpus();
+  g.stage_leaders = {0};
+  const auto begin = g.add(sim::workload::Task{});
+  sim::workload::Task kernel;
+  kernel.kind = sim::workload::TaskKind::COMPUTE;
+  kernel.rank = 0;
+  kernel.duration_s = 1e-3;
+  const auto first = g.add(kernel);
+  kernel.duration_s = 2e-3;
+  const auto second = g.add(kernel);
+  for (auto t : {first, second})
+    g.depend(t, begin);
+  g.step_end = g.add(sim::workload::Task{});
+  g.depend(g.step_end, first);
+  g.depend(g.step_end, second);
+  g.finalize();
+  const auto tl = sim::engine::replay(g, graph);
+  CHECK(tl.tasks[first].end_s == Approx(1e-3));
+  CHECK(tl.tasks[second].start_s == Approx(1e-3));
+  CHECK(tl.step_time_s == Approx(3e-3));
+}

@@ -133,6 +133,11 @@ TEST_CASE("expert plans Megatron-core cannot run, or simtrain does not simulate 
   dense.erase("moe");
   CHECK_THAT(test::error_of([&] { build({{"ep", 2}, {"dp", 2}}, true, dense); }), Catch::Contains("has no experts"));
   CHECK_THAT(test::error_of([&] { build({{"tp", 2}, {"etp", 1}}, true, dense); }), Catch::Contains("has no experts"));
+  CHECK_THAT(test::error_of([&] {
+               build({{"moe_a2a_overlap", true}}, true, dense);
+             }),
+             Catch::Contains("has no experts"));
+  CHECK_THAT(err({{"pp", 2}, {"schedule", "gpipe"}, {"moe_a2a_overlap", true}}), Catch::Contains("GPipe"));
 }
 
 namespace {
