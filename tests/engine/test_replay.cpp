@@ -67,15 +67,31 @@ void check_bubble(int p, int m, const std::string& schedule, int v = 1)
   }
 }
 
-// The time one phase of flows takes when replayed alone on a cluster.
-double replay_phase(const sim::topology::ClusterGraph& graph, const sim::workload::CollectivePhase& phase)
+// Replays `tasks`, all ready at once, alone on a cluster; task i of the list is task i + 1 of the graph.
+sim::engine::Timeline replay_together(const sim::topology::ClusterGraph& graph,
+                                      const std::vector<sim::workload::Task>& tasks)
 {
   sim::workload::TaskGraph g;
   g.gpus = graph.gpus();
   g.cluster_gpus = graph.gpus();
   g.stage_leaders = {0};
   const auto begin = g.add(sim::workload::Task{});
-  std::vector<sim::workload::TaskId> flows;
+  std::vector<sim::workload::TaskId> ids;
+  for (const auto& t : tasks) {
+    ids.push_back(g.add(t));
+    g.depend(ids.back(), begin);
+  }
+  g.step_end = g.add(sim::workload::Task{});
+  for (auto id : ids)
+    g.depend(g.step_end, id);
+  g.finalize();
+  return sim::engine::replay(g, graph);
+}
+
+// The time one phase of flows takes when replayed alone on a cluster.
+double replay_phase(const sim::topology::ClusterGraph& graph, const sim::workload::CollectivePhase& phase)
+{
+  std::vector<sim::workload::Task> flows;
   for (const auto& f : phase) {
     sim::workload::Task t;
     t.kind = sim::workload::TaskKind::TRANSFER;
@@ -83,14 +99,9 @@ double replay_phase(const sim::topology::ClusterGraph& graph, const sim::workloa
     t.peer = f.dst;
     t.bytes = f.bytes;
     t.latency_s = f.latency_s;
-    flows.push_back(g.add(t));
-    g.depend(flows.back(), begin);
+    flows.push_back(t);
   }
-  g.step_end = g.add(sim::workload::Task{});
-  for (auto f : flows)
-    g.depend(g.step_end, f);
-  g.finalize();
-  return sim::engine::replay(g, graph).step_time_s;
+  return replay_together(graph, flows).step_time_s;
 }
 
 } // namespace
@@ -248,30 +259,18 @@ std::pair<double, double> kernel_beside_transfer(double memory_share, double dur
 {
   const auto spec = sim::scenario::load_cluster("dgx-a100", test::options());
   const auto graph = sim::topology::build_graph(spec, 1);
-  sim::workload::TaskGraph g;
-  g.gpus = 8;
-  g.cluster_gpus = 8;
-  g.stage_leaders = {0};
-  const auto begin = g.add(sim::workload::Task{});
   sim::workload::Task kernel;
   kernel.kind = sim::workload::TaskKind::COMPUTE;
   kernel.rank = 0;
   kernel.duration_s = duration_s;
   kernel.memory_share = static_cast<std::uint16_t>(std::lround(65535.0 * memory_share));
-  const auto compute = g.add(kernel);
   sim::workload::Task send;
   send.kind = sim::workload::TaskKind::TRANSFER;
   send.rank = 0;
   send.peer = 1;
   send.bytes = 1e9;
-  const auto transfer = g.add(send);
-  for (auto t : {compute, transfer})
-    g.depend(t, begin);
-  g.step_end = g.add(sim::workload::Task{});
-  g.depend(g.step_end, compute);
-  g.depend(g.step_end, transfer);
-  g.finalize();
-  const auto tl = sim::engine::replay(g, graph);
+  const auto tl = replay_together(graph, {kernel, send});
+  const sim::workload::TaskId compute = 1, transfer = 2;
   return {tl.tasks[compute].end_s, tl.tasks[transfer].end_s};
 }
 
@@ -314,25 +313,14 @@ TEST_CASE("a GPU runs one compute task at a time: two ready at once run one afte
           "became ready")
 {
   const auto graph = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 1);
-  sim::workload::TaskGraph g;
-  g.gpus = graph.gpus();
-  g.cluster_gpus = graph.gpus();
-  g.stage_leaders = {0};
-  const auto begin = g.add(sim::workload::Task{});
   sim::workload::Task kernel;
   kernel.kind = sim::workload::TaskKind::COMPUTE;
   kernel.rank = 0;
   kernel.duration_s = 1e-3;
-  const auto first = g.add(kernel);
-  kernel.duration_s = 2e-3;
-  const auto second = g.add(kernel);
-  for (auto t : {first, second})
-    g.depend(t, begin);
-  g.step_end = g.add(sim::workload::Task{});
-  g.depend(g.step_end, first);
-  g.depend(g.step_end, second);
-  g.finalize();
-  const auto tl = sim::engine::replay(g, graph);
+  auto longer = kernel;
+  longer.duration_s = 2e-3;
+  const auto tl = replay_together(graph, {kernel, longer});
+  const sim::workload::TaskId first = 1, second = 2;
   CHECK(tl.tasks[first].end_s == Approx(1e-3));
   CHECK(tl.tasks[second].start_s == Approx(1e-3));
   CHECK(tl.step_time_s == Approx(3e-3));
