@@ -793,21 +793,29 @@ class Builder {
       for (int item : pass_items(virtual_stage(p_, s, c), true))
         order.push_back(item);
     const Where w{Category::DP, s, -1, -1, -1};
-    const auto all = buckets(order, s);
-    for (std::size_t bucket = 0; bucket < all.size(); ++bucket) {
-      const auto& [items, params] = all[bucket];
-      for (int t = 0; t < tp_simulated(); ++t) {
-        const auto group = dp_group(t, s);
-        const auto members = simulated_of(group);
-        std::vector<TaskId> deps;
-        for (int r : members)
-          deps.push_back(gather_tail_[static_cast<std::size_t>(r)]);
-        const TaskId end = collective(CollectiveKind::ALL_GATHER, group, element_bytes * params, Category::DP,
-                                      fmt::format("parameter all-gather, bucket {}", bucket), w, deps);
-        for (int r : members) {
-          gather_tail_[static_cast<std::size_t>(r)] = end;
-          for (int item : items)
-            params_ready_[static_cast<std::size_t>(r)][item] = end;
+    // The dense parameters' buckets over the data-parallel groups, then the routed experts' over the expert-data-
+    // parallel groups; an item is ready when both of its buckets are.
+    for (const bool experts : {false, true}) {
+      if (experts && p_.edp() == 1)
+        break;
+      const auto all = buckets(order, s, experts);
+      for (std::size_t bucket = 0; bucket < all.size(); ++bucket) {
+        const auto& [items, params] = all[bucket];
+        for (const auto& group : groups(experts ? Dim::EDP : Dim::DP, s)) {
+          const auto members = simulated_of(group);
+          std::vector<TaskId> deps;
+          for (int r : members)
+            deps.push_back(gather_tail_[static_cast<std::size_t>(r)]);
+          const TaskId end =
+              collective(CollectiveKind::ALL_GATHER, group, element_bytes * params, Category::DP,
+                         fmt::format("{}parameter all-gather, bucket {}", experts ? "expert " : "", bucket), w, deps);
+          for (int r : members) {
+            gather_tail_[static_cast<std::size_t>(r)] = end;
+            for (int item : items) {
+              auto& ready = params_ready_[static_cast<std::size_t>(r)][item];
+              ready = experts ? sync(Category::DP, {ready, end}) : end;
+            }
+          }
         }
       }
     }

@@ -127,7 +127,7 @@ TEST_CASE("expert plans Megatron-core cannot run, or simtrain does not simulate 
   CHECK_THAT(err({{"etp", 3}, {"dp", 4}}), Catch::Contains("etp*ep = 3*1 does not divide tp*dp = 1*4"));
   CHECK_THAT(err({{"tp", 2}, {"etp", 3}, {"dp", 3}, {"sequence_parallel", true}}),
              Catch::Contains("3 does not divide expert_ffn_hidden_size=512"));
-  CHECK_THAT(err({{"dp", 2}, {"zero_stage", 2}}), Catch::Contains("not simulated yet"));
+  CHECK_THAT(err({{"dp", 2}, {"zero_stage", 3}}), Catch::Contains("ZeRO-3 with MoE layers is not simulated yet"));
   CHECK_THAT(err({{"cp", 2}}), Catch::Contains("context parallelism with MoE layers is not simulated yet"));
   auto dense = moe_model();
   dense.erase("moe");
@@ -310,4 +310,30 @@ TEST_CASE("DeepEP sends each token once to each node it needs through the NIC, a
   const double a_across = peers_of_rank0(a, sim::workload::Category::EP, "moe dispatch all-to-all").bytes * 24 / 31;
   CHECK(a_across == Approx(24.0 / 32 * 8 * copy));
   CHECK(3 * across < 0.5 * a_across);
+}
+
+TEST_CASE("with ZeRO-2 the experts' gradients are reduce-scattered over their replicas every micro-batch, and with "
+          "overlap_param_gather their updated parameters are gathered over them before the next forward")
+{
+  // 16 GPUs, EP 8: each expert on 2 GPUs (ranks 0 and 8 hold the same ones).
+  const auto zero2 = build({{"dp", 16}, {"ep", 8}, {"global_batch", 64}, {"zero_stage", 2}}, false);
+  std::set<int> microbatches;
+  std::set<int> peers;
+  for (const auto& t : zero2.tasks.tasks())
+    if (t.kind == sim::workload::TaskKind::TRANSFER && t.rank == 0 &&
+        zero2.tasks.label_text(t.label).rfind("expert gradient bucket", 0) == 0) {
+      microbatches.insert(t.microbatch);
+      peers.insert(t.peer);
+    }
+  CHECK(microbatches == std::set<int>{0, 1, 2, 3});
+  CHECK(peers == std::set<int>{8});
+  const auto gather = build(
+      {{"dp", 16}, {"ep", 8}, {"global_batch", 64}, {"distributed_optimizer", true}, {"overlap_param_gather", true}},
+      false);
+  std::set<int> gathered;
+  for (const auto& t : gather.tasks.tasks())
+    if (t.kind == sim::workload::TaskKind::TRANSFER && t.rank == 0 &&
+        gather.tasks.label_text(t.label).rfind("expert parameter all-gather", 0) == 0)
+      gathered.insert(t.peer);
+  CHECK(gathered == std::set<int>{8});
 }
