@@ -78,9 +78,9 @@ struct ParallelPlan {
   // dimension (Megatron-core's tp-cp-dp-pp).
   int cp = 1;
   CpKind cp_kind = CpKind::RING;
-  // Expert parallelism (MoE layers), as Megatron-core folds it over the attention's layout: a stage's tp x dp GPUs
-  // are laid out again for the routed experts as etp x ep x edp (innermost first, in the order of the attention's
-  // tp-then-dp ranks). Each expert-parallel group of `ep` GPUs shares the routed experts out, num_experts / ep each,
+  // Expert parallelism (MoE layers), as Megatron-core folds it over the attention's layout: a stage's tp x cp x dp
+  // GPUs are laid out again for the routed experts as etp x ep x edp (innermost first, in the order of the
+  // attention's tp-then-cp-then-dp ranks). Each expert-parallel group of `ep` GPUs shares the routed experts out, num_experts / ep each,
   // and each expert is split over an expert-tensor-parallel group of `etp` GPUs (by default the attention's tp).
   int ep = 1;
   int etp = 1;
@@ -121,7 +121,7 @@ struct ParallelPlan {
   int gpus() const { return tp * pp * dp * cp; }
   int dp_cp() const { return dp * cp; } // the GPUs of a stage holding the same weights (gradient reduction groups)
   double local_seq() const { return static_cast<double>(seq_length) / cp; } // tokens of a sequence on one GPU
-  int edp() const { return tp * dp / (etp * ep); } // expert data parallelism: replicas of each expert
+  int edp() const { return tp * dp * cp / (etp * ep); } // expert data parallelism: replicas of each expert
   std::int64_t microbatches() const { return global_batch / (static_cast<std::int64_t>(micro_batch) * dp); }
   int chunks() const { return pp * virtual_stages; }
   int layers_on_stage(int stage) const;

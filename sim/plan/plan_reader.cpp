@@ -39,12 +39,12 @@ void check_experts(const ParallelPlan& p, const core::Node& node, const model::M
     return;
   }
   const model::MoeSpec& e = *m.moe;
-  if (p.tp * p.dp % (p.etp * p.ep) != 0)
+  if (p.tp * p.dp * p.cp % (p.etp * p.ep) != 0)
     infeasible(node, "ep",
-               fmt::format("etp*ep = {}*{} does not divide tp*dp = {}*{}: the experts are laid out again over the GPUs "
-                           "of a stage's tensor- and data-parallel groups",
-                           p.etp, p.ep, p.tp, p.dp),
-               "etp*ep dividing tp*dp");
+               fmt::format("etp*ep = {}*{} does not divide tp*cp*dp = {}*{}*{}: the experts are laid out again over "
+                           "the GPUs of a stage's tensor-, context- and data-parallel groups",
+                           p.etp, p.ep, p.tp, p.cp, p.dp),
+               "etp*ep dividing tp*cp*dp");
   if (e.num_experts % p.ep != 0)
     infeasible(node, "ep", fmt::format("{} does not divide num_experts={} of model '{}'", p.ep, e.num_experts, m.name),
                "a divisor of num_experts");
@@ -92,8 +92,6 @@ void check_context(const ParallelPlan& p, const core::Node& node, const model::M
   if (!p.fused_attention())
     infeasible(node, "attention", "context parallelism runs fused attention (Transformer Engine) only",
                "a fused attention, or cp 1");
-  if (m.moe)
-    infeasible(node, "cp", "context parallelism with MoE layers is not simulated yet", "cp 1");
   if (m.mla)
     infeasible(node, "cp", "context parallelism with multi-head latent attention is not simulated yet", "cp 1");
   if (m.sliding_window > 0)

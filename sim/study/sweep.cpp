@@ -398,9 +398,9 @@ std::vector<Layout> vary_layouts(const std::vector<std::string>& specs)
   return layouts;
 }
 
-// Expert layouts to try on tp x dp GPUs of a stage, as (ep, etp): experts split like the attention (etp = tp) or
-// whole (etp = 1) where the expert FFN allows it, and expert-parallel sizes that are powers of two dividing the
-// GPUs left and the expert count. A dense model has one: (1, tp).
+// Expert layouts to try on tp x dp GPUs of a stage (dp: its data- and context-parallel ranks), as (ep, etp): experts
+// split like the attention (etp = tp) or whole (etp = 1) where the expert FFN allows it, and expert-parallel sizes that
+// are powers of two dividing the GPUs left and the expert count. A dense model has one: (1, tp).
 std::vector<std::pair<int, int>> expert_layouts(const model::ModelSpec& m, int tp, int dp)
 {
   if (!m.moe)
@@ -418,11 +418,11 @@ std::vector<std::pair<int, int>> expert_layouts(const model::ModelSpec& m, int t
 }
 
 // Context-parallel sizes to try: powers of two leaving each GPU at least 4K tokens of a sequence (so short sequences
-// try none), for the models simtrain runs context parallelism on (dense, without MLA or sliding windows).
+// try none), for the models simtrain runs context parallelism on (without MLA or sliding windows).
 std::vector<int> context_parallel_sizes(const model::ModelSpec& m, std::int64_t seq_length)
 {
   std::vector<int> out{1};
-  if (!m.moe && !m.mla && m.sliding_window == 0)
+  if (!m.mla && m.sliding_window == 0)
     for (int cp = 2; seq_length / cp >= 4096 && seq_length % (2 * cp) == 0; cp *= 2)
       out.push_back(cp);
   return out;
@@ -459,7 +459,7 @@ std::vector<Layout> auto_layouts(const scenario::Scenario& base)
             for (int zero = 0; zero <= (pp == 1 && cp == 1 && !base.plan.fp8() ? (m.moe ? 2 : 3) : 1); ++zero)
               for (const char* recompute : {"none", "selective", "full"})
                 for (bool sp : tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false})
-                  for (const auto& [ep, etp] : expert_layouts(m, tp, dp)) {
+                  for (const auto& [ep, etp] : expert_layouts(m, tp, dp * cp)) {
                     if (m.moe && tp > 1 && !sp) // Megatron-core's MoE layers need sequence parallelism with TP
                       continue;
                     Layout l{{fmt::format("plan.tp={}", tp), fmt::format("plan.pp={}", pp),

@@ -124,8 +124,8 @@ class Builder {
       r.push_back(rank(t, d, s));
     return r;
   }
-  // Expert parallelism: a stage's GPUs in the attention's tp-then-dp order, laid out again as etp x ep x edp
-  // (innermost first, Megatron-core's expert rank order). `along` picks the expert dimension whose group is wanted:
+  // Expert parallelism: a stage's GPUs in the attention's tp-then-dp order (CP inside DP), laid out again as etp x ep x
+  // edp (innermost first, Megatron-core's expert rank order). `along` picks the expert dimension whose group is wanted:
   // the GPUs that differ from (t, d) in that coordinate only.
   enum class ExpertDim { ETP, EP, EDP };
   std::vector<int> expert_group(ExpertDim along, int t, int d, int s) const

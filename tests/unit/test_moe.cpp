@@ -120,15 +120,15 @@ TEST_CASE("expert plans Megatron-core cannot run, or simtrain does not simulate 
 {
   auto err = [](nlohmann::json plan) { return test::error_of([&] { build(std::move(plan), true); }); };
   CHECK_THAT(err({{"ep", 3}, {"dp", 3}}), Catch::Contains("3 does not divide num_experts=16"));
-  CHECK_THAT(err({{"ep", 4}, {"dp", 6}}), Catch::Contains("etp*ep = 1*4 does not divide tp*dp = 1*6"));
+  CHECK_THAT(err({{"ep", 4}, {"dp", 6}}), Catch::Contains("etp*ep = 1*4 does not divide tp*cp*dp = 1*1*6"));
   CHECK_THAT(err({{"tp", 2}, {"dp", 2}}), Catch::Contains("need sequence parallelism"));
   CHECK_THAT(err({{"tp", 2}, {"etp", 1}, {"ep", 4}, {"sequence_parallel", true}}),
-             Catch::Contains("etp*ep = 1*4 does not divide tp*dp = 2*1"));
-  CHECK_THAT(err({{"etp", 3}, {"dp", 4}}), Catch::Contains("etp*ep = 3*1 does not divide tp*dp = 1*4"));
+             Catch::Contains("etp*ep = 1*4 does not divide tp*cp*dp = 2*1*1"));
+  CHECK_THAT(err({{"etp", 3}, {"dp", 4}}), Catch::Contains("etp*ep = 3*1 does not divide tp*cp*dp = 1*1*4"));
   CHECK_THAT(err({{"tp", 2}, {"etp", 3}, {"dp", 3}, {"sequence_parallel", true}}),
              Catch::Contains("3 does not divide expert_ffn_hidden_size=512"));
   CHECK_THAT(err({{"dp", 2}, {"zero_stage", 3}}), Catch::Contains("ZeRO-3 with MoE layers is not simulated yet"));
-  CHECK_THAT(err({{"cp", 2}}), Catch::Contains("context parallelism with MoE layers is not simulated yet"));
+  CHECK_THAT(err({{"cp", 2}, {"ep", 4}}), Catch::Contains("etp*ep = 1*4 does not divide tp*cp*dp = 1*2*1"));
   auto dense = moe_model();
   dense.erase("moe");
   CHECK_THAT(test::error_of([&] { build({{"ep", 2}, {"dp", 2}}, true, dense); }), Catch::Contains("has no experts"));
@@ -336,4 +336,23 @@ TEST_CASE("with ZeRO-2 the experts' gradients are reduce-scattered over their re
         gather.tasks.label_text(t.label).rfind("expert parameter all-gather", 0) == 0)
       gathered.insert(t.peer);
   CHECK(gathered == std::set<int>{8});
+}
+
+TEST_CASE("context parallelism with MoE: each GPU routes its 1/cp of the tokens, and the expert-parallel group folds "
+          "over the CP and DP ranks together")
+{
+  // 8 GPUs: cp 2 x dp 4; EP 8 takes all of them (the CP pairs 0-1, 2-3, ... and the DP ranks).
+  const auto b = build({{"cp", 2}, {"dp", 4}, {"ep", 8}, {"global_batch", 8}}, false);
+  const auto& p = b.scenario.plan;
+  CHECK(p.edp() == 1);
+  const auto whole = build({{"dp", 8}, {"ep", 8}, {"global_batch", 8}}, false);
+  CHECK(sim::memory::expert_tokens_per_rank(b.scenario.model, p) ==
+        Approx(sim::memory::expert_tokens_per_rank(whole.scenario.model, whole.scenario.plan) / 2));
+  CHECK(peers_of_rank0(b, sim::workload::Category::EP, "moe dispatch all-to-all").peers ==
+        std::set<int>{1, 2, 3, 4, 5, 6, 7});
+  // Each GPU sends its 1024 tokens' top-2 hidden states, 7/8 of them to other GPUs.
+  CHECK(peers_of_rank0(b, sim::workload::Category::EP, "moe dispatch all-to-all").bytes ==
+        Approx(7.0 / 8 * 1024 * 2 * 1024 * 2));
+  const auto mem = sim::memory::estimate_memory(b.scenario.model, p, b.scenario.cluster.gpu).per_stage[0];
+  CHECK(mem.expert_params == Approx(7 * sim::model::count_params(b.scenario.model).moe_layer.experts / 8));
 }
