@@ -67,9 +67,6 @@ void check_experts(const ParallelPlan& p, const core::Node& node, const model::M
     infeasible(node, "tp",
                fmt::format("{} does not divide shared_expert_ffn_hidden_size={} of model '{}'", p.tp,
                            e.shared_expert_ffn_hidden_size, m.name));
-  if (p.zero_stage >= 3)
-    infeasible(node, "zero_stage", "ZeRO-3 with MoE layers is not simulated yet",
-               "zero_stage 0 to 2, or the distributed optimizer");
   if (p.expert_load_imbalance > p.ep)
     infeasible(node, "expert_load_imbalance",
                fmt::format("{} exceeds ep={}: the busiest rank cannot take more than every token",

@@ -456,7 +456,7 @@ std::vector<Layout> auto_layouts(const scenario::Scenario& base)
               if (m.num_layers % (pp * v) == 0 && microbatches % pp == 0)
                 schedules.emplace_back("interleaved", v);
           for (const auto& [schedule, v] : schedules)
-            for (int zero = 0; zero <= (pp == 1 && cp == 1 && !base.plan.fp8() ? (m.moe ? 2 : 3) : 1); ++zero)
+            for (int zero = 0; zero <= (pp == 1 && cp == 1 && !base.plan.fp8() ? 3 : 1); ++zero)
               for (const char* recompute : {"none", "selective", "full"})
                 for (bool sp : tp > 1 ? std::vector<bool>{false, true} : std::vector<bool>{false})
                   for (const auto& [ep, etp] : expert_layouts(m, tp, dp * cp)) {

@@ -528,7 +528,7 @@ class Builder {
     host_syncs(s, base);
 
     const auto items = pass_items(vs, forward);
-    std::vector<std::vector<TaskId>> gathered(items.size()); // per item, per TP rank
+    std::vector<Gathered> gathered(items.size()); // per item, per GPU
     if (p_.zero_stage >= 3 && !items.empty())
       gathered[0] = gather_parameters(s, items[0], base);
     // FSDP's BACKWARD_POST issues the next unit's gather after the current unit's gradients are computed.
@@ -543,8 +543,8 @@ class Builder {
         if (i + 1 < items.size() && !prefetch_after) // prefetch the next item's parameters while this one computes
           gathered[i + 1] = gather_parameters(s, items[i + 1], w);
         for (int r : stage_gpus(s))
-          tail_[static_cast<std::size_t>(r)].push_back(
-              gathered[i][static_cast<std::size_t>(plan::coords_of(p_, r).tp)]);
+          for (TaskId end : gathered[i][r])
+            tail_[static_cast<std::size_t>(r)].push_back(end);
       }
       if (forward && mb == 0)
         cast_weights(s, items[i], w);
@@ -650,28 +650,39 @@ class Builder {
 
   // --- data parallelism -----------------------------------------------------------------------------------------
 
-  // ZeRO-3: all-gather an item's parameters over the data-parallel group before it runs; per TP rank, the sync
-  // that ends its gather.
-  std::vector<TaskId> gather_parameters(int s, int item, const Where& w)
+  // ZeRO-3: all-gather an item's parameters before it runs, its dense ones over the data-parallel group and its routed
+  // experts' over the expert-data-parallel group; per simulated GPU, the syncs that end its gathers.
+  using Gathered = std::unordered_map<int, std::vector<TaskId>>;
+  Gathered gather_parameters(int s, int item, const Where& w)
   {
-    std::vector<TaskId> ends(static_cast<std::size_t>(p_.tp), no_task);
-    if (p_.dp_cp() == 1)
-      return ends;
-    for (int t = 0; t < tp_simulated(); ++t) {
-      const auto group = dp_group(t, s);
+    Gathered ends;
+    auto gather = [&](const std::vector<int>& group, double bytes, const char* label) {
       const auto members = simulated_of(group);
-      // One gather per parameter tensor (DeepSpeed of 2021, each after a device synchronisation), or per item.
-      for (double share : tensor_shares(item)) {
-        std::vector<TaskId> deps = tails_of(members);
-        for (int r : members)
-          deps.push_back(gather_tail_[static_cast<std::size_t>(r)]);
-        const TaskId end = collective(CollectiveKind::ALL_GATHER, group, element_bytes * share * item_params(item, s),
-                                      Category::DP, "zero-3 parameter all-gather", w, deps);
-        for (int r : members)
-          gather_tail_[static_cast<std::size_t>(r)] = end;
-        ends[static_cast<std::size_t>(t)] = end;
+      std::vector<TaskId> deps = tails_of(members);
+      for (int r : members)
+        deps.push_back(gather_tail_[static_cast<std::size_t>(r)]);
+      const TaskId end = collective(CollectiveKind::ALL_GATHER, group, bytes, Category::DP, label, w, deps);
+      for (int r : members)
+        gather_tail_[static_cast<std::size_t>(r)] = end;
+      return end;
+    };
+    if (p_.dp_cp() > 1)
+      for (const auto& group : groups(Dim::DP, s)) {
+        // One gather per parameter tensor (DeepSpeed of 2021, each after a device synchronisation), or per item;
+        // each waits for the one before, so the last ends them all.
+        TaskId end = no_task;
+        for (double share : tensor_shares(item))
+          end = gather(group, element_bytes * share * item_params(item, s), "zero-3 parameter all-gather");
+        for (int r : simulated_of(group))
+          ends[r].push_back(end);
       }
-    }
+    if (item_expert_params(item) > 0 && p_.edp() > 1)
+      for (const auto& group : groups(Dim::EDP, s)) {
+        const TaskId end =
+            gather(group, element_bytes * item_expert_params(item), "zero-3 expert parameter all-gather");
+        for (int r : simulated_of(group))
+          ends[r].push_back(end);
+      }
     return ends;
   }
 

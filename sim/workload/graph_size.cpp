@@ -123,7 +123,7 @@ GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::Paralle
   else
     per_step += 2.0 * reductions; // the reduction, and the updated parameters gathered back
   if (plan.zero_stage >= 3 && plan.dp_cp() > 1)
-    per_microbatch += 2.0 * items * tensors * tp.simulated * collective_tasks(dp);
+    per_microbatch += 2.0 * items * (tensors + expert_groups) * tp.simulated * collective_tasks(dp);
   if (model.tie_embeddings && plan.pp > 1)
     per_step += groups * tp.simulated * collective_tasks(GroupShape{folded ? 1.0 : 2.0, 1});
   per_step += stages * stage_gpus + 1.0;        // the optimizer, the step's end

@@ -6,6 +6,7 @@
 #include "workload/layer_program.hpp"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <random>
 #include <set>
@@ -127,7 +128,6 @@ TEST_CASE("expert plans Megatron-core cannot run, or simtrain does not simulate 
   CHECK_THAT(err({{"etp", 3}, {"dp", 4}}), Catch::Contains("etp*ep = 3*1 does not divide tp*cp*dp = 1*1*4"));
   CHECK_THAT(err({{"tp", 2}, {"etp", 3}, {"dp", 3}, {"sequence_parallel", true}}),
              Catch::Contains("3 does not divide expert_ffn_hidden_size=512"));
-  CHECK_THAT(err({{"dp", 2}, {"zero_stage", 3}}), Catch::Contains("ZeRO-3 with MoE layers is not simulated yet"));
   CHECK_THAT(err({{"cp", 2}, {"ep", 4}}), Catch::Contains("etp*ep = 1*4 does not divide tp*cp*dp = 1*2*1"));
   auto dense = moe_model();
   dense.erase("moe");
@@ -312,8 +312,9 @@ TEST_CASE("DeepEP sends each token once to each node it needs through the NIC, a
   CHECK(3 * across < 0.5 * a_across);
 }
 
-TEST_CASE("with ZeRO-2 the experts' gradients are reduce-scattered over their replicas every micro-batch, and with "
-          "overlap_param_gather their updated parameters are gathered over them before the next forward")
+TEST_CASE("with ZeRO-2 the experts' gradients are reduce-scattered over their replicas every micro-batch, with ZeRO-3 "
+          "their parameters gathered over them before each pass, and with overlap_param_gather before the next "
+          "forward")
 {
   // 16 GPUs, EP 8: each expert on 2 GPUs (ranks 0 and 8 hold the same ones).
   const auto zero2 = build({{"dp", 16}, {"ep", 8}, {"global_batch", 64}, {"zero_stage", 2}}, false);
@@ -336,6 +337,19 @@ TEST_CASE("with ZeRO-2 the experts' gradients are reduce-scattered over their re
         gather.tasks.label_text(t.label).rfind("expert parameter all-gather", 0) == 0)
       gathered.insert(t.peer);
   CHECK(gathered == std::set<int>{8});
+  const auto zero3 = build({{"dp", 16}, {"ep", 8}, {"global_batch", 64}, {"zero_stage", 3}}, false);
+  std::map<std::string, std::set<int>> zero3_peers; // per label
+  int expert_gathers = 0;
+  for (const auto& t : zero3.tasks.tasks())
+    if (t.kind == sim::workload::TaskKind::TRANSFER && t.rank == 0 &&
+        zero3.tasks.label_text(t.label).rfind("zero-3", 0) == 0) {
+      zero3_peers[zero3.tasks.label_text(t.label)].insert(t.peer);
+      if (zero3.tasks.label_text(t.label) == "zero-3 expert parameter all-gather")
+        ++expert_gathers;
+    }
+  CHECK(zero3_peers["zero-3 expert parameter all-gather"] == std::set<int>{8});
+  CHECK(zero3_peers["zero-3 parameter all-gather"].size() > 1); // the dense ones over all 16
+  CHECK(expert_gathers == 7 * 2 * 4); // each MoE layer (not the dense first one), each pass, each micro-batch
 }
 
 TEST_CASE("context parallelism with MoE: each GPU routes its 1/cp of the tokens, and the expert-parallel group folds "
