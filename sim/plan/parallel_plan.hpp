@@ -80,8 +80,9 @@ struct ParallelPlan {
   CpKind cp_kind = CpKind::RING;
   // Expert parallelism (MoE layers), as Megatron-core folds it over the attention's layout: a stage's tp x cp x dp
   // GPUs are laid out again for the routed experts as etp x ep x edp (innermost first, in the order of the
-  // attention's tp-then-cp-then-dp ranks). Each expert-parallel group of `ep` GPUs shares the routed experts out, num_experts / ep each,
-  // and each expert is split over an expert-tensor-parallel group of `etp` GPUs (by default the attention's tp).
+  // attention's tp-then-cp-then-dp ranks). Each expert-parallel group of `ep` GPUs shares the routed experts out,
+  // num_experts / ep each, and each expert is split over an expert-tensor-parallel group of `etp` GPUs (by default the
+  // attention's tp).
   int ep = 1;
   int etp = 1;
   // The busiest expert-parallel rank's routed tokens over the mean (1: a perfectly balanced router).
@@ -90,6 +91,10 @@ struct ParallelPlan {
   // 1F1B with the expert-parallel all-to-alls overlapped (Megatron-core --overlap-moe-expert-parallel-comm): each
   // forward pass runs beside the backward pass of another micro-batch next to it in the schedule.
   bool moe_a2a_overlap = false;
+  // DeepSeek-V3's low-precision communication (its Sec. 3.3.2) over DeepEP: the tokens dispatched to the experts and
+  // the output gradients sent back to them in FP8 (one byte a value and a 4-byte scale per 128), the combine and the
+  // input gradients in BF16. Needs precision fp8 and moe_dispatcher deepep.
+  bool moe_fp8_dispatch = false;
   int micro_batch = 1;           // sequences per micro-batch
   std::int64_t global_batch = 1; // sequences per step
   std::int64_t seq_length = 0;   // tokens per sequence

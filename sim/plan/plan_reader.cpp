@@ -32,10 +32,10 @@ void check_experts(const ParallelPlan& p, const core::Node& node, const model::M
     if (p.moe_dispatcher != MoeDispatcher::ALL_TO_ALL)
       infeasible(node, "moe_dispatcher", fmt::format("a token dispatcher for model '{}', which has no experts", m.name),
                  "alltoall, or no moe_dispatcher");
-    if (p.moe_a2a_overlap)
-      infeasible(node, "moe_a2a_overlap",
-                 fmt::format("all-to-all overlap for model '{}', which has no experts", m.name),
-                 "false, or no moe_a2a_overlap");
+    if (p.moe_a2a_overlap || p.moe_fp8_dispatch)
+      infeasible(node, p.moe_a2a_overlap ? "moe_a2a_overlap" : "moe_fp8_dispatch",
+                 fmt::format("an expert all-to-all setting for model '{}', which has no experts", m.name),
+                 "false, or no such key");
     return;
   }
   const model::MoeSpec& e = *m.moe;
@@ -52,6 +52,10 @@ void check_experts(const ParallelPlan& p, const core::Node& node, const model::M
     infeasible(node, "moe_a2a_overlap",
                "GPipe has no forward and backward passes of different micro-batches next to each other to overlap",
                "schedule 1f1b or interleaved, or no moe_a2a_overlap");
+  if (p.moe_fp8_dispatch && (!p.fp8() || p.moe_dispatcher != MoeDispatcher::DEEPEP))
+    infeasible(node, "moe_fp8_dispatch",
+               "FP8 dispatch quantizes with the FP8 recipe and sends through DeepEP's kernels",
+               "precision fp8 and moe_dispatcher deepep, or no moe_fp8_dispatch");
   if (p.moe_dispatcher == MoeDispatcher::DEEPEP && p.etp > 1)
     infeasible(node, "moe_dispatcher", fmt::format("deepep with etp={}: DeepEP dispatches to whole experts", p.etp),
                "etp 1, or moe_dispatcher alltoall");
@@ -138,6 +142,7 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   p.expert_load_imbalance = r.number_or("expert_load_imbalance", 1.0, 1.0, 1e4);
   p.moe_dispatcher = r.choice_or<MoeDispatcher>("moe_dispatcher", moe_dispatcher_choices, MoeDispatcher::ALL_TO_ALL);
   p.moe_a2a_overlap = r.flag_or("moe_a2a_overlap", false);
+  p.moe_fp8_dispatch = r.flag_or("moe_fp8_dispatch", false);
   p.micro_batch = static_cast<int>(r.integer_or("micro_batch", 1, 1, 1 << 16));
   p.global_batch = r.integer_or("global_batch", static_cast<std::int64_t>(p.micro_batch) * p.dp, 1);
   if (model.seq_length == 0 && !r.has("seq_length"))

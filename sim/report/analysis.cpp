@@ -57,7 +57,7 @@ std::string parallel_extras(const plan::ParallelPlan& p)
     if (p.etp != p.tp)
       out += fmt::format(", ETP {}", p.etp);
     if (p.moe_dispatcher == plan::MoeDispatcher::DEEPEP)
-      out += ", DeepEP";
+      out += p.moe_fp8_dispatch ? ", DeepEP in FP8" : ", DeepEP";
     if (p.moe_a2a_overlap)
       out += ", all-to-all overlapped";
     out += ")";
@@ -77,6 +77,7 @@ core::Json plan_json(const plan::ParallelPlan& p)
   j["etp"] = p.etp;
   j["moe_dispatcher"] = name_of(p.moe_dispatcher, plan::moe_dispatcher_choices);
   j["moe_a2a_overlap"] = p.moe_a2a_overlap;
+  j["moe_fp8_dispatch"] = p.moe_fp8_dispatch;
   j["expert_load_imbalance"] = p.expert_load_imbalance;
   j["micro_batch"] = p.micro_batch;
   j["global_batch"] = p.global_batch;

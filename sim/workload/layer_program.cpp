@@ -47,6 +47,7 @@ struct Shape {
   double expert_gathered; // bytes of the routed tokens' all-gather and reduce-scatter over the expert-TP group
   double shared_gathered; // bytes of the shared expert's all-gather and reduce-scatter over the TP group
   bool deepep;            // dispatch and combine deduplicated per node and GPU
+  double fp8_sent;        // the bytes per value of the all-to-alls to the experts, over 2 (moe_fp8_dispatch: 1 + 4/128)
 };
 
 MemoryKernel norm_kernel(model::NormKind kind, plan::NormImpl impl)
@@ -141,6 +142,7 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const har
     const model::MoeSpec& moe = *m.moe;
     x.et = p.etp;
     x.deepep = p.moe_dispatcher == plan::MoeDispatcher::DEEPEP;
+    x.fp8_sent = p.moe_fp8_dispatch ? (1.0 + 4.0 / 128.0) / e : 1.0; // an FP8 byte, an fp32 scale per 128
     x.experts = static_cast<double>(moe.num_experts);
     x.topk = static_cast<double>(moe.experts_per_token);
     x.fe = static_cast<double>(moe.expert_ffn_hidden_size);
@@ -540,12 +542,14 @@ Program attention_forward(const Shape& x, const Costing& c, bool recompute)
 }
 
 // A MoE layer's all-to-all over its expert-parallel group: one copy per token and expert (Megatron-core's
-// dispatcher), or per token and destination node and GPU (DeepEP).
-Step token_all_to_all(const Shape& x, std::string label)
+// dispatcher), or per token and destination node and GPU (DeepEP); `to_experts`: it carries activations or output
+// gradients to the experts (in FP8 under moe_fp8_dispatch).
+Step token_all_to_all(const Shape& x, std::string label, bool to_experts)
 {
+  const double bytes = x.dispatched * (to_experts ? x.fp8_sent : 1.0);
   if (!x.deepep)
-    return collective(std::move(label), CollectiveKind::ALL_TO_ALL, x.dispatched, Group::EP);
-  Step s = collective(std::move(label), CollectiveKind::ALL_TO_ALL, x.dispatched / x.topk, Group::EP);
+    return collective(std::move(label), CollectiveKind::ALL_TO_ALL, bytes, Group::EP);
+  Step s = collective(std::move(label), CollectiveKind::ALL_TO_ALL, bytes / x.topk, Group::EP);
   s.deduplicated = true;
   return s;
 }
@@ -580,13 +584,13 @@ Program moe_forward(const Shape& x, const Costing& c, bool recompute)
   Program p{c.compute("router", route, recompute)};
   if (shared_gather)
     p.push_back(collective("shared expert all-gather", CollectiveKind::ALL_GATHER, x.shared_gathered));
-  p.push_back(token_all_to_all(x, "moe dispatch all-to-all"));
+  p.push_back(token_all_to_all(x, "moe dispatch all-to-all", true));
   if (x.et > 1)
     p.push_back(collective("moe all-gather", CollectiveKind::ALL_GATHER, x.expert_gathered, Group::ETP));
   p.push_back(c.compute("experts", experts, recompute));
   if (x.et > 1)
     p.push_back(collective("moe reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.expert_gathered, Group::ETP));
-  p.push_back(token_all_to_all(x, "moe combine all-to-all"));
+  p.push_back(token_all_to_all(x, "moe combine all-to-all", false));
   if (shared_gather)
     p.push_back(collective("shared expert reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.shared_gathered));
   p.push_back(c.compute("unpermute", {memory_bound("unpermute", 3.0 * e * x.pairs_sent * x.h)}, recompute));
@@ -623,14 +627,14 @@ Program moe_backward(const Shape& x, const Costing& c)
   Program p{c.compute("unpermute backward", {memory_bound("unpermute backward", 3.0 * e * x.pairs_sent * x.h)})};
   if (shared_gather)
     p.push_back(collective("shared expert output-grad all-gather", CollectiveKind::ALL_GATHER, x.shared_gathered));
-  p.push_back(token_all_to_all(x, "moe combine backward all-to-all"));
+  p.push_back(token_all_to_all(x, "moe combine backward all-to-all", true));
   if (x.et > 1)
     p.push_back(collective("moe output-grad all-gather", CollectiveKind::ALL_GATHER, x.expert_gathered, Group::ETP));
   p.push_back(c.compute("experts backward", experts));
   if (x.et > 1)
     p.push_back(
         collective("moe input-grad reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.expert_gathered, Group::ETP));
-  p.push_back(token_all_to_all(x, "moe dispatch backward all-to-all"));
+  p.push_back(token_all_to_all(x, "moe dispatch backward all-to-all", false));
   if (shared_gather)
     p.push_back(
         collective("shared expert input-grad reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.shared_gathered));

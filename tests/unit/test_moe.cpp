@@ -310,6 +310,24 @@ TEST_CASE("DeepEP sends each token once to each node it needs through the NIC, a
   const double a_across = peers_of_rank0(a, sim::workload::Category::EP, "moe dispatch all-to-all").bytes * 24 / 31;
   CHECK(a_across == Approx(24.0 / 32 * 8 * copy));
   CHECK(3 * across < 0.5 * a_across);
+
+  // FP8 dispatch (DeepSeek-V3): the tokens to the experts and the output gradients back to them in one byte a value
+  // and a 4-byte scale per 128; the combine and the input gradients stay 16-bit.
+  auto fp8 = plan;
+  fp8["precision"] = "fp8";
+  fp8["moe_fp8_dispatch"] = true;
+  const auto f = build(fp8, false, model);
+  const auto ratio = [&](const char* label) {
+    return peers_of_rank0(f, sim::workload::Category::EP, label).bytes /
+           peers_of_rank0(b, sim::workload::Category::EP, label).bytes;
+  };
+  CHECK(ratio("moe dispatch all-to-all") == Approx((1.0 + 4.0 / 128) / 2));
+  CHECK(ratio("moe combine backward all-to-all") == Approx((1.0 + 4.0 / 128) / 2));
+  CHECK(ratio("moe combine all-to-all") == Approx(1.0));
+  CHECK(ratio("moe dispatch backward all-to-all") == Approx(1.0));
+  auto alltoall_fp8 = fp8;
+  alltoall_fp8["moe_dispatcher"] = "alltoall";
+  CHECK_THAT(test::error_of([&] { build(alltoall_fp8, false, model); }), Catch::Contains("moe_fp8_dispatch"));
 }
 
 TEST_CASE("with ZeRO-2 the experts' gradients are reduce-scattered over their replicas every micro-batch, with ZeRO-3 "
