@@ -47,8 +47,8 @@ const sim::workload::Step* cp_step(const sim::workload::Program& p)
 
 } // namespace
 
-TEST_CASE("each GPU of a context-parallel group does 1/cp of the causal attention: cp ring kernels, or one over its "
-          "heads")
+TEST_CASE("each GPU of a context-parallel group does its cp-th share of the causal attention: cp ring kernels, or "
+          "one over its heads")
 {
   const Attention whole = attention({{"dp", 8}}, "layer forward");
   const double s = 8192, q = 4096, o = 4096;
@@ -115,4 +115,34 @@ TEST_CASE("CP ranks are consecutive inside the DP dimension and reduce gradients
     if (t.kind == sim::workload::TaskKind::TRANSFER && t.category == sim::workload::Category::CP)
       cp_pairs.insert({std::min(t.rank, t.peer), std::max(t.rank, t.peer)});
   CHECK(cp_pairs == std::set<std::pair<int, int>>{{0, 2}, {1, 3}, {4, 6}, {5, 7}});
+}
+
+TEST_CASE("sliding-window attention splits over the context-parallel group as all-to-all, each GPU attending over "
+          "the whole sequence within the window for its share of the heads, and the ring is refused")
+{
+  auto model = sim::core::read_json_file(test::source_dir() / "models" / "llama3-8b.json");
+  model["sliding_window"] = 1024;
+  auto doc = scenario_json("llama3-8b", {{"global_batch", 8}, {"seq_length", 8192}, {"dp", 8}}, "dgx-h100");
+  doc["model"] = model;
+  auto attention_flops = [&](const nlohmann::json& plan) {
+    auto d = doc;
+    if (!plan.is_null())
+      d["plan"].update(plan);
+    const auto file = test::write_json(test::scratch_dir() / "s.json", d);
+    const auto s = sim::scenario::load_scenario(file, test::options());
+    double flops = 0;
+    for (const auto& k : sim::workload::kernel_costs(s.model, s.plan, s.cluster.gpu))
+      if (k.program == "windowed layer forward" && k.kernel.kind == sim::hardware::KernelKind::ATTENTION)
+        flops += k.kernel.flops;
+    return flops;
+  };
+  const double whole = attention_flops({});
+  // Causal within a window w of s: each query sees w - w^2 / (2 s) keys on average.
+  const double s = 8192, w = 1024, q = 4096;
+  CHECK(whole == Approx(2.0 * s * (w - 0.5 * w * w / s) * (q + q)));
+  CHECK(attention_flops({{"cp", 4}, {"dp", 2}, {"cp_kind", "all_to_all"}}) == Approx(whole / 4));
+  CHECK_THAT(test::error_of([&] {
+               attention_flops({{"cp", 4}, {"dp", 2}});
+             }),
+             Catch::Contains("ring context parallelism with sliding-window attention is not simulated yet"));
 }
