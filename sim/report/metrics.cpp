@@ -205,8 +205,7 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
     double& cursor = last_kernel_end[static_cast<std::size_t>(r)];
     for (TaskId t : by_gpu[static_cast<std::size_t>(r)]) {
       attribution.gap(t, cursor, tl.tasks[t].start_s, b);
-      // Busy time counts once where compute tasks run side by side (passes overlapped by moe_a2a_overlap).
-      const double d = std::max(0.0, tl.tasks[t].end_s - std::max(tl.tasks[t].start_s, cursor));
+      const double d = tl.tasks[t].end_s - tl.tasks[t].start_s; // a GPU runs one compute task at a time
       (g[t].category == Category::OPTIMIZER ? b.optimizer : b.compute) += d;
       cursor = std::max(cursor, tl.tasks[t].end_s);
     }

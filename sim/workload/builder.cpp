@@ -609,8 +609,8 @@ class Builder {
 
   // 1F1B with the all-to-all overlapped (Megatron-core's --overlap-moe-expert-parallel-comm): a forward and a
   // backward pass of different micro-batches, next to each other in the stage's order, run side by side as two
-  // streams of work on each GPU, so that one's all-to-alls proceed while the other computes (the GPU's compute is
-  // shared between the two, never more than one GPU's worth). The passes after them wait for both.
+  // streams of work on each GPU, so that one's all-to-alls proceed while the other computes (the replay still runs a
+  // GPU's kernels one at a time, in the order they become ready). The passes after them wait for both.
   static bool pairable(const PassRef& a, const PassRef& b) { return a.pass != b.pass && a.microbatch != b.microbatch; }
   void side_by_side(int s, const PassRef& a, const PassRef& b)
   {
