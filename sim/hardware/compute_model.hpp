@@ -24,6 +24,7 @@ struct Kernel {
   double batch = 1;
   GemmLayout layout = GemmLayout::FORWARD;
   bool fp8 = false; // GEMM: FP8 operands (Transformer Engine's linear layers), a 16-bit output
+  bool weight_gradient = false; // a weight's gradient (which zero-bubble schedules may compute later)
   double seq = 0;   // attention: sequence length, head size, causal mask, implementation
   double head_dim = 0;
   bool causal = true;

@@ -1,6 +1,7 @@
 #include "memory/memory_model.hpp"
 
 #include "model/param_count.hpp"
+#include "workload/schedule.hpp"
 
 #include <algorithm>
 
@@ -92,26 +93,27 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
   return unsplit / sp_divisor + split / t;
 }
 
+// Walks the stage's passes in order: a forward pass keeps its activations until its backward pass, or until the weight
+// gradients a zero-bubble backward pass left (they still need the layers' inputs). The stage holds the most at the
+// first moment the count of held (chunk, micro-batch) pairs peaks.
 InFlight in_flight(const plan::ParallelPlan& p, int stage)
 {
   InFlight f;
   f.per_chunk.assign(static_cast<std::size_t>(p.virtual_stages), 0);
-  const auto m = static_cast<int>(p.microbatches());
-  switch (p.schedule) {
-    case plan::Schedule::GPIPE:
-      f.per_chunk[0] = m;
-      break;
-    case plan::Schedule::ONE_F_ONE_B:
-      f.per_chunk[0] = std::min(p.pp - stage, m);
-      break;
-    case plan::Schedule::INTERLEAVED: {
-      // Megatron-LM: (p - stage - 1) * 2 + (v - 1) * p warm-up forwards, then one more before the first backward.
-      const int total = m * p.virtual_stages;
-      const int warmup = (p.pp - stage - 1) * 2 + (p.virtual_stages - 1) * p.pp;
-      const int held = std::min(warmup + 1, total);
-      for (int k = 0; k < held; ++k)
-        ++f.per_chunk[static_cast<std::size_t>((k % (p.pp * p.virtual_stages)) / p.pp)];
-      break;
+  std::vector<int> held(static_cast<std::size_t>(p.virtual_stages), 0);
+  int count = 0;
+  int peak = 0;
+  for (const workload::PassRef& pass : workload::stage_order(p, stage)) {
+    const auto c = static_cast<std::size_t>(pass.chunk);
+    if (pass.pass == workload::Pass::FORWARD) {
+      ++held[c];
+      if (++count > peak) {
+        peak = count;
+        f.per_chunk = held;
+      }
+    } else if (pass.pass == workload::Pass::WEIGHT || !pass.defer_weight) {
+      --held[c];
+      --count;
     }
   }
   for (int c = 0; c < p.virtual_stages; ++c)
@@ -154,12 +156,21 @@ MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPl
       s.layer_activations_bytes += s.in_flight.per_chunk[static_cast<std::size_t>(c)] * chunk_activations;
     }
     s.layer_params = dense_params + s.expert_params;
+    // The embedding where a micro-batch's path starts, the output layer where it ends (DualPipe: two of each).
+    int embedding_chunk = -1;
+    int head_chunk = -1;
+    for (int c = 0; c < p.virtual_stages; ++c) {
+      if (p.path_start(p.virtual_stage(stage, c)))
+        embedding_chunk = c;
+      if (p.path_end(p.virtual_stage(stage, c)))
+        head_chunk = c;
+    }
     double embedding_params = 0;
-    if (stage == 0)
+    if (embedding_chunk >= 0)
       embedding_params += counts.word_embedding / t + counts.position_embedding + counts.embedding_norm;
-    if (stage == p.pp - 1) {
+    if (head_chunk >= 0) {
       embedding_params += counts.final_norm + counts.lm_head / t;
-      if (m.tie_embeddings && p.pp > 1) // the last stage keeps its own copy of the tied embedding
+      if (m.tie_embeddings && embedding_chunk < 0) // the last stage keeps its own copy of the tied embedding
         embedding_params += counts.word_embedding / t;
     }
     s.params = s.layer_params + embedding_params;
@@ -183,16 +194,16 @@ MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPl
     s.layer_state_bytes = bytes(element_bytes, 3, dense_params) + bytes(grad_bytes, 2, dense_params) +
                           bytes(optimizer_bytes, 1, dense_params);
     double extras = 0;
-    if (stage == 0) { // embedding dropout mask (and BLOOM's embedding norm input)
+    if (embedding_chunk >= 0) { // embedding dropout mask (and BLOOM's embedding norm input)
       double per_microbatch = m.dropout ? mask_bytes * sb * h / sp_divisor : 0.0;
       if (m.embedding_norm)
         per_microbatch += element_bytes * sb * h / sp_divisor;
-      extras += per_microbatch * s.in_flight.per_chunk.front();
+      extras += per_microbatch * s.in_flight.per_chunk[static_cast<std::size_t>(embedding_chunk)];
     }
-    if (stage == p.pp - 1) { // final norm and output-layer inputs, fp32 softmax of the cross entropy
+    if (head_chunk >= 0) { // final norm and output-layer inputs, fp32 softmax of the cross entropy
       const double per_microbatch =
           2.0 * element_bytes * sb * h / sp_divisor + loss_element_bytes * sb * static_cast<double>(m.vocab_size) / t;
-      extras += per_microbatch * s.in_flight.per_chunk.back();
+      extras += per_microbatch * s.in_flight.per_chunk[static_cast<std::size_t>(head_chunk)];
     }
     s.activations_bytes = s.layer_activations_bytes + extras;
 

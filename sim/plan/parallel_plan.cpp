@@ -10,11 +10,12 @@ int ParallelPlan::layers_on_stage(int stage) const
   return n;
 }
 
-int ParallelPlan::first_layer_of_chunk(int stage, int chunk) const
+int ParallelPlan::first_layer(int vs) const
 {
+  const int along = schedule == Schedule::DUALPIPE ? vs % pp : vs; // DualPipe's second path runs a copy
   int first = 0;
-  for (int vs = 0; vs < chunk * pp + stage; ++vs)
-    first += layers_per_chunk[static_cast<std::size_t>(vs)];
+  for (int v = 0; v < along; ++v)
+    first += layers_per_chunk[static_cast<std::size_t>(v)];
   return first;
 }
 

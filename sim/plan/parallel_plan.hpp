@@ -12,10 +12,16 @@
 
 namespace sim::plan {
 
-enum class Schedule { GPIPE, ONE_F_ONE_B, INTERLEAVED };
+// DualPipe (DeepSeek-V3's bidirectional schedule) and DualPipeV (its V-shaped cut in half) as deepseek-ai/DualPipe
+// runs them: each GPU holds two chunks, pairs of a forward and a backward pass of different micro-batches run side by
+// side, and some backward passes leave their weight gradients for later (zero bubble).
+enum class Schedule { GPIPE, ONE_F_ONE_B, INTERLEAVED, DUALPIPE, DUALPIPE_V };
 
-inline constexpr std::array<core::Choice<Schedule>, 3> schedule_choices{
-    {{"gpipe", Schedule::GPIPE}, {"1f1b", Schedule::ONE_F_ONE_B}, {"interleaved", Schedule::INTERLEAVED}}};
+inline constexpr std::array<core::Choice<Schedule>, 5> schedule_choices{{{"gpipe", Schedule::GPIPE},
+                                                                         {"1f1b", Schedule::ONE_F_ONE_B},
+                                                                         {"interleaved", Schedule::INTERLEAVED},
+                                                                         {"dualpipe", Schedule::DUALPIPE},
+                                                                         {"dualpipev", Schedule::DUALPIPE_V}}};
 
 // The three parallel dimensions, as they appear in `rank_order` (innermost first).
 enum class ParallelDim { TP, DP, PP };
@@ -99,7 +105,7 @@ struct ParallelPlan {
   std::int64_t global_batch = 1; // sequences per step
   std::int64_t seq_length = 0;   // tokens per sequence
   Schedule schedule = Schedule::ONE_F_ONE_B;
-  int virtual_stages = 1; // model chunks per GPU (interleaved schedule)
+  int virtual_stages = 1; // model chunks per GPU (interleaved schedule; 2 under DualPipe and DualPipeV)
   int zero_stage = 0;
   bool distributed_optimizer = false;
   model::Recompute recompute = model::Recompute::NONE;
@@ -114,7 +120,7 @@ struct ParallelPlan {
   bool fp32_grad_accumulation = true; // gradients accumulated and reduced in fp32 (Megatron does this for bf16)
   bool pp_scatter_gather = true;      // without SP, a stage sends 1/tp of its activations per TP rank, then gathers
   RankOrder rank_order{ParallelDim::TP, ParallelDim::DP, ParallelDim::PP};
-  std::vector<int> layers_per_chunk; // layers of virtual stage c = chunk * pp + stage, size pp * virtual_stages
+  std::vector<int> layers_per_chunk; // layers of each virtual stage (see virtual_stage), size pp * virtual_stages
   CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::AUTO;
   Software software; // the framework's generation and the behaviours that come with it
 
@@ -129,9 +135,26 @@ struct ParallelPlan {
   int edp() const { return tp * dp * cp / (etp * ep); } // expert data parallelism: replicas of each expert
   std::int64_t microbatches() const { return global_batch / (static_cast<std::int64_t>(micro_batch) * dp); }
   int chunks() const { return pp * virtual_stages; }
+  bool dualpipe() const { return schedule == Schedule::DUALPIPE || schedule == Schedule::DUALPIPE_V; }
+  // Virtual stages number the positions along a micro-batch's path: chunk * pp + stage, except that DualPipe's and
+  // DualPipeV's second chunk runs the stages back (2 pp - 1 - stage). DualPipe's micro-batches take one of two paths,
+  // 0 .. pp - 1 (the first half of them) and pp .. 2 pp - 1 (the second half, entering at the last GPU), over two
+  // copies of the model: virtual stages v and v + pp hold the same layers.
+  int virtual_stage(int stage, int chunk) const
+  {
+    return dualpipe() && chunk == 1 ? 2 * pp - 1 - stage : chunk * pp + stage;
+  }
+  int stage_of(int vs) const { return dualpipe() && vs >= pp ? 2 * pp - 1 - vs : vs % pp; }
+  int chunk_of(int vs) const { return vs / pp; }
+  bool path_start(int vs) const { return vs == 0 || (schedule == Schedule::DUALPIPE && vs == pp); }
+  bool path_end(int vs) const { return vs == chunks() - 1 || (schedule == Schedule::DUALPIPE && vs == pp - 1); }
+  int first_layer(int vs) const; // the model's index of the virtual stage's first layer
   int layers_on_stage(int stage) const;
-  int layers_in_chunk(int stage, int chunk) const { return layers_per_chunk[chunk * pp + stage]; }
-  int first_layer_of_chunk(int stage, int chunk) const; // the model's index of the chunk's first layer
+  int layers_in_chunk(int stage, int chunk) const
+  {
+    return layers_per_chunk[static_cast<std::size_t>(virtual_stage(stage, chunk))];
+  }
+  int first_layer_of_chunk(int stage, int chunk) const { return first_layer(virtual_stage(stage, chunk)); }
   int size(ParallelDim d) const; // DP: the data- and context-parallel ranks together (CP innermost)
 };
 

@@ -79,6 +79,29 @@ void check_experts(const ParallelPlan& p, const core::Node& node, const model::M
 }
 
 // Context parallelism: what Megatron-core accepts, and what simtrain simulates of it.
+// DualPipe and DualPipeV as deepseek-ai/DualPipe's step() asserts them.
+void check_dualpipe(const ParallelPlan& p, const core::Node& node)
+{
+  const auto name = core::choice_name(p.schedule, schedule_choices);
+  if (p.virtual_stages != 2)
+    infeasible(node, "virtual_stages",
+               fmt::format("{} runs two chunks per GPU, not virtual_stages={}", name, p.virtual_stages),
+               "no virtual_stages, or 2");
+  if (p.pp < 2 || (p.schedule == Schedule::DUALPIPE && p.pp % 2 != 0))
+    infeasible(node, "pp",
+               fmt::format("{} needs {} pipeline stages, not pp={}", name,
+                           p.schedule == Schedule::DUALPIPE ? "an even number of" : "at least 2", p.pp),
+               p.schedule == Schedule::DUALPIPE ? "an even pp >= 2" : "pp >= 2");
+  const std::int64_t m = p.microbatches();
+  if (m < 2 * p.pp || (p.schedule == Schedule::DUALPIPE && m % 2 != 0))
+    infeasible(node, "global_batch",
+               fmt::format("{} needs {}at least 2*pp = {} micro-batches per step; this plan has {}", name,
+                           p.schedule == Schedule::DUALPIPE ? "an even number of, and " : "", 2 * p.pp, m));
+  if (p.software.pipeline_engine == PipelineEngine::DEEPSPEED)
+    infeasible(node, "schedule", fmt::format("DeepSpeed's pipeline engine does not run {}", name),
+               "schedule 1f1b, or pipeline_engine megatron");
+}
+
 void check_context(const ParallelPlan& p, const core::Node& node, const model::ModelSpec& m)
 {
   if (p.cp == 1)
@@ -158,6 +181,10 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   p.virtual_stages = static_cast<int>(r.integer_or("virtual_stages", 1, 1, 1024));
   p.schedule = r.choice_or<Schedule>("schedule", schedule_choices,
                                      p.virtual_stages > 1 ? Schedule::INTERLEAVED : Schedule::ONE_F_ONE_B);
+  if (p.dualpipe()) { // two chunks per GPU, whatever virtual_stages says (check_plan refuses another count)
+    if (!r.has("virtual_stages"))
+      p.virtual_stages = 2;
+  }
   p.zero_stage = static_cast<int>(r.integer_or("zero_stage", 0, 0, 3));
   p.distributed_optimizer = r.flag_or("distributed_optimizer", false);
   p.recompute = r.choice_or<model::Recompute>("recompute", model::recompute_choices, model::Recompute::NONE);
@@ -189,6 +216,10 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
     if (split->array_size() != static_cast<std::size_t>(p.pp))
       split->fail_found("wrong length", fmt::format("{} entries", split->array_size()),
                         fmt::format("one layer count per pipeline stage (pp={})", p.pp));
+    if (p.dualpipe())
+      split->fail_found("an explicit split cannot be combined with DualPipe's two chunks per GPU",
+                        fmt::format("schedule \"{}\"", core::choice_name(p.schedule, schedule_choices)),
+                        "schedule 1f1b, or no layers_per_stage");
     if (p.virtual_stages > 1)
       split->fail_found("an explicit split cannot be combined with virtual stages",
                         fmt::format("virtual_stages={}", p.virtual_stages), "virtual_stages=1");
@@ -201,6 +232,10 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
     if (sum != model.num_layers)
       split->fail_found("does not add up to the model's layers", fmt::format("a total of {}", sum),
                         fmt::format("num_layers={} of model '{}'", model.num_layers, model.name));
+  } else if (p.schedule == Schedule::DUALPIPE && p.virtual_stages == 2 && model.num_layers >= p.pp) {
+    p.layers_per_chunk = balanced_split(static_cast<int>(model.num_layers), p.pp); // the path of the first copy
+    const auto copy = p.layers_per_chunk;                                        // and of the second
+    p.layers_per_chunk.insert(p.layers_per_chunk.end(), copy.begin(), copy.end());
   } else if (model.num_layers >= p.chunks()) {
     p.layers_per_chunk = balanced_split(static_cast<int>(model.num_layers), p.chunks());
   }
@@ -268,6 +303,8 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
     if (p.software.pipeline_engine == PipelineEngine::DEEPSPEED)
       infeasible(node, "schedule", "DeepSpeed's pipeline engine runs only the non-interleaved 1F1B schedule",
                  "schedule 1f1b, or pipeline_engine megatron");
+  } else if (p.dualpipe()) {
+    check_dualpipe(p, node);
   } else if (p.virtual_stages > 1) {
     infeasible(node, "virtual_stages",
                fmt::format("virtual_stages={} needs the interleaved schedule", p.virtual_stages),
@@ -351,10 +388,11 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
   if (p.layers_per_chunk.size() > 1) {
     const auto [lo, hi] = std::minmax_element(p.layers_per_chunk.begin(), p.layers_per_chunk.end());
     if (*lo != *hi && !node.json().contains("layers_per_stage"))
-      warn(p.virtual_stages > 1 ? "virtual_stages" : "pp",
+      warn(p.schedule == Schedule::INTERLEAVED ? "virtual_stages" : "pp",
            fmt::format("{} layers do not split evenly into {} {}; balanced as {} to {} layers (fewer on the first "
                        "and last, which also hold the embedding and the output layer)",
-                       m.num_layers, p.chunks(), p.virtual_stages > 1 ? "chunks" : "stages", *lo, *hi));
+                       m.num_layers, p.schedule == Schedule::DUALPIPE ? p.pp : p.chunks(),
+                       p.virtual_stages > 1 && p.schedule != Schedule::DUALPIPE ? "chunks" : "stages", *lo, *hi));
   }
   return warnings;
 }

@@ -62,7 +62,9 @@ class Builder {
     for (std::int64_t l = 0; l < m.num_layers; ++l)
       layer_params_.push_back(memory::layer_params_per_rank(m, p, l));
     for (int vs = 0; vs < p.chunks(); ++vs)
-      first_layer_.push_back(p.first_layer_of_chunk(vs % p.pp, vs / p.pp));
+      first_layer_.push_back(p.first_layer(vs));
+    forwards_.assign(static_cast<std::size_t>(p.chunks()), 0);
+    gradients_.assign(static_cast<std::size_t>(p.chunks()), 0);
   }
 
   TaskGraph build()
@@ -71,6 +73,10 @@ class Builder {
       for (int s = 0; s < p_.pp; ++s)
         gather_updated_parameters(s);
     for (int s = 0; s < p_.pp; ++s) {
+      if (p_.dualpipe()) {
+        dualpipe_loop(s);
+        continue;
+      }
       const auto order = stage_order(p_, s);
       for (std::size_t k = 0; k < order.size(); ++k) {
         if (p_.moe_a2a_overlap && k + 1 < order.size() && pairable(order[k], order[k + 1])) {
@@ -81,6 +87,7 @@ class Builder {
         }
       }
     }
+    reduce_copies();
     if (p_.zero_stage < 2)
       for (int s = 0; s < p_.pp; ++s)
         reduce_gradients(s, -1);
@@ -424,10 +431,12 @@ class Builder {
   // Each TP rank sends its slice to its counterpart on the next (or previous) virtual stage. The sender does not
   // wait. With rail-optimised networks a cross-rail send is relayed over NVLink to the GPU on the receiver's rail
   // (NCCL's PXN), both legs running together.
-  void send(int s, Pass pass, int vs, const Where& w)
+  // (`posted`: DualPipe, which waits for its sends at its next wait: the sends are added there instead.)
+  using Posted = std::vector<std::pair<int, TaskId>>; // a GPU, and a task it waits for
+  void send(int s, Pass pass, int vs, const Where& w, Posted* posted = nullptr)
   {
     const int to_vs = pass == Pass::FORWARD ? vs + 1 : vs - 1;
-    const int to_stage = to_vs % p_.pp;
+    const int to_stage = p_.stage_of(to_vs);
     const std::uint32_t label = g_.label(pass == Pass::FORWARD ? "pp send activations" : "pp send gradients");
     for (int d = 0; d < dp_simulated(); ++d) {
       const TaskId ready = input(pass, d, to_vs, w.microbatch);
@@ -439,8 +448,10 @@ class Builder {
         for (const Flow& f : point_to_point(src, dst, bytes)) {
           const TaskId sent = transfer(f, Category::PP, no_task, label, w, deps);
           g_.depend(ready, sent);
+          if (posted != nullptr)
+            posted->emplace_back(src, sent);
           // The device is synchronised after the send: the sender's next kernel waits for it.
-          if (p2p_sync() && f.src == src)
+          else if (p2p_sync() && f.src == src)
             tail_[static_cast<std::size_t>(src)].push_back(sent);
         }
       }
@@ -476,12 +487,12 @@ class Builder {
   std::vector<int> pass_items(int vs, bool forward) const
   {
     std::vector<int> items;
-    if (vs == 0)
+    if (p_.path_start(vs))
       items.push_back(embedding_item);
     const int first = first_layer_[static_cast<std::size_t>(vs)];
     for (int l = 0; l < p_.layers_per_chunk[static_cast<std::size_t>(vs)]; ++l)
       items.push_back(first + l);
-    if (vs == last_virtual_stage())
+    if (p_.path_end(vs))
       items.push_back(head_item);
     if (!forward)
       std::reverse(items.begin(), items.end());
@@ -495,6 +506,16 @@ class Builder {
     if (item == head_item)
       return forward ? programs_.head_forward : programs_.head_backward;
     return forward ? programs_.forward_of(m_, item) : programs_.backward_of(m_, item);
+  }
+  // A zero-bubble backward pass's programs: without the weight gradients (`weights` false), or those alone.
+  const Program& split_program_of(int item, bool weights) const
+  {
+    if (item == embedding_item)
+      return weights ? no_program_ : programs_.embedding_backward;
+    const auto kind = static_cast<std::size_t>(item == head_item ? 0 : layer_kind(m_, item));
+    if (item == head_item)
+      return weights ? programs_.head_weight : programs_.head_backward_input;
+    return weights ? programs_.layer_weight[kind] : programs_.layer_backward_input[kind];
   }
 
   // Routed-expert parameters of an item on one GPU (reduced over its expert-data-parallel group).
@@ -511,22 +532,36 @@ class Builder {
       return counts_.word_embedding / t + counts_.position_embedding + counts_.embedding_norm;
     if (item == head_item) {
       double params = counts_.final_norm + counts_.lm_head / t;
-      if (m_.tie_embeddings && p_.pp > 1 && s == p_.pp - 1)
+      if (m_.tie_embeddings && p_.pp > 1 && !p_.dualpipe() && s == p_.pp - 1) // (DualPipe: beside the embedding)
         params += counts_.word_embedding / t;
       return params;
     }
     return layer_params_[static_cast<std::size_t>(item)].dense;
   }
 
-  void pass(int s, int c, int mb, bool forward)
+  // A pass of a micro-batch through a chunk: a forward pass, a backward pass (with or without its weight gradients),
+  // or the weight gradients a zero-bubble backward pass left. Its output goes on to the next virtual stage: sent
+  // (unless `send_output` is false: DualPipe posts its sends itself), or handed over on the same GPU.
+  void pass(int s, const PassRef& ref, bool send_output = true)
   {
-    const int vs = virtual_stage(p_, s, c);
-    const Where base{forward ? Category::FORWARD : Category::BACKWARD, s, c, mb, -1};
-    const bool has_input = forward ? vs > 0 : vs < last_virtual_stage();
+    const bool forward = ref.pass == Pass::FORWARD;
+    const int mb = ref.microbatch;
+    const int vs = virtual_stage(p_, s, ref.chunk);
+    const auto v = static_cast<std::size_t>(vs);
+    const Where base{forward ? Category::FORWARD : Category::BACKWARD, s, ref.chunk, mb, -1};
+    if (ref.pass == Pass::WEIGHT) {
+      weight_pass(s, vs, base);
+      return;
+    }
+    const bool has_input = forward ? !p_.path_start(vs) : !p_.path_end(vs);
     if (has_input)
-      wait_input(s, forward ? Pass::FORWARD : Pass::BACKWARD, vs, base);
+      wait_input(s, ref.pass, vs, base);
     host_syncs(s, base);
 
+    const bool first_forward = forward && forwards_[v]++ == 0;
+    const bool weights = !forward && !ref.defer_weight; // this pass computes the weight gradients
+    const bool first_gradient = weights && gradients_[v] == 0;
+    const bool last_gradient = weights && ++gradients_[v] == microbatches_through(vs);
     const auto items = pass_items(vs, forward);
     std::vector<Gathered> gathered(items.size()); // per item, per GPU
     if (p_.zero_stage >= 3 && !items.empty())
@@ -536,7 +571,7 @@ class Builder {
     for (std::size_t i = 0; i < items.size(); ++i) {
       Where w = base;
       w.layer = items[i] >= 0 ? items[i] : -1;
-      if (forward && mb == 0 && gathers_before_forward())
+      if (first_forward && gathers_before_forward())
         for (int r : stage_gpus(s))
           tail_[static_cast<std::size_t>(r)].push_back(params_ready_[static_cast<std::size_t>(r)].at(items[i]));
       if (p_.zero_stage >= 3) {
@@ -546,22 +581,104 @@ class Builder {
           for (TaskId end : gathered[i][r])
             tail_[static_cast<std::size_t>(r)].push_back(end);
       }
-      if (forward && mb == 0)
+      if (first_forward)
         cast_weights(s, items[i], w);
-      run(program_of(items[i], forward), s, w);
-      if (!forward)
-        accumulate_gradients(s, items[i], w);
+      run(ref.defer_weight ? split_program_of(items[i], false) : program_of(items[i], forward), s, w);
+      if (weights)
+        accumulate_gradients(s, items[i], w, first_gradient);
 
       if (p_.zero_stage >= 3 && i + 1 < items.size() && prefetch_after)
         gathered[i + 1] = gather_parameters(s, items[i + 1], w);
-      if (!forward && (p_.zero_stage >= 2 || mb == p_.microbatches() - 1))
+      if (weights && (p_.zero_stage >= 2 || last_gradient))
         for (int r : stage_gpus(s))
           grad_ready_[static_cast<std::size_t>(r)][items[i]] = join(r);
     }
-    if (forward ? vs < last_virtual_stage() : vs > 0)
-      send(s, forward ? Pass::FORWARD : Pass::BACKWARD, vs, base);
-    if (!forward && p_.zero_stage >= 2)
+    pass_on(s, ref.pass, vs, base, send_output);
+    if (weights && p_.zero_stage >= 2)
       reduce_gradients(s, mb);
+  }
+
+  // The weight gradients a zero-bubble backward pass left, item by item in backward order.
+  void weight_pass(int s, int vs, const Where& base)
+  {
+    const auto v = static_cast<std::size_t>(vs);
+    const bool first_gradient = gradients_[v] == 0;
+    const bool last_gradient = ++gradients_[v] == microbatches_through(vs);
+    for (int item : pass_items(vs, false)) {
+      Where w = base;
+      w.layer = item >= 0 ? item : -1;
+      run(split_program_of(item, true), s, w);
+      accumulate_gradients(s, item, w, first_gradient);
+      if (last_gradient)
+        for (int r : stage_gpus(s))
+          grad_ready_[static_cast<std::size_t>(r)][item] = join(r);
+    }
+  }
+
+  // The micro-batches that pass through a virtual stage: DualPipe's two paths carry half of them each.
+  std::int64_t microbatches_through(int vs) const
+  {
+    (void)vs;
+    return p_.schedule == plan::Schedule::DUALPIPE ? p_.microbatches() / 2 : p_.microbatches();
+  }
+
+  // After a forward or backward pass, its output goes to the next virtual stage on the micro-batch's path: sent to
+  // another stage, or (DualPipeV's turn at the last GPU) ready at once on this one.
+  void pass_on(int s, Pass pass, int vs, const Where& w, bool send_output)
+  {
+    const bool forward = pass == Pass::FORWARD;
+    if (forward ? p_.path_end(vs) : p_.path_start(vs))
+      return;
+    const int to_vs = forward ? vs + 1 : vs - 1;
+    if (p_.stage_of(to_vs) != s) {
+      if (send_output)
+        send(s, pass, vs, w);
+      return;
+    }
+    for (int d = 0; d < dp_simulated(); ++d) {
+      const TaskId ready = input(pass, d, to_vs, w.microbatch);
+      for (int r : simulated_of(tp_group(d, s)))
+        g_.depend(ready, join(r));
+    }
+  }
+
+  // DualPipe's or DualPipeV's loop on stage s (workload/schedule): receives and sends are posted, and each wait makes
+  // the GPU's next work wait for everything posted before it.
+  void dualpipe_loop(int s)
+  {
+    Posted posted;
+    auto wait = [&] {
+      for (const auto& [r, t] : posted)
+        tail_[static_cast<std::size_t>(r)].push_back(t);
+      posted.clear();
+    };
+    for (const PipelineOp& op : dualpipe_ops(p_, s)) {
+      const int vs = virtual_stage(p_, s, op.pass.chunk);
+      const Where w{op.pass.pass == Pass::FORWARD ? Category::FORWARD : Category::BACKWARD, s, op.pass.chunk,
+                    op.pass.microbatch, -1};
+      switch (op.kind) {
+        case PipelineOp::Kind::RECEIVE:
+          for (int d = 0; d < dp_simulated(); ++d) {
+            const TaskId ready = input(op.pass.pass, d, vs, op.pass.microbatch);
+            for (int r : simulated_of(tp_group(d, s)))
+              posted.emplace_back(r, ready);
+          }
+          break;
+        case PipelineOp::Kind::SEND:
+          send(s, op.pass.pass, vs, w, &posted);
+          break;
+        case PipelineOp::Kind::WAIT:
+          wait();
+          break;
+        case PipelineOp::Kind::RUN:
+          if (op.paired)
+            side_by_side(s, op.pass, op.beside, false);
+          else
+            pass(s, op.pass, false);
+          break;
+      }
+    }
+    wait(); // the step ends with a last wait
   }
 
   // Device synchronisations the framework makes per micro-batch (timers, meta-data copies), half in each pass: the
@@ -593,9 +710,9 @@ class Builder {
 
   // A micro-batch's weight gradients added to the accumulated ones, unless the GEMM accumulated them (fused) or this
   // is the first micro-batch of autograd's accumulation.
-  void accumulate_gradients(int s, int item, const Where& w)
+  void accumulate_gradients(int s, int item, const Where& w, bool first)
   {
-    if (programs_.grad_accumulation_s_per_param <= 0 || (w.microbatch == 0 && !programs_.grad_accumulation_from_first))
+    if (programs_.grad_accumulation_s_per_param <= 0 || (first && !programs_.grad_accumulation_from_first))
       return;
     Step step;
     step.label = "gradient accumulation";
@@ -605,23 +722,22 @@ class Builder {
       tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
   }
 
-  void pass(int s, const PassRef& ref) { pass(s, ref.chunk, ref.microbatch, ref.pass == Pass::FORWARD); }
 
   // 1F1B with the all-to-all overlapped (Megatron-core's --overlap-moe-expert-parallel-comm): a forward and a
   // backward pass of different micro-batches, next to each other in the stage's order, run side by side as two
   // streams of work on each GPU, so that one's all-to-alls proceed while the other computes (the replay still runs a
   // GPU's kernels one at a time, in the order they become ready). The passes after them wait for both.
   static bool pairable(const PassRef& a, const PassRef& b) { return a.pass != b.pass && a.microbatch != b.microbatch; }
-  void side_by_side(int s, const PassRef& a, const PassRef& b)
+  void side_by_side(int s, const PassRef& a, const PassRef& b, bool send_output = true)
   {
     const auto gpus = stage_gpus(s);
     std::vector<std::vector<TaskId>> before;
     for (int r : gpus)
       before.push_back(tail_[static_cast<std::size_t>(r)]);
-    pass(s, a);
+    pass(s, a, send_output);
     for (std::size_t i = 0; i < gpus.size(); ++i)
       std::swap(before[i], tail_[static_cast<std::size_t>(gpus[i])]); // `before` now holds a's tails
-    pass(s, b);
+    pass(s, b, send_output);
     for (std::size_t i = 0; i < gpus.size(); ++i) {
       auto& tail = tail_[static_cast<std::size_t>(gpus[i])];
       tail.insert(tail.end(), before[i].begin(), before[i].end());
@@ -832,10 +948,45 @@ class Builder {
     }
   }
 
-  // Tied embeddings across the pipeline: the first and last stages all-reduce the embedding's gradient.
+  // DualPipe's two copies of the model: GPU s and its mirror pp - 1 - s hold the same layers, so each pair sums its
+  // gradients (an all-reduce of the pair, as deepseek-ai/DualPipe's example does) once the last micro-batch's are
+  // done, before the data-parallel reduction.
+  void reduce_copies()
+  {
+    if (p_.schedule != plan::Schedule::DUALPIPE)
+      return;
+    const Where w{Category::DP, -1, -1, -1, -1};
+    for (int s = 0; s < p_.pp / 2; ++s) {
+      const int mirror = p_.pp - 1 - s;
+      std::vector<int> items;
+      double params = 0;
+      for (int c = 0; c < p_.virtual_stages; ++c)
+        for (int item : pass_items(virtual_stage(p_, s, c), true)) {
+          items.push_back(item);
+          params += item_params(item, s) + item_expert_params(item);
+        }
+      for (int d = 0; d < dp_simulated(); ++d)
+        for (int t = 0; t < tp_simulated(); ++t) {
+          const std::vector<int> pair{rank(t, d, s), rank(t, d, mirror)};
+          std::vector<TaskId> deps;
+          for (int r : pair) {
+            deps.push_back(reduce_tail_[static_cast<std::size_t>(r)]);
+            for (int item : items)
+              deps.push_back(grad_ready_[static_cast<std::size_t>(r)].at(item));
+          }
+          const TaskId end = collective(CollectiveKind::ALL_REDUCE, pair, params * grad_bytes_, Category::DP,
+                                        "model copies' gradient all-reduce", w, deps);
+          for (int r : pair)
+            reduce_tail_[static_cast<std::size_t>(r)] = end;
+        }
+    }
+  }
+
+  // Tied embeddings across the pipeline: the first and last stages all-reduce the embedding's gradient (DualPipe and
+  // DualPipeV keep the output layer beside an embedding).
   void reduce_tied_embedding()
   {
-    if (!m_.tie_embeddings || p_.pp == 1)
+    if (!m_.tie_embeddings || p_.pp == 1 || p_.dualpipe())
       return;
     const Where w{Category::DP, -1, -1, -1, -1};
     for (int d = 0; d < dp_simulated(); ++d)
@@ -917,6 +1068,8 @@ class Builder {
   std::vector<memory::RankParams> layer_params_;                     // per layer, on one GPU
   std::array<std::vector<std::vector<std::vector<int>>>, 6> groups_; // per Dim, per stage: groups()
   std::vector<int> first_layer_;                                     // per virtual stage
+  std::vector<int> forwards_, gradients_; // per virtual stage: forward passes, and weight gradients, built so far
+  const Program no_program_;
 
   TaskGraph g_;
   std::vector<std::vector<TaskId>> tail_; // per GPU: what its next compute waits for

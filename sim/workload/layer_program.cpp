@@ -173,6 +173,10 @@ class Costing {
     s.label = std::move(label);
     s.recompute = recompute;
     for (const auto& k : kernels) {
+      if (deferred_ != nullptr && k.weight_gradient) {
+        deferred_->push_back(k);
+        continue;
+      }
       const double time = hardware::kernel_time(k, gpu_, precision_);
       s.duration_s += time;
       s.memory_s += hardware::memory_bound_time(k, gpu_, precision_);
@@ -184,11 +188,14 @@ class Costing {
   }
 
   void set_program(std::string name) { program_ = std::move(name); }
+  // Weight-gradient kernels left out of the steps and collected in `into` (a zero-bubble backward pass's split).
+  void defer_weight_gradients(std::vector<Kernel>* into) { deferred_ = into; }
 
  private:
   const hardware::GpuSpec& gpu_;
   hardware::Precision precision_;
   std::vector<KernelCost>* log_;
+  std::vector<Kernel>* deferred_ = nullptr;
   std::string program_;
 };
 
@@ -230,12 +237,19 @@ void backward_overlap(Program& p, const Shape& x, Step compute, CollectiveKind k
     p.push_back(collective(label, kind, bytes));
 }
 
+Kernel weight_gradient(Kernel k)
+{
+  k.weight_gradient = true;
+  return k;
+}
+
 // A linear layer's GEMM: FP8 operands under fp8 (Transformer Engine), 16-bit otherwise. Attention, the router and
 // the output layer stay in 16 bits, as Megatron-core keeps them.
 Kernel linear(const Shape& x, std::string_view name, double m, double n, double k, double batch = 1,
               GemmLayout layout = GemmLayout::FORWARD)
 {
-  const Kernel g = gemm(name, m, n, k, batch, layout);
+  Kernel g = gemm(name, m, n, k, batch, layout);
+  g.weight_gradient = layout == GemmLayout::WGRAD;
   return x.fp8 ? hardware::fp8_gemm(g) : g;
 }
 
@@ -641,7 +655,8 @@ Program moe_backward(const Shape& x, const Costing& c)
   p.push_back(c.compute("router backward", {memory_bound("permute backward", 2.0 * e * x.pairs_sent * x.h),
                                             memory_bound("router softmax backward", 3.0 * 4.0 * x.Tsp * x.experts),
                                             gemm("router dgrad", x.Tsp, x.h, x.experts, 1, GemmLayout::DGRAD),
-                                            gemm("router wgrad", x.h, x.experts, x.Tsp, 1, GemmLayout::WGRAD)}));
+                                            weight_gradient(gemm("router wgrad", x.h, x.experts, x.Tsp, 1,
+                                                                 GemmLayout::WGRAD))}));
   return p;
 }
 
@@ -880,7 +895,8 @@ Program head_backward(const Shape& x, const Costing& c)
   Program p{c.compute("logits dgrad", {memory_bound("cross entropy backward", 8.0 * logits),
                                        memory_bound("logit gradient to 16 bits", (4.0 + e) * logits),
                                        gemm("logits dgrad", x.T, x.h, x.vocab / x.t, 1, GemmLayout::DGRAD)})};
-  const Step wgrad = c.compute("logits wgrad", {gemm("logits wgrad", x.h, x.vocab / x.t, x.T, 1, GemmLayout::WGRAD)});
+  const Step wgrad = c.compute("logits wgrad",
+                               {weight_gradient(gemm("logits wgrad", x.h, x.vocab / x.t, x.T, 1, GemmLayout::WGRAD))});
   if (x.t > 1)
     backward_overlap(p, x, wgrad, x.sp ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, x.T * x.h * e);
   else
@@ -1019,6 +1035,37 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
   out.embedding_backward = merged(embedding_backward(x, c));
   out.head_forward = merged(head_forward(x, c));
   out.head_backward = merged(head_backward(x, c));
+  if (p.dualpipe()) {
+    std::vector<Kernel> weights;
+    Costing split(gpu, p.compute_precision());
+    split.defer_weight_gradients(&weights);
+    // What is left once the weight gradients are taken out: no empty compute steps, collectives that ran beside a
+    // weight-gradient GEMM on their own.
+    auto input_part = [&](const Program& steps) {
+      Program left;
+      for (Step s : steps) {
+        if (s.kind != Step::Kind::COLLECTIVE && s.duration_s == 0 && s.flops == 0) {
+          if (s.kind == Step::Kind::COMPUTE)
+            continue;
+          s.kind = Step::Kind::COLLECTIVE;
+        }
+        append(left, {s});
+      }
+      return left;
+    };
+    auto weight_part = [&]() {
+      Program w{c.compute("weight gradients", weights)};
+      weights.clear();
+      return w;
+    };
+    for (int kind : kinds_of(m)) {
+      const Shape layer = shape_of(m, p, gpu, kind);
+      out.layer_backward_input[static_cast<std::size_t>(kind)] = input_part(layer_backward(layer, split, p.recompute));
+      out.layer_weight[static_cast<std::size_t>(kind)] = weight_part();
+    }
+    out.head_backward_input = input_part(head_backward(x, split));
+    out.head_weight = weight_part();
+  }
   out.optimizer_s_per_param = hardware::busy_time(
       memory_bound("adam", optimizer_bytes_per_param(p), MemoryKernel::ADAM), gpu, p.compute_precision());
   const double cast = fp8_weight_cast_bytes_per_param(p);

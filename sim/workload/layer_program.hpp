@@ -68,6 +68,13 @@ struct LayerPrograms {
   Program embedding_backward;
   Program head_forward; // final norm, logits, cross entropy
   Program head_backward;
+  // Zero-bubble schedules (DualPipe): the backward passes without their weight gradients, and the weight gradients
+  // alone, per kind of layer and for the output layer (the embedding's gradient stays in its backward pass). Built
+  // only for those schedules.
+  std::array<Program, 4> layer_backward_input;
+  std::array<Program, 4> layer_weight;
+  Program head_backward_input;
+  Program head_weight;
   double optimizer_s_per_param = 0;         // the optimizer step's passes, per parameter updated
   double grad_accumulation_s_per_param = 0; // a micro-batch's gradients added to the accumulated ones (0: fused)
   bool grad_accumulation_from_first = true; // false: autograd's accumulation starts with the second micro-batch
