@@ -2,6 +2,7 @@
 
 #include "engine/platform.hpp"
 
+#include <algorithm>
 #include <array>
 #include <deque>
 #include <fmt/format.h>
@@ -28,9 +29,12 @@ struct GpuLoad {
   double memory_share = 0; // of the compute task running now
   double port = 0;         // the GPU's fastest link: no more than this leaves or enters it
   int pstate = 0;
-  // One compute stream: a compute task ready while another runs waits for it, in the order they became ready.
+  // One compute stream: a compute task ready while another runs waits for it, in the order they became ready (those
+  // ready at the same instant in the order they were built, where passes run side by side).
   bool computing = false;
   std::deque<TaskId> stream;
+  std::vector<TaskId> arriving; // ready at this instant, not yet queued
+  bool dispatching = false;     // a dispatch is due at this instant
 };
 
 double slowdown(const GpuLoad& l, const topology::ClusterGraph& cg)
@@ -54,11 +58,11 @@ class Replayer {
     running_.resize(n);
     ids_.resize(n);
     load_.assign(platform_.gpu.size(), GpuLoad{});
-    for (int g = 0; g < cluster.gpus(); ++g) {
-      const auto v = cluster.gpu[static_cast<std::size_t>(g)];
+    for (int gpu = 0; gpu < cluster.gpus(); ++gpu) {
+      const auto v = cluster.gpu[static_cast<std::size_t>(gpu)];
+      auto& port = load_[static_cast<std::size_t>(gpu)].port;
       for (auto [e, end] = boost::out_edges(v, cluster.graph); e != end; ++e)
-        load_[static_cast<std::size_t>(g)].port = std::max(load_[static_cast<std::size_t>(g)].port,
-                                                           cluster.graph[*e].bandwidth * cluster.graph[*e].efficiency);
+        port = std::max(port, cluster.graph[*e].bandwidth * cluster.graph[*e].efficiency);
     }
     timeline_.link_bytes_forward.assign(boost::num_edges(cluster.graph), 0.0);
     timeline_.link_bytes_backward.assign(boost::num_edges(cluster.graph), 0.0);
@@ -112,9 +116,12 @@ class Replayer {
           finish(t);
           break;
         case TaskKind::COMPUTE:
-          if (task.duration_s <= 0)
+          if (task.duration_s <= 0) {
             finish(t);
-          else if (load_[static_cast<std::size_t>(task.rank)].computing)
+          } else if (g_.concurrent_passes) {
+            load_[static_cast<std::size_t>(task.rank)].arriving.push_back(t);
+            dispatch_later(task.rank);
+          } else if (load_[static_cast<std::size_t>(task.rank)].computing)
             load_[static_cast<std::size_t>(task.rank)].stream.push_back(t);
           else
             launch_compute(t, task);
@@ -127,6 +134,30 @@ class Replayer {
           break;
       }
     }
+  }
+
+  // With passes side by side, a GPU's compute tasks that become ready at the same instant (in whatever order SimGrid
+  // completes what they waited for) queue in the order they were built: decided once the instant's events are done,
+  // so that a folded graph runs exactly as the unfolded one.
+  void dispatch_later(int gpu)
+  {
+    auto& load = load_[static_cast<std::size_t>(gpu)];
+    if (load.dispatching)
+      return;
+    load.dispatching = true;
+    simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock(), [this, gpu]() {
+      auto& l = load_[static_cast<std::size_t>(gpu)];
+      l.dispatching = false;
+      std::sort(l.arriving.begin(), l.arriving.end());
+      l.stream.insert(l.stream.end(), l.arriving.begin(), l.arriving.end());
+      l.arriving.clear();
+      if (!l.computing && !l.stream.empty()) {
+        const TaskId next = l.stream.front();
+        l.stream.pop_front();
+        launch_compute(next, g_[next]);
+      }
+      drain();
+    });
   }
 
   void launch_compute(TaskId t, const workload::Task& task)
@@ -228,7 +259,9 @@ class Replayer {
     if (task.kind == TaskKind::COMPUTE && task.duration_s > 0) { // the GPU's stream takes its next waiting task
       auto& load = load_[static_cast<std::size_t>(task.rank)];
       load.computing = false;
-      if (!load.stream.empty()) {
+      if (g_.concurrent_passes)
+        dispatch_later(task.rank);
+      else if (!load.stream.empty()) {
         const TaskId next = load.stream.front();
         load.stream.pop_front();
         launch_compute(next, g_[next]);

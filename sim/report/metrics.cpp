@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <set>
 #include <tuple>
 
@@ -134,24 +135,51 @@ double median(std::vector<double> v)
 std::pair<double, double> layer_times(const workload::TaskGraph& g, const engine::Timeline& tl,
                                       const std::vector<TaskId>& gpu_tasks)
 {
-  using Pass = std::tuple<bool, int, int>;
+  using Pass = std::tuple<int, int, int>; // (0 forward, 1 backward, 2 weight gradients), micro-batch, chunk
   std::map<Pass, std::map<int, std::pair<double, double>>> spans; // pass -> layer -> (first start, last end)
   for (TaskId t : gpu_tasks) {
     const auto& task = g[t];
     if (task.layer < 0 || task.category == Category::OPTIMIZER)
       continue;
-    const Pass pass{task.category != Category::FORWARD, task.microbatch, task.chunk};
+    const Pass pass{task.category == Category::FORWARD  ? 0
+                    : task.category == Category::WEIGHT ? 2
+                                                        : 1,
+                    task.microbatch, task.chunk};
     auto [it, inserted] = spans[pass].try_emplace(task.layer, tl.tasks[t].start_s, tl.tasks[t].end_s);
     it->second.first = std::min(it->second.first, tl.tasks[t].start_s);
     it->second.second = std::max(it->second.second, tl.tasks[t].end_s);
   }
-  std::vector<double> forward, backward;
+  // Passes that ran beside another (MoE all-to-all overlap, DualPipe's pairs, a backward pass whose weight gradients
+  // came later) interleave their layers with its: measured only when no pass ran alone.
+  std::vector<std::pair<double, double>> extents; // (first start, last end) per pass, in the order of `spans`
   for (const auto& [pass, layers] : spans) {
+    std::pair<double, double> extent{layers.begin()->second.first, layers.begin()->second.second};
+    for (const auto& [layer, span] : layers)
+      extent = {std::min(extent.first, span.first), std::max(extent.second, span.second)};
+    extents.push_back(extent);
+  }
+  std::vector<std::pair<double, double>> by_start = extents;
+  std::sort(by_start.begin(), by_start.end());
+  auto alone = [&](const std::pair<double, double>& e) {
+    const auto at = std::lower_bound(by_start.begin(), by_start.end(), e);
+    const bool after_previous = at == by_start.begin() || std::prev(at)->second <= e.first;
+    const bool before_next = std::next(at) == by_start.end() || e.second <= std::next(at)->first;
+    return after_previous && before_next;
+  };
+  const bool any_alone = std::any_of(extents.begin(), extents.end(), alone);
+  std::vector<double> forward, backward;
+  std::size_t k = 0;
+  for (const auto& [pass, layers] : spans) {
+    const auto [kind, microbatch, chunk] = pass;
+    // A backward pass whose weight gradients came later is only part of one; the weight gradients are not a pass.
+    const bool partial = kind == 1 && spans.count(Pass{2, microbatch, chunk}) > 0;
+    if ((any_alone && !alone(extents[k++])) || partial || kind == 2)
+      continue;
     std::vector<std::pair<double, double>> ordered;
     for (const auto& [layer, span] : layers)
       ordered.push_back(span);
     std::sort(ordered.begin(), ordered.end());
-    auto& out = std::get<0>(pass) ? backward : forward;
+    auto& out = kind == 1 ? backward : forward;
     if (ordered.size() == 1)
       out.push_back(ordered.front().second - ordered.front().first);
     for (std::size_t i = 1; i < ordered.size(); ++i)
@@ -189,6 +217,12 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
   m.bubble_theory = (p.pp - 1) / (microbatches + p.pp - 1);
   if (p.schedule == plan::Schedule::INTERLEAVED)
     m.bubble_theory = (p.pp - 1) / (microbatches * p.virtual_stages + p.pp - 1);
+  // DualPipe's bubble, (pp/2 - 1)(F&B + B - 3W) per its README, and DualPipeV's, (pp - 1)(F&B + B - 3W) in half-size
+  // chunks, over the pipeline phase, with F : B : W = 1 : 2 : 1 and an overlapped pair as long as F + B.
+  if (p.schedule == plan::Schedule::DUALPIPE)
+    m.bubble_theory = (p.pp - 2) / (3.0 * microbatches + p.pp - 2);
+  if (p.schedule == plan::Schedule::DUALPIPE_V)
+    m.bubble_theory = (p.pp - 1) / (3.0 * microbatches + p.pp - 1);
 
   // The pipeline phase ends with the last backward pass anywhere.
   for (TaskId t = 0; t < g.size(); ++t)

@@ -16,6 +16,11 @@ using workload::Category;
 using workload::TaskId;
 using workload::TaskKind;
 
+std::string letter(const PassBox& b)
+{
+  return b.weight ? "W" : b.backward ? "B" : "F";
+}
+
 std::string mb_label(const scenario::Scenario& s, const PassBox& b)
 {
   return s.plan.virtual_stages > 1 ? fmt::format("{}.{}", b.microbatch, b.chunk) : std::to_string(b.microbatch);
@@ -41,7 +46,7 @@ std::string escape(const std::string& text)
 
 std::vector<PassBox> pass_boxes(const scenario::Scenario& s, const workload::TaskGraph& g, const engine::Timeline& tl)
 {
-  std::map<std::tuple<int, int, int, bool>, PassBox> boxes;
+  std::map<std::tuple<int, int, int, bool, bool>, PassBox> boxes;
   std::vector<int> stage_of_rank(static_cast<std::size_t>(g.gpus), -1);
   for (int stage = 0; stage < s.plan.pp; ++stage)
     stage_of_rank[static_cast<std::size_t>(plan::rank_of(s.plan, {0, 0, stage}))] = stage;
@@ -53,11 +58,12 @@ std::vector<PassBox> pass_boxes(const scenario::Scenario& s, const workload::Tas
     if (stage < 0)
       continue;
     const bool backward = task.category != Category::FORWARD;
-    const auto key = std::make_tuple(stage, task.chunk, task.microbatch, backward);
+    const bool weight = task.category == Category::WEIGHT;
+    const auto key = std::make_tuple(stage, task.chunk, task.microbatch, backward, weight);
     auto [it, inserted] = boxes.try_emplace(key);
     PassBox& b = it->second;
     if (inserted) {
-      b = PassBox{stage, task.chunk, task.microbatch, backward, tl.tasks[t].start_s, tl.tasks[t].end_s, 0};
+      b = PassBox{stage, task.chunk, task.microbatch, backward, weight, tl.tasks[t].start_s, tl.tasks[t].end_s, 0};
     } else {
       b.start_s = std::min(b.start_s, tl.tasks[t].start_s);
       b.end_s = std::max(b.end_s, tl.tasks[t].end_s);
@@ -83,7 +89,7 @@ std::string pipeline_svg(const scenario::Scenario& s, const Metrics& m, const st
   const double width = 1100;
   const double span = m.pipeline_time_s > 0 ? m.pipeline_time_s : 1.0;
   const double scale = width / span;
-  const double height = top + stages * row + 70;
+  const double height = top + stages * row + (s.plan.dualpipe() ? 90 : 70);
   std::string svg = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{:.0f}\" height=\"{:.0f}\" font-family=\"Helvetica, Arial, "
       "sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
@@ -108,13 +114,16 @@ std::string pipeline_svg(const scenario::Scenario& s, const Metrics& m, const st
     const double x = left + b.start_s * scale;
     const double w = std::max(0.5, (b.end_s - b.start_s) * scale);
     const double y = top + b.stage * row + 3;
-    const char* fill = b.backward ? "#74c476" : "#6baed6";
+    const char* fill = b.weight ? "#a1d99b" : b.backward ? "#74c476" : "#6baed6";
     svg +=
         fmt::format("<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\" stroke=\"white\" "
                     "stroke-width=\"0.5\"><title>stage {} {} micro-batch {}{}: {} to {}</title></rect>\n",
-                    x, y, w, row - 6, fill, b.stage, b.backward ? "backward" : "forward", b.microbatch,
-                    s.plan.virtual_stages > 1 ? fmt::format(" chunk {}", b.chunk) : "", core::format_time(b.start_s),
-                    core::format_time(b.end_s));
+                    x, y, w, row - 6, fill, b.stage,
+                    b.weight     ? "weight gradients"
+                    : b.backward ? "backward"
+                                 : "forward",
+                    b.microbatch, s.plan.virtual_stages > 1 ? fmt::format(" chunk {}", b.chunk) : "",
+                    core::format_time(b.start_s), core::format_time(b.end_s));
     if (b.recompute_s > 0)
       svg += fmt::format("<rect x=\"{:.2f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"4\" fill=\"#e6550d\"/>\n", x, y,
                          std::max(0.5, b.recompute_s * scale));
@@ -144,6 +153,10 @@ std::string pipeline_svg(const scenario::Scenario& s, const Metrics& m, const st
   svg += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"14\" height=\"4\" fill=\"#e6550d\"/><text x=\"{}\" "
                      "y=\"{:.1f}\">recomputation</text>\n",
                      left + 190, legend - 6, left + 208, legend);
+  if (s.plan.dualpipe())
+    svg += fmt::format("<rect x=\"{}\" y=\"{:.1f}\" width=\"14\" height=\"10\" fill=\"#a1d99b\"/><text x=\"{}\" "
+                       "y=\"{:.1f}\">weight gradients, later</text>\n",
+                       left, legend + 9, left + 18, legend + 18);
   svg += fmt::format("<text x=\"{}\" y=\"{:.1f}\" fill=\"#444\">grey: idle (bubble, or waiting for communication); "
                      "numbers: micro-batch{}</text>\n",
                      left + 320, legend, s.plan.virtual_stages > 1 ? ".chunk" : "");
@@ -183,7 +196,7 @@ std::string pass_list(const scenario::Scenario& s, const std::vector<const PassB
 {
   std::vector<std::string> labels;
   for (const PassBox* b : passes)
-    labels.push_back((b->backward ? "B" : "F") + mb_label(s, *b));
+    labels.push_back(letter(*b) + mb_label(s, *b));
   const auto joined = [&labels](std::size_t from, std::size_t to) {
     std::string out;
     for (std::size_t i = from; i < to; ++i)
@@ -213,10 +226,11 @@ std::string pipeline_text(const scenario::Scenario& s, const Metrics& m, const s
 
   // The timeline: each pass over the columns of its time; its label where the whole label fits in its own columns,
   // else its letter alone; never one label over another.
-  std::string out = fmt::format("pipeline: {} across {} columns ({} per column); F forward, B backward, then the "
-                                "micro-batch{}; - and = the rest of a pass, . idle\n",
+  std::string out = fmt::format("pipeline: {} across {} columns ({} per column); F forward, B backward, {}then the "
+                                "micro-batch{}; -, ={} the rest of a pass, . idle\n",
                                 core::format_time(span), w, core::format_time(span / static_cast<double>(w)),
-                                s.plan.virtual_stages > 1 ? ".chunk" : "");
+                                s.plan.dualpipe() ? "W weight gradients left for later, " : "",
+                                s.plan.virtual_stages > 1 ? ".chunk" : "", s.plan.dualpipe() ? ", ~" : " and");
   for (std::size_t st = 0; st < by_stage.size(); ++st) {
     std::string row(w, '.');
     std::vector<int> owner(w, -1);
@@ -231,7 +245,7 @@ std::string pipeline_text(const scenario::Scenario& s, const Metrics& m, const s
           std::clamp(std::lround(b.end_s / span * ws), static_cast<long>(c0) + 1, static_cast<long>(w)));
       cells[i] = {c0, c1};
       for (std::size_t c = c0; c < c1; ++c) {
-        row[c] = b.backward ? '=' : '-';
+        row[c] = b.weight ? '~' : b.backward ? '=' : '-';
         owner[c] = static_cast<int>(i);
       }
     }
@@ -245,7 +259,7 @@ std::string pipeline_text(const scenario::Scenario& s, const Metrics& m, const s
         ++to;
       if (from == to)
         continue;
-      const std::string label = (passes[i]->backward ? "B" : "F") + mb_label(s, *passes[i]);
+      const std::string label = letter(*passes[i]) + mb_label(s, *passes[i]);
       const std::string shown = label.size() <= to - from ? label : label.substr(0, 1);
       row.replace(from, shown.size(), shown);
     }

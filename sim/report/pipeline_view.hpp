@@ -19,6 +19,7 @@ struct PassBox {
   int chunk = 0;
   int microbatch = 0;
   bool backward = false;
+  bool weight = false; // the weight gradients a zero-bubble backward pass left (DualPipe)
   double start_s = 0;
   double end_s = 0;
   double recompute_s = 0; // of which recomputation

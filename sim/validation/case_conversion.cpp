@@ -529,8 +529,13 @@ class Converter {
       }
     } else if (mentions(schedule, "gpipe")) {
       p["schedule"] = "gpipe";
+    } else if (mentions(schedule, "dualpipev")) {
+      p["schedule"] = "dualpipev";
+    } else if (mentions(schedule, "dualpipe")) {
+      p["schedule"] = "dualpipe";
     } else if (!schedule.empty() && !mentions(schedule, "1f1b")) {
-      unsupported(fmt::format("pipeline_schedule \"{}\" is not understood (1F1B, interleaved or GPipe)",
+      unsupported(fmt::format("pipeline_schedule \"{}\" is not understood (1F1B, interleaved, GPipe, DualPipe or "
+                              "DualPipeV)",
                               text(plan, "pipeline_schedule")));
       return std::nullopt;
     }

@@ -548,7 +548,10 @@ class Builder {
     const int mb = ref.microbatch;
     const int vs = virtual_stage(p_, s, ref.chunk);
     const auto v = static_cast<std::size_t>(vs);
-    const Where base{forward ? Category::FORWARD : Category::BACKWARD, s, ref.chunk, mb, -1};
+    const Where base{forward                    ? Category::FORWARD
+                     : ref.pass == Pass::WEIGHT ? Category::WEIGHT
+                                                : Category::BACKWARD,
+                     s, ref.chunk, mb, -1};
     if (ref.pass == Pass::WEIGHT) {
       weight_pass(s, vs, base);
       return;
@@ -722,7 +725,6 @@ class Builder {
       tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
   }
 
-
   // 1F1B with the all-to-all overlapped (Megatron-core's --overlap-moe-expert-parallel-comm): a forward and a
   // backward pass of different micro-batches, next to each other in the stage's order, run side by side as two
   // streams of work on each GPU, so that one's all-to-alls proceed while the other computes (the replay still runs a
@@ -730,6 +732,7 @@ class Builder {
   static bool pairable(const PassRef& a, const PassRef& b) { return a.pass != b.pass && a.microbatch != b.microbatch; }
   void side_by_side(int s, const PassRef& a, const PassRef& b, bool send_output = true)
   {
+    g_.concurrent_passes = true;
     const auto gpus = stage_gpus(s);
     std::vector<std::vector<TaskId>> before;
     for (int r : gpus)

@@ -103,7 +103,10 @@ GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::Paralle
   double per_microbatch = groups * (all_layers + ends) + items * (accumulate + stage_gpus);
   if (plan.software.host_syncs_per_microbatch > 0)
     per_microbatch += 2.0 * chunks * stage_gpus;
-  per_microbatch += 2.0 * (chunks - 1.0) * groups * (1.0 + 2.0 * tp.simulated + collective_tasks(tp));
+  const double boundaries = plan.schedule == plan::Schedule::DUALPIPE ? stages - 1.0 : chunks - 1.0; // on a path
+  per_microbatch += 2.0 * boundaries * groups * (1.0 + 2.0 * tp.simulated + collective_tasks(tp));
+  if (plan.dualpipe()) // at most every item's weight gradients later, each with its accumulation and join
+    per_microbatch += items * (accumulate + 2.0 * stage_gpus);
 
   // Data parallelism: gradient buckets per stage (an item never split, except per tensor), reduced every micro-batch
   // with ZeRO-2/3 or once per step; ZeRO-3 gathers each item's parameters before each pass.

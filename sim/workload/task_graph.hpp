@@ -21,20 +21,22 @@ inline constexpr TaskId no_task = std::numeric_limits<TaskId>::max();
 enum class TaskKind : std::uint8_t { COMPUTE, TRANSFER, SYNC };
 
 // What a task is for: the forward, backward and recomputed passes and the optimizer on the compute stream;
-// tensor-, pipeline-, data-, expert- and context-parallel communication.
-enum class Category : std::uint8_t { FORWARD, BACKWARD, RECOMPUTE, OPTIMIZER, TP, PP, DP, EP, CP };
+// tensor-, pipeline-, data-, expert- and context-parallel communication; the weight gradients a zero-bubble backward
+// pass left for later (DualPipe).
+enum class Category : std::uint8_t { FORWARD, BACKWARD, RECOMPUTE, OPTIMIZER, TP, PP, DP, EP, CP, WEIGHT };
 
 inline constexpr std::array<core::Choice<TaskKind>, 3> task_kind_choices{
     {{"compute", TaskKind::COMPUTE}, {"transfer", TaskKind::TRANSFER}, {"sync", TaskKind::SYNC}}};
-inline constexpr std::array<core::Choice<Category>, 9> category_choices{{{"forward", Category::FORWARD},
-                                                                         {"backward", Category::BACKWARD},
-                                                                         {"recompute", Category::RECOMPUTE},
-                                                                         {"optimizer", Category::OPTIMIZER},
-                                                                         {"tp", Category::TP},
-                                                                         {"pp", Category::PP},
-                                                                         {"dp", Category::DP},
-                                                                         {"ep", Category::EP},
-                                                                         {"cp", Category::CP}}};
+inline constexpr std::array<core::Choice<Category>, 10> category_choices{{{"forward", Category::FORWARD},
+                                                                          {"backward", Category::BACKWARD},
+                                                                          {"recompute", Category::RECOMPUTE},
+                                                                          {"optimizer", Category::OPTIMIZER},
+                                                                          {"tp", Category::TP},
+                                                                          {"pp", Category::PP},
+                                                                          {"dp", Category::DP},
+                                                                          {"ep", Category::EP},
+                                                                          {"cp", Category::CP},
+                                                                          {"weight_gradient", Category::WEIGHT}}};
 
 struct Task {
   TaskKind kind = TaskKind::SYNC;
@@ -84,7 +86,8 @@ class TaskGraph {
   std::size_t dependency_count() const { return edges_.size() + dep_ids_.size(); }
 
   int gpus = 0;
-  TaskId step_end = no_task; // depends on everything
+  TaskId step_end = no_task;      // depends on everything
+  bool concurrent_passes = false; // some GPU runs two passes side by side (compute tasks of both may be ready at once)
 
   // Folded graphs simulate one GPU per pipeline stage (tp 0 of data-parallel replica 0), standing for the
   // `multiplicity` identical GPUs of its stage; their symmetric peers are reached through loopbacks to the

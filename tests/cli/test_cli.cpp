@@ -700,3 +700,24 @@ TEST_CASE("overlapping one micro-batch's all-to-alls with another's compute shor
   CHECK(b["breakdown_s"]["compute"].get<double>() >= busy);
   CHECK(b["breakdown_s"]["compute"].get<double>() <= 1.2 * busy);
 }
+
+TEST_CASE("DualPipe and DualPipeV shrink the teaching pipeline's bubble near their formula and fold exactly")
+{
+  const std::string s = scenario("teaching/1f1b.json") + " --set plan.global_batch=16";
+  const auto one = run_json(s);
+  for (const char* schedule : {"dualpipe", "dualpipev"}) {
+    INFO(schedule);
+    const auto folded = run_json(s + " --set plan.schedule=" + schedule);
+    const auto full = run_json(s + " --set plan.schedule=" + schedule + " --no-fold");
+    CHECK(folded["step_time_s"].get<double>() == Approx(full["step_time_s"].get<double>()).epsilon(1e-9));
+    const double bubble = folded["bubble"]["mean"].get<double>();
+    const double theory = folded["bubble"]["theory"].get<double>();
+    CHECK(theory == Approx(std::string(schedule) == "dualpipe" ? 2.0 / 50.0 : 3.0 / 51.0));
+    CHECK(bubble >= theory - 0.005);
+    CHECK(bubble <= theory + 0.06);
+    CHECK(bubble < 0.6 * one["bubble"]["mean"].get<double>());
+    CHECK(folded["step_time_s"].get<double>() < one["step_time_s"].get<double>());
+    // The same layer, measured on passes that ran alone.
+    CHECK(folded["layer_s"]["forward"].get<double>() == Approx(one["layer_s"]["forward"].get<double>()));
+  }
+}

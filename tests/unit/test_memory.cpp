@@ -166,6 +166,31 @@ TEST_CASE("1F1B holds at most p micro-batches on stage 0, GPipe all m, interleav
   CHECK(e.memory.per_stage[0].in_flight.per_chunk == std::vector<int>{2});
 }
 
+TEST_CASE("DualPipe holds pp + 1 chunks' activations and two copies of the weights, DualPipeV 2 pp + 1 half-size "
+          "chunks, as deepseek-ai/DualPipe's table has them")
+{
+  auto doc = scenario_json("llama2-7b", {{"pp", 4}, {"dp", 2}, {"global_batch", 32}});
+  const auto one = estimate(doc).memory.per_stage;
+  doc["plan"]["schedule"] = "dualpipe";
+  const auto dual = estimate(doc).memory.per_stage;
+  doc["plan"]["schedule"] = "dualpipev";
+  const auto v = estimate(doc).memory.per_stage;
+  for (int stage = 0; stage < 4; ++stage) {
+    INFO("stage " << stage);
+    const auto& d = dual[static_cast<std::size_t>(stage)];
+    CHECK(d.in_flight.per_chunk[0] + d.in_flight.per_chunk[1] == 4 + 1);
+    CHECK(d.in_flight.layer_microbatches == Approx(8.0 * 5)); // chunks of a stage's 8 layers
+    const auto& w = v[static_cast<std::size_t>(stage)];
+    CHECK(w.in_flight.per_chunk[0] + w.in_flight.per_chunk[1] == 2 * 4 + 1);
+    CHECK(w.in_flight.layer_microbatches == Approx(4.0 * 9)); // chunks of 4 layers
+    CHECK(d.layer_params == Approx(2.0 * one[1].layer_params));
+    CHECK(w.layer_params == Approx(one[1].layer_params));
+  }
+  // Both ends hold an embedding and an output layer under DualPipe, the first GPU under DualPipeV.
+  CHECK(dual[0].params == Approx(dual[3].params));
+  CHECK(v[0].params > v[3].params);
+}
+
 TEST_CASE("the OOM verdict compares each stage's peak with HBM")
 {
   auto e = estimate(scenario_json("llama2-70b", {{"tp", 8}}));

@@ -136,6 +136,26 @@ TEST_CASE("infeasible plans are reported with their numbers")
              Catch::Contains("12 GPUs do not fill whole 8-GPU nodes of 'dgx-a100'"));
 }
 
+TEST_CASE("DualPipe is refused where deepseek-ai/DualPipe asserts: an odd pp, too few or an odd number of "
+          "micro-batches")
+{
+  CHECK_THAT(
+      load_error(scenario_json(
+          "llama2-7b", {{"pp", 2}, {"dp", 4}, {"global_batch", 32}, {"schedule", "dualpipe"}, {"virtual_stages", 3}})),
+      Catch::Contains("/plan/virtual_stages: dualpipe runs two chunks per GPU, not virtual_stages=3"));
+  CHECK_THAT(
+      load_error(scenario_json("llama2-7b", {{"pp", 1}, {"dp", 8}, {"global_batch", 32}, {"schedule", "dualpipev"}})),
+      Catch::Contains("/plan/pp: dualpipev needs at least 2 pipeline stages, not pp=1"));
+  CHECK_THAT(load_error(scenario_json("llama2-7b", {{"pp", 8}, {"global_batch", 10}, {"schedule", "dualpipe"}})),
+             Catch::Contains("/plan/global_batch: dualpipe needs an even number of, and at least 2*pp = 16 "
+                             "micro-batches per step; this plan has 10"));
+  CHECK_THAT(
+      load_error(scenario_json("llama2-7b", {{"pp", 4}, {"dp", 2}, {"global_batch", 18}, {"schedule", "dualpipe"}})),
+      Catch::Contains("an even number of, and at least 2*pp = 8 micro-batches per step; this plan has 9"));
+  CHECK(load_error(
+            scenario_json("llama2-7b", {{"pp", 4}, {"dp", 2}, {"global_batch", 18}, {"schedule", "dualpipev"}})) == "");
+}
+
 TEST_CASE("a TP group spanning nodes and an uneven layer split are flagged, not refused")
 {
   auto s = load(scenario_json("llama2-7b", {{"tp", 16}}));

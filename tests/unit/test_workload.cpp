@@ -553,9 +553,12 @@ TEST_CASE("FSDP's BACKWARD_POST gathers the next layer only after the current on
 
 TEST_CASE("the task graph's size is estimated before it is built, folded or not")
 {
-  for (const auto& plan : {nlohmann::json{{"tp", 2}, {"pp", 2}, {"dp", 4}, {"global_batch", 16}},
-                           nlohmann::json{{"tp", 8}, {"pp", 2}, {"dp", 1}, {"global_batch", 8}},
-                           nlohmann::json{{"tp", 1}, {"pp", 1}, {"dp", 8}, {"global_batch", 32}, {"zero_stage", 3}}})
+  for (const auto& plan :
+       {nlohmann::json{{"tp", 2}, {"pp", 2}, {"dp", 4}, {"global_batch", 16}},
+        nlohmann::json{{"tp", 8}, {"pp", 2}, {"dp", 1}, {"global_batch", 8}},
+        nlohmann::json{{"tp", 1}, {"pp", 1}, {"dp", 8}, {"global_batch", 32}, {"zero_stage", 3}},
+        nlohmann::json{{"tp", 2}, {"pp", 4}, {"dp", 1}, {"global_batch", 16}, {"schedule", "dualpipe"}},
+        nlohmann::json{{"tp", 2}, {"pp", 2}, {"dp", 2}, {"global_batch", 16}, {"schedule", "dualpipev"}}})
     for (bool fold : {false, true}) {
       const auto built = build(plan, tiny_model(8), "dgx-a100", fold);
       const auto estimate =
@@ -567,4 +570,132 @@ TEST_CASE("the task graph's size is estimated before it is built, folded or not"
       CHECK(estimate.tasks / actual < 1.5);
       CHECK(estimate.bytes / estimate.tasks > 100); // graph, dependencies and replay state per task
     }
+}
+
+TEST_CASE(
+    "DualPipe and DualPipeV run each micro-batch's passes once on its path, weight gradients after their backward")
+{
+  for (const auto schedule : {sim::plan::Schedule::DUALPIPE, sim::plan::Schedule::DUALPIPE_V}) {
+    const int pp = 8;
+    const int m = 20;
+    auto p = plan_of(pp, m, schedule, 2);
+    const bool bidirectional = schedule == sim::plan::Schedule::DUALPIPE;
+    for (int stage = 0; stage < pp; ++stage) {
+      INFO((bidirectional ? "DualPipe" : "DualPipeV") << " stage " << stage);
+      std::map<std::tuple<Pass, int, int>, int> seen; // (pass, chunk, micro-batch) -> position
+      std::set<std::pair<int, int>> deferred;
+      const auto order = sim::workload::stage_order(p, stage);
+      for (std::size_t i = 0; i < order.size(); ++i) {
+        const PassRef& r = order[i];
+        CHECK(seen.emplace(std::make_tuple(r.pass, r.chunk, r.microbatch), static_cast<int>(i)).second);
+        if (r.pass == Pass::BACKWARD) // after its forward pass
+          CHECK(seen.count(std::make_tuple(Pass::FORWARD, r.chunk, r.microbatch)) == 1);
+        if (r.defer_weight)
+          deferred.emplace(r.chunk, r.microbatch);
+        if (r.pass == Pass::WEIGHT)
+          CHECK(deferred.count({r.chunk, r.microbatch}) == 1);
+      }
+      // DualPipe: the first half of the micro-batches on chunk 0, the second half on chunk 1; DualPipeV: all on both.
+      for (int chunk = 0; chunk < 2; ++chunk)
+        for (int mb = 0; mb < m; ++mb) {
+          const bool on_path = !bidirectional || (mb < m / 2) == (chunk == 0);
+          CHECK(seen.count(std::make_tuple(Pass::FORWARD, chunk, mb)) == (on_path ? 1U : 0U));
+          CHECK(seen.count(std::make_tuple(Pass::BACKWARD, chunk, mb)) == (on_path ? 1U : 0U));
+        }
+      std::size_t weights = 0;
+      for (const auto& r : order)
+        weights += r.pass == Pass::WEIGHT ? 1 : 0;
+      CHECK(weights == deferred.size());
+      CHECK(weights > 0);
+    }
+  }
+  // deepseek-ai/DualPipe's step() on the first of 4 ranks, 8 micro-batches: two chunk-0 forwards (step 1), a forward on
+  // each chunk (step 2), a zero-bubble backward, its weights and a forward (step 3), the overlapped pairs (step 4), ...
+  const auto order = sim::workload::stage_order(plan_of(4, 8, sim::plan::Schedule::DUALPIPE, 2), 0);
+  std::string text;
+  for (const auto& r : order)
+    text += (text.empty() ? "" : " ") +
+            std::string(r.pass == Pass::FORWARD  ? "F"
+                        : r.pass == Pass::WEIGHT ? "W"
+                                                 : "B") +
+            std::to_string(r.chunk) + "." + std::to_string(r.microbatch);
+  CHECK(text == "F0.0 F0.1 F0.2 F1.4 B1.4 W1.4 F1.5 F0.3 B1.5 F1.6 B0.0 B1.6 F1.7 B0.1 B1.7 B0.2 W0.2 B0.3 W0.3");
+}
+
+TEST_CASE("a zero-bubble backward pass splits into the input gradients and the weight gradients, nothing lost")
+{
+  const auto b = build({{"tp", 2}, {"pp", 4}, {"global_batch", 8}, {"schedule", "dualpipe"}}, tiny_model(8));
+  const auto& x = b.scenario;
+  const auto programs = sim::workload::build_programs(x.model, x.plan, x.cluster.gpu);
+  auto flops = [](const sim::workload::Program& program) {
+    double f = 0;
+    for (const auto& s : program)
+      f += s.flops;
+    return f;
+  };
+  const double full = flops(programs.layer_backward[0]);
+  const double weights = flops(programs.layer_weight[0]);
+  CHECK(flops(programs.layer_backward_input[0]) + weights == Approx(full).epsilon(1e-12));
+  // The weight gradients of QKV, the projection and both FFN matrices: 2 T x (4 h^2 + 2 h f) / t.
+  const double h = 1024;
+  const double f = 4 * h;
+  const double tokens = 1024;
+  CHECK(weights == Approx(2.0 * tokens * (4.0 * h * h + 2.0 * h * f) / 2.0).epsilon(1e-12));
+  CHECK(flops(programs.head_weight) == Approx(2.0 * tokens * h * 32000 / 2.0).epsilon(1e-12));
+  // Both tensor-parallel collectives of the backward stay with the input gradients.
+  std::size_t collectives = 0;
+  for (const auto& s : programs.layer_backward_input[0])
+    collectives += s.kind != sim::workload::Step::Kind::COMPUTE ? 1 : 0;
+  CHECK(collectives == 2);
+}
+
+TEST_CASE("DualPipe does 1F1B's compute over two copies of the model, whose gradients each pair of GPUs sums")
+{
+  const nlohmann::json plan{{"tp", 2}, {"pp", 4}, {"global_batch", 8}};
+  auto dual = plan;
+  dual["schedule"] = "dualpipe";
+  auto model = tiny_model(8);
+  model["tie_embeddings"] = false; // (1F1B's last stage would keep a copy of a tied embedding)
+  const auto a = build(plan, model);
+  const auto b = build(dual, model);
+  auto total = [](const sim::workload::TaskGraph& g) {
+    double s = 0;
+    for (const auto& t : g.tasks())
+      if (t.kind == TaskKind::COMPUTE && t.category != Category::OPTIMIZER)
+        s += t.duration_s;
+    return s;
+  };
+  CHECK(total(b.tasks) == Approx(total(a.tasks)).epsilon(1e-9));
+  // Twice the optimizer's work: every GPU holds two chunks of a stage's size.
+  double optimizer_a = 0;
+  double optimizer_b = 0;
+  for (int r = 0; r < 8; ++r) {
+    optimizer_a += compute_time(a.tasks, Category::OPTIMIZER, r);
+    optimizer_b += compute_time(b.tasks, Category::OPTIMIZER, r);
+  }
+  CHECK(optimizer_b == Approx(2.0 * optimizer_a).epsilon(1e-9));
+  // One all-reduce per GPU pair (s, 3 - s) and TP rank, of the two chunks' gradients in fp32.
+  std::set<std::uint32_t> copies;
+  for (const auto& t : b.tasks.tasks())
+    if (t.kind == TaskKind::TRANSFER && t.collective != sim::workload::no_task &&
+        b.tasks.label_text(b.tasks.collectives()[t.collective].label) == "model copies' gradient all-reduce") {
+      copies.insert(t.collective);
+      const auto from = sim::plan::coords_of(b.scenario.plan, t.rank);
+      const auto to = sim::plan::coords_of(b.scenario.plan, t.peer);
+      CHECK(from.pp + to.pp == 3);
+    }
+  CHECK(copies.size() == 2 * 2);
+  // The graph has no cycle: every task is reached.
+  const auto& g = b.tasks;
+  std::vector<std::size_t> pending(g.size());
+  std::deque<sim::workload::TaskId> ready;
+  for (sim::workload::TaskId i = 0; i < g.size(); ++i)
+    if ((pending[i] = g.dependencies(i).size()) == 0)
+      ready.push_back(i);
+  std::size_t done = 0;
+  for (; !ready.empty(); ready.pop_front(), ++done)
+    for (auto s : g.successors(ready.front()))
+      if (--pending[s] == 0)
+        ready.push_back(s);
+  CHECK(done == g.size());
 }
