@@ -95,8 +95,8 @@ void check_dualpipe(const ParallelPlan& p, const core::Node& node)
   const std::int64_t m = p.microbatches();
   if (m < 2 * p.pp || (p.schedule == Schedule::DUALPIPE && m % 2 != 0))
     infeasible(node, "global_batch",
-               fmt::format("{} needs {}at least 2*pp = {} micro-batches per step; this plan has {}", name,
-                           p.schedule == Schedule::DUALPIPE ? "an even number of, and " : "", 2 * p.pp, m));
+               fmt::format("{} needs at least 2*pp = {} micro-batches per step{}; this plan has {}", name, 2 * p.pp,
+                           p.schedule == Schedule::DUALPIPE ? ", an even number" : "", m));
   if (p.software.pipeline_engine == PipelineEngine::DEEPSPEED)
     infeasible(node, "schedule", fmt::format("DeepSpeed's pipeline engine does not run {}", name),
                "schedule 1f1b, or pipeline_engine megatron");

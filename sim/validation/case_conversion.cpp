@@ -120,6 +120,7 @@ const std::set<std::string>& known_fields(std::string_view section)
         "etp",
         "moe_dispatcher",
         "moe_a2a_overlap",
+        "moe_fp8_dispatch",
         "vpp",
         "micro_batch",
         "global_batch",
@@ -465,6 +466,8 @@ class Converter {
     }
     if (const auto overlap = flag(plan, "moe_a2a_overlap"))
       p["moe_a2a_overlap"] = *overlap;
+    if (const auto fp8 = flag(plan, "moe_fp8_dispatch"))
+      p["moe_fp8_dispatch"] = *fp8;
     return true;
   }
 

@@ -147,11 +147,11 @@ TEST_CASE("DualPipe is refused where deepseek-ai/DualPipe asserts: an odd pp, to
       load_error(scenario_json("llama2-7b", {{"pp", 1}, {"dp", 8}, {"global_batch", 32}, {"schedule", "dualpipev"}})),
       Catch::Contains("/plan/pp: dualpipev needs at least 2 pipeline stages, not pp=1"));
   CHECK_THAT(load_error(scenario_json("llama2-7b", {{"pp", 8}, {"global_batch", 10}, {"schedule", "dualpipe"}})),
-             Catch::Contains("/plan/global_batch: dualpipe needs an even number of, and at least 2*pp = 16 "
-                             "micro-batches per step; this plan has 10"));
+             Catch::Contains("/plan/global_batch: dualpipe needs at least 2*pp = 16 micro-batches per step, an even "
+                             "number; this plan has 10"));
   CHECK_THAT(
       load_error(scenario_json("llama2-7b", {{"pp", 4}, {"dp", 2}, {"global_batch", 18}, {"schedule", "dualpipe"}})),
-      Catch::Contains("an even number of, and at least 2*pp = 8 micro-batches per step; this plan has 9"));
+      Catch::Contains("at least 2*pp = 8 micro-batches per step, an even number; this plan has 9"));
   CHECK(load_error(
             scenario_json("llama2-7b", {{"pp", 4}, {"dp", 2}, {"global_batch", 18}, {"schedule", "dualpipev"}})) == "");
 }
