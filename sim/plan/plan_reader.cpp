@@ -116,12 +116,13 @@ void check_context(const ParallelPlan& p, const core::Node& node, const model::M
   if (!p.fused_attention())
     infeasible(node, "attention", "context parallelism runs fused attention (Transformer Engine) only",
                "a fused attention, or cp 1");
-  if (m.mla)
-    infeasible(node, "cp", "context parallelism with multi-head latent attention is not simulated yet", "cp 1");
-  // The all-to-all kind attends over the whole sequence for a share of the heads, so any mask works; the ring with
-  // a window fetches only the keys the window reaches, which is not simulated.
+  // The all-to-all kind attends over the whole sequence for a share of the heads, so any mask works; Transformer
+  // Engine's ring (p2p) asserts against a window (attn_forward_func_with_cp: a2a or all_gather only).
   if (m.sliding_window > 0 && p.cp_kind == CpKind::RING)
-    infeasible(node, "cp_kind", "ring context parallelism with sliding-window attention is not simulated yet",
+    infeasible(node, "cp_kind",
+               fmt::format("Transformer Engine's ring context parallelism does not support the sliding-window "
+                           "attention of model '{}'",
+                           m.name),
                "cp_kind all_to_all, or cp 1");
   if (p.cp_kind == CpKind::ALL_TO_ALL) {
     const auto heads = m.num_attention_heads / p.tp;
@@ -234,7 +235,7 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
                         fmt::format("num_layers={} of model '{}'", model.num_layers, model.name));
   } else if (p.schedule == Schedule::DUALPIPE && p.virtual_stages == 2 && model.num_layers >= p.pp) {
     p.layers_per_chunk = balanced_split(static_cast<int>(model.num_layers), p.pp); // the path of the first copy
-    const auto copy = p.layers_per_chunk;                                        // and of the second
+    const auto copy = p.layers_per_chunk;                                          // and of the second
     p.layers_per_chunk.insert(p.layers_per_chunk.end(), copy.begin(), copy.end());
   } else if (model.num_layers >= p.chunks()) {
     p.layers_per_chunk = balanced_split(static_cast<int>(model.num_layers), p.chunks());

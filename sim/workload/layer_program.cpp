@@ -18,7 +18,7 @@ struct Shape {
   double b, s, T, Tsp; // micro-batch, sequence, tokens on this GPU (b s / cp), tokens outside the TP region (T / t, SP)
   double cp;           // context-parallel ranks sharing each sequence
   plan::CpKind cp_kind;
-  double h, q, kv, f, f1, a, d, t, vocab;
+  double h, q, kv, v, f, f1, a, d, t, vocab; // v: the values' width (MLA's differ from its keys')
   bool sp, flash, dropout, rope, gated;
   bool fp8;                // the linear layers' GEMMs take FP8 operands (Transformer Engine)
   plan::Fp8Recipe recipe;  // and how their inputs are scaled
@@ -104,6 +104,7 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const har
   x.h = static_cast<double>(m.hidden_size);
   x.q = static_cast<double>(m.q_width());
   x.kv = static_cast<double>(m.kv_width());
+  x.v = m.mla ? static_cast<double>(m.o_width()) : x.kv;
   x.f = static_cast<double>(m.ffn_hidden_size);
   x.gated = model::is_gated(m.ffn_kind);
   x.f1 = x.gated ? 2.0 * x.f : x.f;
@@ -459,14 +460,14 @@ void add_compute(Program& p, const Costing& c, std::string label, const std::vec
 Program context_parallel_core(const Shape& x, const Costing& c, bool backward, bool recompute)
 {
   if (x.cp_kind == plan::CpKind::RING) {
-    const double kv = e * x.T * 2.0 * x.kv / x.t; // this GPU's keys and values
+    const double kv = e * x.T * (x.kv + x.v) / x.t; // this GPU's keys and values
     Step ring =
         c.compute(backward ? "ring attention backward" : "ring attention", ring_attention(x, backward), recompute);
     ring = overlap(std::move(ring), CollectiveKind::ALL_GATHER, x.cp * kv * (backward ? 2.0 : 1.0));
     ring.group = Group::CP;
     return {ring};
   }
-  const double qkv = e * x.T * (x.q + 2.0 * x.kv) / x.t;
+  const double qkv = e * x.T * (x.q + x.kv + x.v) / x.t;
   const double out = e * x.T * x.o / x.t;
   return {collective(backward ? "cp output-grad all-to-all" : "cp qkv all-to-all", CollectiveKind::ALL_TO_ALL,
                      backward ? out : qkv, Group::CP),
@@ -652,11 +653,11 @@ Program moe_backward(const Shape& x, const Costing& c)
   if (shared_gather)
     p.push_back(
         collective("shared expert input-grad reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.shared_gathered));
-  p.push_back(c.compute("router backward", {memory_bound("permute backward", 2.0 * e * x.pairs_sent * x.h),
-                                            memory_bound("router softmax backward", 3.0 * 4.0 * x.Tsp * x.experts),
-                                            gemm("router dgrad", x.Tsp, x.h, x.experts, 1, GemmLayout::DGRAD),
-                                            weight_gradient(gemm("router wgrad", x.h, x.experts, x.Tsp, 1,
-                                                                 GemmLayout::WGRAD))}));
+  p.push_back(c.compute("router backward",
+                        {memory_bound("permute backward", 2.0 * e * x.pairs_sent * x.h),
+                         memory_bound("router softmax backward", 3.0 * 4.0 * x.Tsp * x.experts),
+                         gemm("router dgrad", x.Tsp, x.h, x.experts, 1, GemmLayout::DGRAD),
+                         weight_gradient(gemm("router wgrad", x.h, x.experts, x.Tsp, 1, GemmLayout::WGRAD))}));
   return p;
 }
 
@@ -895,8 +896,8 @@ Program head_backward(const Shape& x, const Costing& c)
   Program p{c.compute("logits dgrad", {memory_bound("cross entropy backward", 8.0 * logits),
                                        memory_bound("logit gradient to 16 bits", (4.0 + e) * logits),
                                        gemm("logits dgrad", x.T, x.h, x.vocab / x.t, 1, GemmLayout::DGRAD)})};
-  const Step wgrad = c.compute("logits wgrad",
-                               {weight_gradient(gemm("logits wgrad", x.h, x.vocab / x.t, x.T, 1, GemmLayout::WGRAD))});
+  const Step wgrad =
+      c.compute("logits wgrad", {weight_gradient(gemm("logits wgrad", x.h, x.vocab / x.t, x.T, 1, GemmLayout::WGRAD))});
   if (x.t > 1)
     backward_overlap(p, x, wgrad, x.sp ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, x.T * x.h * e);
   else

@@ -144,5 +144,33 @@ TEST_CASE("sliding-window attention splits over the context-parallel group as al
   CHECK_THAT(test::error_of([&] {
                attention_flops({{"cp", 4}, {"dp", 2}});
              }),
-             Catch::Contains("ring context parallelism with sliding-window attention is not simulated yet"));
+             Catch::Contains("Transformer Engine's ring context parallelism does not support the sliding-window"));
+}
+
+TEST_CASE("multi-head latent attention splits over the context-parallel group with its keys and values of different "
+          "widths, as Transformer Engine passes them")
+{
+  // DeepSeek-V3's attention at 16K tokens: 128 heads, keys of 192 (128 + 64 rotary) and values of 128 per head.
+  auto doc = scenario_json("deepseek-v3",
+                           {{"global_batch", 8}, {"seq_length", 16384}, {"dp", 8}, {"ep", 8}, {"recompute", "full"}},
+                           "dgx-h100");
+  auto load_plan = [&](const nlohmann::json& plan) {
+    auto d = doc;
+    d["plan"].update(plan);
+    const auto file = test::write_json(test::scratch_dir() / "s.json", d);
+    return sim::scenario::load_scenario(file, test::options());
+  };
+  const double a = 128, dk = 192, dv = 128, e = 2;
+  for (int cp : {2, 4}) {
+    INFO("cp " << cp);
+    const double T = 16384.0 / cp;
+    const auto ring = load_plan({{"cp", cp}, {"dp", 8 / cp}});
+    const auto programs = sim::workload::build_programs(ring.model, ring.plan, ring.cluster.gpu);
+    const auto* step = cp_step(programs.layer_forward[1]); // a MoE layer
+    REQUIRE(step != nullptr);
+    CHECK(step->bytes == Approx(cp * T * a * (dk + dv) * e));
+    const auto a2a = load_plan({{"cp", cp}, {"dp", 8 / cp}, {"cp_kind", "all_to_all"}});
+    const auto a2a_programs = sim::workload::build_programs(a2a.model, a2a.plan, a2a.cluster.gpu);
+    CHECK(cp_step(a2a_programs.layer_forward[1])->bytes == Approx(T * a * (dk + dk + dv) * e));
+  }
 }
