@@ -159,7 +159,7 @@ class Builder {
     return r;
   }
 
-  enum class Dim { TP, DP, EP, ETP, EDP, CP };
+  enum class Dim { TP, DP, EP, ETP, EDP, CP, STAGE }; // STAGE: all the stage's GPUs
   std::vector<int> group_of(Dim dim, int gpu) const
   {
     const plan::RankCoords c = plan::coords_of(p_, gpu);
@@ -176,6 +176,13 @@ class Builder {
         return expert_group(ExpertDim::EDP, c.tp, c.dp, c.pp);
       case Dim::CP:
         return cp_group(c.tp, c.dp, c.pp);
+      case Dim::STAGE: {
+        std::vector<int> all;
+        for (int d = 0; d < p_.dp_cp(); ++d)
+          for (int t = 0; t < p_.tp; ++t)
+            all.push_back(rank(t, d, c.pp));
+        return all;
+      }
     }
     return {};
   }
@@ -596,9 +603,46 @@ class Builder {
         for (int r : stage_gpus(s))
           grad_ready_[static_cast<std::size_t>(r)][items[i]] = join(r);
     }
+    reduce_amaxes(s, items, forward, base);
     pass_on(s, ref.pass, vs, base, send_output);
     if (weights && p_.zero_stage >= 2)
       reduce_gradients(s, mb);
+  }
+
+  // FP8 with delayed scaling: when a pass leaves Transformer Engine's fp8_autocast region (forward) or ends its first
+  // FP8 module's backward, the amaxes of the pass's FP8 tensors are max-reduced over Megatron's amax reduction group
+  // (every GPU of the stage: TP x CP x DP), blocking the GPU (reduce_and_update_fp8_tensors). One fp32 per tensor:
+  // input, weight and output per GEMM forward, output and input gradient per GEMM backward.
+  void reduce_amaxes(int s, const std::vector<int>& items, bool forward, const Where& w)
+  {
+    if (!p_.fp8() || p_.fp8_recipe != plan::Fp8Recipe::DELAYED || p_.tp * p_.dp_cp() == 1)
+      return;
+    double gemms = 0;
+    for (int item : items)
+      if (item >= 0)
+        gemms += fp8_gemms(item);
+    if (gemms == 0)
+      return;
+    for (const auto& group : groups(Dim::STAGE, s)) {
+      const auto members = simulated_of(group);
+      const TaskId end = collective(CollectiveKind::ALL_REDUCE, group, 4.0 * (forward ? 3.0 : 2.0) * gemms,
+                                    Category::DP, "fp8 amax all-reduce", w, tails_of(members));
+      for (int r : members)
+        tail_[static_cast<std::size_t>(r)] = {end};
+    }
+  }
+
+  // The FP8 GEMMs of a transformer layer on one GPU: the attention's projections, and the FFN's two or, in a MoE
+  // layer, two per local expert and two for the shared expert.
+  double fp8_gemms(int layer) const
+  {
+    double attention = 2; // QKV and the output projection
+    if (m_.mla)
+      attention = (m_.mla->q_lora_rank > 0 ? 4.0 : 3.0) + 1.0;
+    if (!m_.is_moe_layer(layer))
+      return attention + 2.0;
+    const double local = static_cast<double>(m_.moe->num_experts) / p_.ep;
+    return attention + 2.0 * local + (m_.moe->shared_expert_ffn_hidden_size > 0 ? 2.0 : 0.0);
   }
 
   // The weight gradients a zero-bubble backward pass left, item by item in backward order.
@@ -1069,7 +1113,7 @@ class Builder {
   double act_bytes_ = 0;
   double grad_bytes_ = 0;
   std::vector<memory::RankParams> layer_params_;                     // per layer, on one GPU
-  std::array<std::vector<std::vector<std::vector<int>>>, 6> groups_; // per Dim, per stage: groups()
+  std::array<std::vector<std::vector<std::vector<int>>>, 7> groups_; // per Dim, per stage: groups()
   std::vector<int> first_layer_;                                     // per virtual stage
   std::vector<int> forwards_, gradients_; // per virtual stage: forward passes, and weight gradients, built so far
   const Program no_program_;

@@ -160,6 +160,32 @@ TEST_CASE("the first micro-batch casts every layer's weights to FP8 once per ste
     CHECK(bf16.tasks.label_text(t.label) != "fp8 weight cast");
 }
 
+TEST_CASE(
+    "delayed scaling max-reduces each pass's amaxes over the stage's GPUs, blocking, and the other recipes do not")
+{
+  nlohmann::json model = sim::core::read_json_file(test::source_dir() / "models" / "llama2-7b.json");
+  auto reductions = [&](const char* recipe) {
+    const auto plan = llama({{"precision", "fp8"}, {"fp8_recipe", recipe}, {"tp", 2}, {"dp", 4}})["plan"];
+    const auto built = test::build(plan, model, "dgx-h100", false);
+    std::vector<double> bytes;
+    for (std::uint32_t i = 0; i < built.tasks.collectives().size(); ++i) {
+      const auto& c = built.tasks.collectives()[i];
+      if (built.tasks.label_text(c.label) == "fp8 amax all-reduce") {
+        CHECK(c.ranks == 8);
+        bytes.push_back(c.bytes);
+      }
+    }
+    return bytes;
+  };
+  const auto delayed = reductions("delayed");
+  // A forward and a backward pass of each of the 2 micro-batches: 32 layers of 4 GEMMs, 3 and then 2 fp32 amaxes each.
+  REQUIRE(delayed.size() == 4);
+  for (std::size_t i = 0; i < 4; ++i)
+    CHECK(delayed[i] == Approx(32 * 4 * (i % 2 == 0 ? 3 : 2) * 4.0));
+  CHECK(reductions("current").empty());
+  CHECK(reductions("blockwise").empty());
+}
+
 TEST_CASE("FP8 options are refused where they cannot apply")
 {
   auto error = [](const nlohmann::json& plan, const std::string& topology = "dgx-h100") {
