@@ -61,12 +61,18 @@ UnitTable flop_rate_units()
   return t;
 }
 
+UnitTable power_units()
+{
+  return UnitTable{{"W", 1.0}, {"kW", 1e3}, {"MW", 1e6}};
+}
+
 const UnitTable& units_of(Dimension dimension)
 {
   static const UnitTable bytes = size_units();
   static const UnitTable rates = rate_units();
   static const UnitTable times = time_units();
   static const UnitTable flops = flop_rate_units();
+  static const UnitTable power = power_units();
   switch (dimension) {
     case Dimension::BYTES:
       return bytes;
@@ -76,6 +82,8 @@ const UnitTable& units_of(Dimension dimension)
       return times;
     case Dimension::FLOP_RATE:
       return flops;
+    case Dimension::POWER:
+      return power;
   }
   return bytes;
 }
@@ -117,6 +125,8 @@ Range plausible_range(Dimension dimension)
       return {1e-12, 365.0 * 86400.0, "from 1ps to 365d"};
     case Dimension::FLOP_RATE:
       return {1e9, 1e19, "from 1Gf to 10Ef"};
+    case Dimension::POWER:
+      return {1.0, 1e9, "from 1W to 1GW"};
   }
   return {0.0, 0.0, ""};
 }
@@ -132,6 +142,8 @@ std::string describe(Dimension dimension)
       return R"(a time such as "2us" or "1.5ms")";
     case Dimension::FLOP_RATE:
       return R"(a FLOP rate such as "989Tf" or "312TFLOPS")";
+    case Dimension::POWER:
+      return R"(a power such as "700W" or "1.2kW")";
   }
   return "a quantity with a unit";
 }
@@ -151,6 +163,8 @@ std::string format_quantity(double v, Dimension dimension)
       return i == 0 ? fmt::format("{:.0f} B", scaled) : fmt::format("{:.2f} {}", scaled, names[i]);
     }
     case Dimension::BANDWIDTH: {
+      if (a >= 1e13)
+        return trim_number(v / 1e12, 4) + " TB/s";
       if (a >= 1e9)
         return trim_number(v / 1e9, 4) + " GB/s";
       if (a >= 1e6)
@@ -172,6 +186,13 @@ std::string format_quantity(double v, Dimension dimension)
       if (a >= 1e12)
         return trim_number(v / 1e12, 4) + " TFLOP/s";
       return trim_number(v / 1e9, 4) + " GFLOP/s";
+    }
+    case Dimension::POWER: {
+      if (a >= 1e6)
+        return trim_number(v / 1e6, 4) + " MW";
+      if (a >= 1e3)
+        return trim_number(v / 1e3, 4) + " kW";
+      return trim_number(v, 4) + " W";
     }
   }
   return trim_number(v, 6);

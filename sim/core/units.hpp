@@ -8,18 +8,18 @@
 
 namespace sim::core {
 
-enum class Dimension { BYTES, BANDWIDTH, TIME, FLOP_RATE };
+enum class Dimension { BYTES, BANDWIDTH, TIME, FLOP_RATE, POWER };
 
 // The value in SI units (bytes, bytes/s, seconds, FLOP/s), or nullopt when `text` is not a number followed by a
 // unit of `dimension`. Accepts SimGrid's spellings (decimal kB..PB, binary KiB..PiB, bits b..Tb, "ps" or "/s" for
-// rates, s/ms/us/ns, f..Ef or flops) with an optional space between number and unit.
+// rates, s/ms/us/ns, f..Ef or flops, W/kW/MW) with an optional space between number and unit.
 std::optional<double> parse_quantity(std::string_view text, Dimension dimension);
 
 // How to write one, for error messages: `a bandwidth such as "450GBps" or "400Gbps"`.
 std::string describe(Dimension dimension);
 
 // The values a physical field of this dimension can plausibly take (SI): beyond them a value is a typo or a unit
-// mix-up (1 B to 1 PB, 1 MB/s to 1 PB/s, 1 ps to 1 year, 1 GFLOP/s to 10 EFLOP/s).
+// mix-up (1 B to 1 PB, 1 MB/s to 1 PB/s, 1 ps to 1 year, 1 GFLOP/s to 10 EFLOP/s, 1 W to 1 GW).
 struct Range {
   double min;
   double max;

@@ -53,6 +53,15 @@ std::map<MemoryKernel, MemoryKernelRate> read_memory_kernels(const core::Node& n
 
 } // namespace
 
+std::vector<std::string> GpuSpec::estimates() const
+{
+  std::vector<std::string> out;
+  for (const auto& [field, source] : sources)
+    if (source.find("[datasheet-only estimate]") != std::string::npos)
+      out.push_back(field);
+  return out;
+}
+
 GpuSpec read_gpu(const core::Node& node)
 {
   core::ObjectReader r(node);
@@ -96,6 +105,7 @@ GpuSpec read_gpu(const core::Node& node)
   }
   if (auto price = r.find("list_price_usd"))
     g.list_price_usd = price->as_number(0.0, 1e7);
+  g.tdp_w = r.quantity_or("tdp", core::Dimension::POWER, 0.0);
 
   // A source names a field, or a member of one as a path (memory_kernels/dropout): the field must be there (an
   // override may have removed the member).

@@ -12,13 +12,15 @@
 
 namespace sim::hardware {
 
-enum class Precision { BF16, FP16, FP8, TF32, FP32 };
+// Tensor-core modes a catalogue entry may list (FP4: Blackwell's, listed for buyers; no plan trains in it yet).
+enum class Precision { BF16, FP16, FP8, TF32, FP32, FP4 };
 
-inline constexpr std::array<core::Choice<Precision>, 5> precision_choices{{{"bf16", Precision::BF16},
+inline constexpr std::array<core::Choice<Precision>, 6> precision_choices{{{"bf16", Precision::BF16},
                                                                            {"fp16", Precision::FP16},
                                                                            {"fp8", Precision::FP8},
                                                                            {"tf32", Precision::TF32},
-                                                                           {"fp32", Precision::FP32}}};
+                                                                           {"fp32", Precision::FP32},
+                                                                           {"fp4", Precision::FP4}}};
 
 // Achieved bandwidth of a class of memory-bound kernels, as a fraction of the nominal HBM bandwidth.
 struct MemoryKernelRate {
@@ -53,7 +55,11 @@ struct GpuSpec {
   std::map<MemoryKernel, MemoryKernelRate> memory_kernels; // measured classes; the others stream at memory_efficiency
   std::shared_ptr<const KernelTables> kernel_tables;       // measured GEMM and attention rates; null when none
   std::optional<double> list_price_usd;
+  double tdp_w = 0; // board power (W); 0 when not given
   std::map<std::string, std::string> sources; // field -> where the number comes from
+
+  // The fields whose source marks them a datasheet-only estimate (nothing measured on the part behind them).
+  std::vector<std::string> estimates() const;
 
   // Peak FLOP/s for `p`; nullopt when the part has no such tensor-core mode.
   std::optional<double> peak(Precision p) const;

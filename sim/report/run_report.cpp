@@ -108,6 +108,8 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
   // FLOPs, TFLOP/s and MFU count the parameters each token uses: for a MoE model, the active ones.
   j["model"] = {{"name", s.model.name}, {"params", counts.total}, {"active_params", counts.active}};
   j["cluster"] = {{"name", s.cluster.name}, {"gpu", s.cluster.gpu.name}, {"gpus", s.gpus}, {"nodes", s.nodes}};
+  if (const auto estimates = s.cluster.gpu.estimates(); !estimates.empty())
+    j["cluster"]["gpu_estimates"] = estimates; // catalogue fields with nothing measured behind them
   j["plan"] = plan_json(s.plan);
   j["step_time_s"] = m.step_time_s;
   j["pipeline_time_s"] = m.pipeline_time_s;
@@ -194,6 +196,14 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
   line(fmt::format("step time {}   {:.0f} tokens/s   {:.1f} TFLOP/s per GPU   MFU {}   HFU {}",
                    core::format_time(m.step_time_s), m.tokens_per_s, m.tflops_per_gpu, percent(m.mfu), percent(m.hfu)));
   line(validation::accuracy_line(validation));
+  if (const auto estimates = s.cluster.gpu.estimates(); !estimates.empty()) {
+    std::string fields;
+    for (const auto& f : estimates)
+      fields += (fields.empty() ? "" : ", ") + f;
+    line(fmt::format("catalogue: {}'s {} {} datasheet-only estimate{} (nothing measured on the part)",
+                     s.cluster.gpu.name, fields, estimates.size() == 1 ? "is a" : "are",
+                     estimates.size() == 1 ? "" : "s"));
+  }
   line("");
   line("where the step goes (mean over GPUs)");
   const auto& b = m.breakdown;

@@ -152,7 +152,7 @@ NicSpec read_nics(const core::Node& node, int gpus)
   core::ObjectReader r(node);
   NicSpec n;
   n.kind = r.choice_or<NicKind>("kind", nic_kind_choices, NicKind::INFINIBAND);
-  n.count = static_cast<int>(r.integer("count", 1, 64));
+  n.count = static_cast<int>(r.integer("count", 1, 256));
   n.bandwidth = r.quantity("bandwidth", core::Dimension::BANDWIDTH);
   n.latency = r.quantity("latency", core::Dimension::TIME);
   n.efficiency = r.number_or("efficiency", 1.0, 0.05, 1.0);

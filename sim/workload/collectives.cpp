@@ -52,6 +52,7 @@ const Lowering::PathInfo& Lowering::path(int a, int b)
     const auto links = topology::route(g_, a, b);
     info.bandwidth = std::numeric_limits<double>::infinity();
     info.hop = Hop::NVLINK;
+    info.direct = links.size() == 1 && g_.graph[links.front()].cls == topology::LinkClass::NVLINK;
     for (auto e : links) {
       const auto& l = g_.graph[e];
       info.bandwidth = std::min(info.bandwidth, l.bandwidth * l.efficiency);
@@ -105,6 +106,44 @@ CollectivePhase Lowering::ring(CollectiveKind kind, const std::vector<int>& rank
   return phase;
 }
 
+bool Lowering::full_mesh(const std::vector<int>& ranks)
+{
+  if (ranks.size() < 3) // two ranks: a ring is direct
+    return false;
+  for (int a : ranks)
+    for (int b : ranks)
+      if (a != b && !path(a, b).direct)
+        return false;
+  return true;
+}
+
+// A direct reduce-scatter or all-gather on a full mesh: n(n-1) flows of 1/n of the buffer, all at once, one step.
+CollectivePhase Lowering::direct(const std::vector<int>& ranks, double bytes)
+{
+  const double share = bytes / static_cast<double>(ranks.size());
+  double bandwidth = std::numeric_limits<double>::infinity();
+  for (int a : ranks)
+    for (int b : ranks)
+      if (a != b)
+        bandwidth = std::min(bandwidth, path(a, b).bandwidth);
+  double best_time = std::numeric_limits<double>::infinity();
+  Protocol best = SIMPLE;
+  for (Protocol p : {LL, LL128, SIMPLE}) {
+    const double time = (base_latency_us[p] + nvlink_step_us[p]) * 1e-6 + share / (bandwidth * bandwidth_share[p]);
+    if (time < best_time) {
+      best_time = time;
+      best = p;
+    }
+  }
+  const double latency = (base_latency_us[best] + nvlink_step_us[best]) * 1e-6;
+  CollectivePhase phase;
+  for (int a : ranks)
+    for (int b : ranks)
+      if (a != b)
+        phase.push_back(Flow{a, b, share / bandwidth_share[best], latency});
+  return phase;
+}
+
 double ring_bytes_per_rank(CollectiveKind kind, int n, double bytes)
 {
   const double share = static_cast<double>(n - 1) / n;
@@ -132,15 +171,18 @@ std::vector<CollectivePhase> Lowering::collective(CollectiveKind kind, const std
   const bool spans_nodes = by_node.size() > 1 && per_node > 1;
   const bool hierarchical = uniform && spans_nodes &&
                             (algorithm == CollectiveAlgorithm::AUTO || algorithm == CollectiveAlgorithm::HIERARCHICAL);
-  if (!hierarchical)
-    return {ring(kind, ranks, bytes)};
+  if (!hierarchical) {
+    if (full_mesh(ranks) && kind == CollectiveKind::ALL_REDUCE)
+      return {direct(ranks, bytes), direct(ranks, bytes)}; // reduce-scatter, then all-gather
+    return {ring_or_direct(kind, ranks, bytes)};
+  }
 
   // Inside each node over the node's share, across nodes per local rank over 1/per_node of the buffer.
   std::vector<CollectivePhase> phases;
   auto intra = [&](CollectiveKind k, double buffer) {
     CollectivePhase phase;
     for (const auto& [node, members] : by_node)
-      for (const Flow& f : ring(k, members, buffer))
+      for (const Flow& f : ring_or_direct(k, members, buffer))
         phase.push_back(f);
     return phase;
   };

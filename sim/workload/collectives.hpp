@@ -2,7 +2,9 @@
 // once, so one flow per edge carrying the whole per-rank volume, plus the ring's step latencies, times it exactly
 // in the bandwidth regime with n flows instead of 2n(n-1). Groups that span nodes with several GPUs per node
 // run hierarchically: reduce-scatter inside each node, a ring per local rank across nodes, all-gather inside
-// each node. The protocol (LL, LL128, Simple) is the one NCCL's own cost model would pick.
+// each node. The protocol (LL, LL128, Simple) is the one NCCL's own cost model would pick. On a full mesh (AMD's
+// Infinity Fabric: every pair of GPUs on a link of its own) reduce-scatters and all-gathers are direct, as RCCL
+// runs them there: every rank sends its 1/n share to each other rank at once, over all its links.
 #pragma once
 
 #include "topology/cluster_graph.hpp"
@@ -54,11 +56,18 @@ class Lowering {
   struct PathInfo {
     Hop hop = Hop::NETWORK;
     double bandwidth = 0; // achievable, of the narrowest link
+    bool direct = false;  // one NVLink-class link of its own (a mesh), no switch between
   };
   const PathInfo& path(int a, int b);
 
  private:
   CollectivePhase ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes);
+  bool full_mesh(const std::vector<int>& ranks);
+  CollectivePhase direct(const std::vector<int>& ranks, double bytes);
+  CollectivePhase ring_or_direct(CollectiveKind kind, const std::vector<int>& ranks, double bytes)
+  {
+    return kind != CollectiveKind::ALL_REDUCE && full_mesh(ranks) ? direct(ranks, bytes) : ring(kind, ranks, bytes);
+  }
 
   const topology::ClusterGraph& g_;
   std::unordered_map<std::uint64_t, PathInfo> paths_;

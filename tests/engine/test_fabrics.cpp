@@ -1,0 +1,83 @@
+// The all-reduce bus bandwidth of each system in the catalogue against its published nccl-tests / rccl-tests figure:
+// one large all-reduce of the node's GPUs, lowered as NCCL (or RCCL) runs it and replayed alone. Each TEST_CASE is one
+// process, one simulation.
+#include "engine/replay.hpp"
+#include "scenario/scenario.hpp"
+#include "workload/collectives.hpp"
+
+#include "../unit/support.hpp"
+
+#include <numeric>
+
+namespace {
+
+// Bus bandwidth (nccl-tests' busbw: 2(n-1)/n x size / time) of one all-reduce of `bytes` over the first `n` GPUs of
+// one node of `topology`.
+double all_reduce_bus_bandwidth(const std::string& topology, int n, double bytes)
+{
+  const auto cluster = sim::scenario::load_cluster(topology, test::options());
+  const auto graph = sim::topology::build_graph(cluster, 1);
+  std::vector<int> ranks(static_cast<std::size_t>(n));
+  std::iota(ranks.begin(), ranks.end(), 0);
+  sim::workload::TaskGraph g;
+  g.gpus = graph.gpus();
+  g.cluster_gpus = graph.gpus();
+  g.stage_leaders = {0};
+  sim::workload::TaskId previous = g.add(sim::workload::Task{});
+  for (const auto& phase : sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, ranks, bytes,
+                                                           graph, sim::plan::CollectiveAlgorithm::AUTO)) {
+    std::vector<sim::workload::TaskId> flows;
+    for (const auto& f : phase) {
+      sim::workload::Task t;
+      t.kind = sim::workload::TaskKind::TRANSFER;
+      t.rank = f.src;
+      t.peer = f.dst;
+      t.bytes = f.bytes;
+      t.latency_s = f.latency_s;
+      flows.push_back(g.add(t));
+      g.depend(flows.back(), previous);
+    }
+    previous = g.add(sim::workload::Task{});
+    for (auto id : flows)
+      g.depend(previous, id);
+  }
+  g.step_end = previous;
+  g.finalize();
+  const double time = sim::engine::replay(g, graph).step_time_s;
+  return 2.0 * (n - 1) / n * bytes / time;
+}
+
+} // namespace
+
+TEST_CASE("HGX H200: a ring all-reduce of 8 GPUs at NVLink4's published ring bus bandwidth, 370 GB/s")
+{
+  // NVIDIA/nccl-tests#212 (maintainer): ~370 GB/s ring on 8 H100s, the same NVLink4 switch fabric. NCCL's NVLS
+  // (switch-side reduction, 475 GB/s measured on 8 H200s in NVIDIA/nccl-tests#272) is not modelled.
+  CHECK(all_reduce_bus_bandwidth("hgx-h200", 8, 8e9) == Approx(370e9).epsilon(0.10));
+}
+
+TEST_CASE("HGX B200: a ring all-reduce of 8 GPUs at its published 700 GB/s")
+{
+  // NVIDIA GTC25 S72583 slide 12: 8x B200 all-reduce without SHARP (ring), 700 GB/s; stas00/ml-engineering
+  // network/README.md (p6-b200, NVLS off, 8 GiB): 682 GB/s.
+  CHECK(all_reduce_bus_bandwidth("hgx-b200", 8, 8e9) == Approx(700e9).epsilon(0.10));
+}
+
+TEST_CASE("GB200 NVL72: a ring all-reduce of 32 GPUs of the NVLink domain at its published 680 GB/s")
+{
+  // NVIDIA GTC25 S72583 slide 12: 32 GPUs of a GB200 NVL72 without SHARP, 680 GB/s; Azure ND GB200 v6: 679.6 GB/s.
+  CHECK(all_reduce_bus_bandwidth("gb200-nvl72", 32, 16e9) == Approx(680e9).epsilon(0.10));
+}
+
+TEST_CASE("8x MI300X: a direct all-reduce over the Infinity Fabric mesh at RCCL's published 319 GB/s")
+{
+  // ROCm blog 'MI300X RCCL xGMI' (2025-03-02): rccl-tests all_reduce 8 GPUs, 319.0 GB/s at 16 GiB; Azure ND MI300X
+  // v5: 316.8 GB/s. A ring over one link per GPU would reach at most 64 GB/s x 0.71.
+  CHECK(all_reduce_bus_bandwidth("mi300x", 8, 16e9) == Approx(319e9).epsilon(0.10));
+}
+
+TEST_CASE("8x MI325X: a direct all-reduce over the Infinity Fabric mesh at its published 318 GB/s")
+{
+  // rccl-tests all_reduce on 8x MI325X hosts, 318.26 GB/s at 8 GB (the catalogue entry's source).
+  CHECK(all_reduce_bus_bandwidth("mi325x", 8, 8e9) == Approx(318e9).epsilon(0.10));
+}
