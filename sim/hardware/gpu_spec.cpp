@@ -1,5 +1,7 @@
 #include "hardware/gpu_spec.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace sim::hardware {
@@ -59,6 +61,17 @@ std::vector<std::string> GpuSpec::estimates() const
   for (const auto& [field, source] : sources)
     if (source.find("[datasheet-only estimate]") != std::string::npos)
       out.push_back(field);
+  // Efficiencies nobody measured on the part: the nominal rates stand in for them.
+  const bool attention_measured =
+      attention_efficiency > 0 || (kernel_tables && !kernel_tables->attention.empty());
+  const std::array<std::pair<bool, const char*>, 4> unmeasured{
+      {{memory_efficiency == 0, "memory_efficiency"},
+       {!attention_measured, "attention_efficiency"},
+       {nvlink_bandwidth > 0 && nccl_nvlink_efficiency == 0, "nccl_nvlink_efficiency"},
+       {peak(Precision::FP8) && fp8_gemm_speedup == 0, "fp8_gemm_speedup"}}};
+  for (const auto& [missing, field] : unmeasured)
+    if (missing && std::find(out.begin(), out.end(), field) == out.end())
+      out.emplace_back(field);
   return out;
 }
 

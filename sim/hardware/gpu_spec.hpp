@@ -58,7 +58,8 @@ struct GpuSpec {
   double tdp_w = 0; // board power (W); 0 when not given
   std::map<std::string, std::string> sources; // field -> where the number comes from
 
-  // The fields whose source marks them a datasheet-only estimate (nothing measured on the part behind them).
+  // The fields whose source marks them a datasheet-only estimate (nothing measured on the part behind them), and
+  // the efficiencies not measured on the part at all (nominal rates stand in).
   std::vector<std::string> estimates() const;
 
   // Peak FLOP/s for `p`; nullopt when the part has no such tensor-core mode.

@@ -200,9 +200,8 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
     std::string fields;
     for (const auto& f : estimates)
       fields += (fields.empty() ? "" : ", ") + f;
-    line(fmt::format("catalogue: {}'s {} {} datasheet-only estimate{} (nothing measured on the part)",
-                     s.cluster.gpu.name, fields, estimates.size() == 1 ? "is a" : "are",
-                     estimates.size() == 1 ? "" : "s"));
+    line(fmt::format("catalogue: {}'s {} {} not measured on the part (datasheet rates or estimates stand in)",
+                     s.cluster.gpu.name, fields, estimates.size() == 1 ? "is" : "are"));
   }
   line("");
   line("where the step goes (mean over GPUs)");
