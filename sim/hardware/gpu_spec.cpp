@@ -62,8 +62,7 @@ std::vector<std::string> GpuSpec::estimates() const
     if (source.find("[datasheet-only estimate]") != std::string::npos)
       out.push_back(field);
   // Efficiencies nobody measured on the part: the nominal rates stand in for them.
-  const bool attention_measured =
-      attention_efficiency > 0 || (kernel_tables && !kernel_tables->attention.empty());
+  const bool attention_measured = attention_efficiency > 0 || (kernel_tables && !kernel_tables->attention.empty());
   const std::array<std::pair<bool, const char*>, 4> unmeasured{
       {{memory_efficiency == 0, "memory_efficiency"},
        {!attention_measured, "attention_efficiency"},

@@ -32,19 +32,34 @@ Goodput goodput(const scenario::Reliability& r, int gpus)
   return g;
 }
 
-CostMetrics cost_metrics(const scenario::Economics& e, const hardware::GpuSpec& gpu, int gpus, double tokens_per_s)
+CostMetrics cost_metrics(const scenario::Economics& e, const topology::ClusterSpec& cluster, int gpus,
+                         double tokens_per_s)
 {
   CostMetrics c;
+  const hardware::GpuSpec& gpu = cluster.gpu;
+  const auto& node = cluster.node;
+  const double nodes = static_cast<double>(gpus) / node.gpus; // a share of a node costs its share
   if (e.usd_per_gpu_hour) {
     c.usd_per_gpu_hour = *e.usd_per_gpu_hour;
     c.price_basis = "the scenario's price per GPU-hour";
-  } else if (gpu.list_price_usd) {
-    c.usd_per_gpu_hour = *gpu.list_price_usd / (e.amortization_years * hours_per_year);
-    c.price_basis = fmt::format("list price ${:.0f} over {:g} years", *gpu.list_price_usd, e.amortization_years);
+    c.cluster_usd_per_hour = *e.usd_per_gpu_hour * gpus;
+  } else if (node.price_usd || gpu.list_price_usd) {
+    const double node_price = node.price_usd ? *node.price_usd : *gpu.list_price_usd * node.gpus;
+    c.capital_usd_per_hour = node_price * nodes / (e.amortization_years * hours_per_year);
+    const double node_power_w = node.power_w > 0 ? node.power_w : gpu.tdp_w * node.gpus;
+    c.power_usd_per_hour = node_power_w * nodes / 1000.0 * e.power_utilization * e.pue * e.usd_per_kwh;
+    c.cluster_usd_per_hour = c.capital_usd_per_hour + c.power_usd_per_hour;
+    c.usd_per_gpu_hour = c.cluster_usd_per_hour / gpus;
+    c.price_basis = node.price_usd
+                        ? fmt::format("node price ${:.0f} over {:g} years", *node.price_usd, e.amortization_years)
+                        : fmt::format("list price ${:.0f} over {:g} years", *gpu.list_price_usd, e.amortization_years);
+    if (c.power_usd_per_hour > 0)
+      c.price_basis += fmt::format(", power {:.0f} W per GPU x {:g} x PUE {:g} at ${:g}/kWh", node_power_w / node.gpus,
+                                   e.power_utilization, e.pue, e.usd_per_kwh);
   }
-  if (c.usd_per_gpu_hour) {
-    c.cluster_usd_per_hour = *c.usd_per_gpu_hour * gpus;
-    c.tokens_per_usd = c.cluster_usd_per_hour > 0 ? tokens_per_s * 3600.0 / c.cluster_usd_per_hour : 0.0;
+  if (c.usd_per_gpu_hour && c.cluster_usd_per_hour > 0) {
+    c.tokens_per_usd = tokens_per_s * 3600.0 / c.cluster_usd_per_hour;
+    c.usd_per_million_tokens = 1e6 / c.tokens_per_usd;
   }
   if (e.reliability)
     c.goodput = goodput(*e.reliability, gpus);

@@ -2,8 +2,8 @@
 // the share of the cluster's time left to training when GPUs fail (checkpoint, restart, lost work).
 #pragma once
 
-#include "hardware/gpu_spec.hpp"
 #include "scenario/economics.hpp"
+#include "topology/cluster_spec.hpp"
 
 #include <optional>
 #include <string>
@@ -23,7 +23,10 @@ struct CostMetrics {
   std::optional<double> usd_per_gpu_hour; // none when neither a price nor a list price is known
   std::string price_basis;
   double cluster_usd_per_hour = 0;
+  double capital_usd_per_hour = 0; // owning: the nodes' price over the amortization years
+  double power_usd_per_hour = 0;   // owning: their energy (rented: in the price)
   double tokens_per_usd = 0;
+  std::optional<double> usd_per_million_tokens;
   std::optional<double> training_tokens;
   std::optional<double> time_to_train_s; // at the simulated rate, without failures
   std::optional<double> cost_to_train_usd;
@@ -33,6 +36,10 @@ struct CostMetrics {
 
 Goodput goodput(const scenario::Reliability& r, int gpus);
 
-CostMetrics cost_metrics(const scenario::Economics& e, const hardware::GpuSpec& gpu, int gpus, double tokens_per_s);
+// What `gpus` GPUs of `cluster` cost per hour, rented (the scenario's price) or owned (capital: the node's price, or
+// its GPUs' list price, over the amortization years; power: the node's rated power, or its GPUs' TDP, times the
+// utilization, the PUE and the energy price), and what that makes of `tokens_per_s`.
+CostMetrics cost_metrics(const scenario::Economics& e, const topology::ClusterSpec& cluster, int gpus,
+                         double tokens_per_s);
 
 } // namespace sim::report

@@ -53,7 +53,10 @@ core::Json cost_json(const CostMetrics& c)
   core::Json j{{"usd_per_gpu_hour", optional_json(c.usd_per_gpu_hour)},
                {"price_basis", c.price_basis},
                {"cluster_usd_per_hour", c.cluster_usd_per_hour},
+               {"capital_usd_per_hour", c.capital_usd_per_hour},
+               {"power_usd_per_hour", c.power_usd_per_hour},
                {"tokens_per_usd", c.tokens_per_usd},
+               {"usd_per_million_tokens", optional_json(c.usd_per_million_tokens)},
                {"training_tokens", optional_json(c.training_tokens)},
                {"time_to_train_s", optional_json(c.time_to_train_s)},
                {"cost_to_train_usd", optional_json(c.cost_to_train_usd)},
@@ -72,9 +75,12 @@ std::vector<std::string> cost_lines(const CostMetrics& c, const scenario::Scenar
 {
   std::vector<std::string> out;
   if (c.usd_per_gpu_hour)
-    out.push_back(fmt::format("cost: {} per GPU-hour ({}), {} per hour for {} GPUs: {} tokens per dollar",
+    out.push_back(fmt::format("cost: {} per GPU-hour ({}), {} per hour for {} GPUs: {} tokens per dollar{}",
                               core::format_usd(*c.usd_per_gpu_hour), c.price_basis,
-                              core::format_usd(c.cluster_usd_per_hour), s.gpus, count(c.tokens_per_usd)));
+                              core::format_usd(c.cluster_usd_per_hour), s.gpus, count(c.tokens_per_usd),
+                              c.usd_per_million_tokens
+                                  ? fmt::format(", {} per million tokens", core::format_usd(*c.usd_per_million_tokens))
+                                  : ""));
   if (c.time_to_train_s)
     out.push_back(fmt::format("training {} tokens: {}{}", count(*c.training_tokens),
                               core::format_duration(*c.time_to_train_s),
@@ -155,7 +161,7 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
                    {"peak_bytes", st.peak_bytes},
                    {"oom", st.oom}});
   j["memory"] = {{"per_stage", mem}, {"oom", m.memory.oom}, {"capacity_bytes", m.memory.capacity_bytes}};
-  j["cost"] = cost_json(cost_metrics(s.economics, s.cluster.gpu, s.gpus, m.tokens_per_s));
+  j["cost"] = cost_json(cost_metrics(s.economics, s.cluster, s.gpus, m.tokens_per_s));
   j["tasks"] = cost.tasks;
   j["folded"] = cost.folded;
   j["sim_wall_s"] = cost.wall_s;
@@ -251,7 +257,7 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
       core::format_bytes(m.memory.capacity_bytes), worst.stage,
       m.memory.oom ? fmt::format("OUT OF MEMORY by {}", core::format_bytes(worst.peak_bytes - m.memory.capacity_bytes))
                    : "fits"));
-  for (const auto& l : cost_lines(cost_metrics(s.economics, s.cluster.gpu, s.gpus, m.tokens_per_s), s))
+  for (const auto& l : cost_lines(cost_metrics(s.economics, s.cluster, s.gpus, m.tokens_per_s), s))
     line(l);
   line(fmt::format("simulated {} tasks in {} (peak memory {}){}", cost.tasks, core::format_time(cost.wall_s),
                    core::format_bytes(cost.peak_rss_bytes),

@@ -10,6 +10,9 @@ Economics read_economics(core::ObjectReader& scenario)
     if (auto price = c.find("usd_per_gpu_hour"))
       e.usd_per_gpu_hour = price->as_number(0.0, 1e6);
     e.amortization_years = c.number_or("amortization_years", 3.0, 0.1, 50.0);
+    e.usd_per_kwh = c.number_or("usd_per_kwh", e.usd_per_kwh, 0.0, 10.0);
+    e.pue = c.number_or("pue", e.pue, 1.0, 5.0);
+    e.power_utilization = c.number_or("power_utilization", e.power_utilization, 0.0, 1.0);
     c.finish();
   }
   if (auto tokens = scenario.find("training_tokens"))

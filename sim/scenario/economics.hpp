@@ -16,13 +16,18 @@ struct Reliability {
 };
 
 struct Economics {
-  std::optional<double> usd_per_gpu_hour; // a rental price; else the list price over the amortization period
+  std::optional<double> usd_per_gpu_hour; // a rental price (power included); else owning: capital and power
   double amortization_years = 3.0;
+  // Power of an owned cluster: the nodes' power (or the GPUs' TDP) x utilization x PUE x the price of energy.
+  double usd_per_kwh = 0.08;      // about the US industrial average (EIA Electric Power Monthly, Table 5.6.B, 2024)
+  double pue = 1.56;              // the industry average (Uptime Institute Global Data Center Survey 2024)
+  double power_utilization = 1.0; // of the rated power: 1 prices every node at full load (an upper bound)
   std::optional<double> training_tokens;
   std::optional<Reliability> reliability;
 };
 
-// Reads the scenario keys `cost` ({usd_per_gpu_hour, amortization_years}), `training_tokens` and `reliability`
+// Reads the scenario keys `cost` ({usd_per_gpu_hour, amortization_years, usd_per_kwh, pue, power_utilization}),
+// `training_tokens` and `reliability`
 // ({gpu_failures_per_day, checkpoint_interval, checkpoint_time, restart_time}) from the scenario object.
 Economics read_economics(core::ObjectReader& scenario);
 

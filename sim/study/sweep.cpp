@@ -244,7 +244,7 @@ class Sweep {
     const double tokens = static_cast<double>(s.plan.global_batch) * static_cast<double>(s.plan.seq_length);
     row.bound_metric = tokens / row.bound_s;
     if (o_.rank_by == RankBy::TOKENS_PER_USD) {
-      const auto cost = report::cost_metrics(s.economics, s.cluster.gpu, s.gpus, row.bound_metric);
+      const auto cost = report::cost_metrics(s.economics, s.cluster, s.gpus, row.bound_metric);
       if (!cost.usd_per_gpu_hour)
         throw core::InputError({core::display_path(o_.scenario), "/cost", ""},
                                fmt::format("no price for {}: cannot rank by tokens per dollar", s.cluster.gpu.name), "",

@@ -238,6 +238,9 @@ ClusterSpec read_cluster(const core::Node& node)
     c.node.collective_sms = static_cast<int>(sms->as_integer(0, limit));
   }
   c.node.nccl_memory_traffic = n.number_or("nccl_memory_traffic", c.node.nccl_memory_traffic, 0.0, 10.0);
+  c.node.power_w = n.quantity_or("power", core::Dimension::POWER, 0.0);
+  if (auto price = n.find("price_usd"))
+    c.node.price_usd = price->as_number(1.0, 1e9);
   if (auto nv = n.find("nvlink"))
     c.node.nvlink = read_nvlink(*nv, c.gpu, c.node.gpus);
   if (auto pcie = n.find("pcie"))

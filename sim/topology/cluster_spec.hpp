@@ -71,6 +71,8 @@ struct NodeSpec {
   std::optional<NvLinkFabric> nvlink;
   std::optional<PcieTree> pcie;
   NicSpec nics;
+  double power_w = 0;              // the whole node at full load (0: its GPUs' TDP alone)
+  std::optional<double> price_usd; // the whole node, GPUs included (else the GPUs' list price)
 };
 
 enum class NetworkKind { SINGLE_SWITCH, LEAF_SPINE, FAT_TREE };

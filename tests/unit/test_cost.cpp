@@ -4,27 +4,62 @@
 
 #include <cmath>
 
+namespace {
+
+sim::topology::ClusterSpec cluster_of(std::optional<double> list_price, double tdp_w = 0)
+{
+  sim::topology::ClusterSpec c;
+  c.gpu.list_price_usd = list_price;
+  c.gpu.tdp_w = tdp_w;
+  c.node.gpus = 8;
+  return c;
+}
+
+} // namespace
+
 TEST_CASE("a GPU-hour costs the list price spread over the amortization years, or the scenario's price")
 {
-  sim::hardware::GpuSpec gpu;
-  gpu.list_price_usd = 15000.0;
+  const auto cluster = cluster_of(15000.0);
   sim::scenario::Economics e;
-  const auto c = sim::report::cost_metrics(e, gpu, 64, 1e6);
+  const auto c = sim::report::cost_metrics(e, cluster, 64, 1e6);
   REQUIRE(c.usd_per_gpu_hour);
   CHECK(*c.usd_per_gpu_hour == Approx(15000.0 / (3 * 8760.0)));
   CHECK(c.cluster_usd_per_hour == Approx(64 * 15000.0 / (3 * 8760.0)));
   CHECK(c.tokens_per_usd == Approx(1e6 * 3600.0 / c.cluster_usd_per_hour));
+  CHECK(*c.usd_per_million_tokens == Approx(c.cluster_usd_per_hour / 3600.0));
+  CHECK(c.power_usd_per_hour == 0.0); // no TDP in this catalogue entry
   CHECK_FALSE(c.time_to_train_s);
 
   e.usd_per_gpu_hour = 2.0;
   e.training_tokens = 3.6e12;
-  const auto rented = sim::report::cost_metrics(e, gpu, 64, 1e6);
+  const auto rented = sim::report::cost_metrics(e, cluster, 64, 1e6);
   CHECK(*rented.usd_per_gpu_hour == 2.0);
+  CHECK(rented.capital_usd_per_hour == 0.0);
+  CHECK(rented.power_usd_per_hour == 0.0); // in the rental price
   CHECK(*rented.time_to_train_s == Approx(3.6e6));
   CHECK(*rented.cost_to_train_usd == Approx(1000.0 * 128.0));
 
-  sim::hardware::GpuSpec unpriced;
-  CHECK_FALSE(sim::report::cost_metrics({}, unpriced, 8, 1e6).usd_per_gpu_hour);
+  CHECK_FALSE(sim::report::cost_metrics({}, cluster_of(std::nullopt), 8, 1e6).usd_per_gpu_hour);
+}
+
+TEST_CASE("owning adds power: the node's rated power, or its GPUs' TDP, x utilization x PUE x the energy price")
+{
+  sim::scenario::Economics e;
+  e.usd_per_kwh = 0.10;
+  e.pue = 1.5;
+  e.power_utilization = 0.8;
+  auto cluster = cluster_of(30000.0, 1000.0);
+  const auto gpus_only = sim::report::cost_metrics(e, cluster, 64, 1e6);
+  CHECK(gpus_only.capital_usd_per_hour == Approx(64 * 30000.0 / (3 * 8760.0)));
+  CHECK(gpus_only.power_usd_per_hour == Approx(64 * 1.0 * 0.8 * 1.5 * 0.10));
+  CHECK(gpus_only.cluster_usd_per_hour == Approx(gpus_only.capital_usd_per_hour + gpus_only.power_usd_per_hour));
+  // A node's own price and rated power (CPUs, memory, NICs, fans) replace its GPUs'.
+  cluster.node.price_usd = 400000.0;
+  cluster.node.power_w = 14300.0;
+  const auto node = sim::report::cost_metrics(e, cluster, 64, 1e6);
+  CHECK(node.capital_usd_per_hour == Approx(8 * 400000.0 / (3 * 8760.0)));
+  CHECK(node.power_usd_per_hour == Approx(8 * 14.3 * 0.8 * 1.5 * 0.10));
+  CHECK(*node.usd_per_gpu_hour == Approx(node.cluster_usd_per_hour / 64));
 }
 
 TEST_CASE("goodput: a failure costs a restart and half a checkpoint period, Young's interval is sqrt(2 delta/lambda)")
@@ -47,6 +82,6 @@ TEST_CASE("time to train with failures stretches by the useful fraction")
   sim::scenario::Economics e;
   e.training_tokens = 1e12;
   e.reliability = sim::scenario::Reliability{0.0027, 3600.0, 300.0, 600.0};
-  const auto c = sim::report::cost_metrics(e, {}, 1024, 1e6);
+  const auto c = sim::report::cost_metrics(e, cluster_of(std::nullopt), 1024, 1e6);
   CHECK(*c.time_to_train_with_failures_s == Approx(*c.time_to_train_s / c.goodput->useful_fraction));
 }
