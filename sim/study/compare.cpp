@@ -164,7 +164,15 @@ Comparison compare_reports(const Json& a, const Json& b, std::string a_name, std
   if (has("/cost/tokens_per_usd") && number_at(a, Json::json_pointer("/cost/tokens_per_usd")) > 0) {
     c.rows.push_back({"cost", 0, 0, Unit::TIME, -1});
     add("tokens per dollar", "/cost/tokens_per_usd", Unit::RATE, 1);
+    if (has("/cost/usd_per_million_tokens"))
+      add("$ per million tokens", "/cost/usd_per_million_tokens", Unit::USD, 1);
     add("cluster $ per hour", "/cost/cluster_usd_per_hour", Unit::USD, 1);
+    if (has("/cost/power_usd_per_hour") && number_at(a, Json::json_pointer("/cost/power_usd_per_hour")) +
+                                                   number_at(b, Json::json_pointer("/cost/power_usd_per_hour")) >
+                                               0) {
+      add("  of which capital", "/cost/capital_usd_per_hour", Unit::USD, 1);
+      add("  of which power", "/cost/power_usd_per_hour", Unit::USD, 1);
+    }
   }
   if (has("/cost/time_to_train_s"))
     add("time to train", "/cost/time_to_train_s", Unit::DURATION, 1);
