@@ -571,7 +571,7 @@ class Builder {
     const bool first_forward = forward && forwards_[v]++ == 0;
     const bool weights = !forward && !ref.defer_weight; // this pass computes the weight gradients
     const bool first_gradient = weights && gradients_[v] == 0;
-    const bool last_gradient = weights && ++gradients_[v] == microbatches_through(vs);
+    const bool last_gradient = weights && ++gradients_[v] == microbatches_through();
     const auto items = pass_items(vs, forward);
     std::vector<Gathered> gathered(items.size()); // per item, per GPU
     if (p_.zero_stage >= 3 && !items.empty())
@@ -650,7 +650,7 @@ class Builder {
   {
     const auto v = static_cast<std::size_t>(vs);
     const bool first_gradient = gradients_[v] == 0;
-    const bool last_gradient = ++gradients_[v] == microbatches_through(vs);
+    const bool last_gradient = ++gradients_[v] == microbatches_through();
     for (int item : pass_items(vs, false)) {
       Where w = base;
       w.layer = item >= 0 ? item : -1;
@@ -662,10 +662,9 @@ class Builder {
     }
   }
 
-  // The micro-batches that pass through a virtual stage: DualPipe's two paths carry half of them each.
-  std::int64_t microbatches_through(int vs) const
+  // The micro-batches that pass through each virtual stage: DualPipe's two paths carry half of them each.
+  std::int64_t microbatches_through() const
   {
-    (void)vs;
     return p_.schedule == plan::Schedule::DUALPIPE ? p_.microbatches() / 2 : p_.microbatches();
   }
 

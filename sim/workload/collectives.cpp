@@ -110,6 +110,10 @@ bool Lowering::full_mesh(const std::vector<int>& ranks)
 {
   if (ranks.size() < 3) // two ranks: a ring is direct
     return false;
+  const int node = ranks.front() / g_.gpus_per_node; // a mesh is inside a node: no pair to look up otherwise
+  for (int r : ranks)
+    if (r / g_.gpus_per_node != node)
+      return false;
   for (int a : ranks)
     for (int b : ranks)
       if (a != b && !path(a, b).direct)

@@ -6,6 +6,7 @@
 #include "workload/collectives.hpp"
 
 #include "../unit/support.hpp"
+#include "flow_task.hpp"
 
 #include <numeric>
 
@@ -28,13 +29,7 @@ double all_reduce_bus_bandwidth(const std::string& topology, int n, double bytes
                                                            graph, sim::plan::CollectiveAlgorithm::AUTO)) {
     std::vector<sim::workload::TaskId> flows;
     for (const auto& f : phase) {
-      sim::workload::Task t;
-      t.kind = sim::workload::TaskKind::TRANSFER;
-      t.rank = f.src;
-      t.peer = f.dst;
-      t.bytes = f.bytes;
-      t.latency_s = f.latency_s;
-      flows.push_back(g.add(t));
+      flows.push_back(g.add(test::transfer_of(f)));
       g.depend(flows.back(), previous);
     }
     previous = g.add(sim::workload::Task{});

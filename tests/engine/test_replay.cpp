@@ -7,6 +7,7 @@
 #include "workload/collectives.hpp"
 
 #include "../unit/support.hpp"
+#include "flow_task.hpp"
 
 #include <numeric>
 
@@ -92,15 +93,8 @@ sim::engine::Timeline replay_together(const sim::topology::ClusterGraph& graph,
 double replay_phase(const sim::topology::ClusterGraph& graph, const sim::workload::CollectivePhase& phase)
 {
   std::vector<sim::workload::Task> flows;
-  for (const auto& f : phase) {
-    sim::workload::Task t;
-    t.kind = sim::workload::TaskKind::TRANSFER;
-    t.rank = f.src;
-    t.peer = f.dst;
-    t.bytes = f.bytes;
-    t.latency_s = f.latency_s;
-    flows.push_back(t);
-  }
+  for (const auto& f : phase)
+    flows.push_back(test::transfer_of(f));
   return replay_together(graph, flows).step_time_s;
 }
 

@@ -86,6 +86,22 @@ double collective_payload(const sim::workload::TaskGraph& g, Category category, 
   return bytes;
 }
 
+// How many tasks a topological walk from the tasks without dependencies reaches: all of them unless there is a cycle.
+std::size_t tasks_in_dependency_order(const sim::workload::TaskGraph& g)
+{
+  std::vector<std::size_t> pending(g.size());
+  std::deque<sim::workload::TaskId> ready;
+  for (sim::workload::TaskId i = 0; i < g.size(); ++i)
+    if ((pending[i] = g.dependencies(i).size()) == 0)
+      ready.push_back(i);
+  std::size_t done = 0;
+  for (; !ready.empty(); ready.pop_front(), ++done)
+    for (auto s : g.successors(ready.front()))
+      if (--pending[s] == 0)
+        ready.push_back(s);
+  return done;
+}
+
 double compute_time(const sim::workload::TaskGraph& g, Category c, int rank)
 {
   double s = 0;
@@ -124,21 +140,7 @@ TEST_CASE("the task graph is acyclic and every task is reachable from the step's
 {
   const auto b = build({{"tp", 2}, {"pp", 2}, {"dp", 2}, {"global_batch", 8}});
   const auto& g = b.tasks;
-  std::vector<std::size_t> pending(g.size());
-  std::deque<sim::workload::TaskId> ready;
-  for (sim::workload::TaskId i = 0; i < g.size(); ++i)
-    if ((pending[i] = g.dependencies(i).size()) == 0)
-      ready.push_back(i);
-  std::size_t done = 0;
-  while (!ready.empty()) {
-    const auto t = ready.front();
-    ready.pop_front();
-    ++done;
-    for (auto s : g.successors(t))
-      if (--pending[s] == 0)
-        ready.push_back(s);
-  }
-  CHECK(done == g.size());
+  CHECK(tasks_in_dependency_order(g) == g.size());
   CHECK(g.dependencies(g.step_end).size() > 0);
 }
 
@@ -686,16 +688,5 @@ TEST_CASE("DualPipe does 1F1B's compute over two copies of the model, whose grad
     }
   CHECK(copies.size() == 2 * 2);
   // The graph has no cycle: every task is reached.
-  const auto& g = b.tasks;
-  std::vector<std::size_t> pending(g.size());
-  std::deque<sim::workload::TaskId> ready;
-  for (sim::workload::TaskId i = 0; i < g.size(); ++i)
-    if ((pending[i] = g.dependencies(i).size()) == 0)
-      ready.push_back(i);
-  std::size_t done = 0;
-  for (; !ready.empty(); ready.pop_front(), ++done)
-    for (auto s : g.successors(ready.front()))
-      if (--pending[s] == 0)
-        ready.push_back(s);
-  CHECK(done == g.size());
+  CHECK(tasks_in_dependency_order(b.tasks) == b.tasks.size());
 }
