@@ -99,6 +99,7 @@ GpuSpec read_gpu(const core::Node& node)
   // Measured efficiencies lie between 5 % and 100 % (absent: 0, "not measured").
   g.memory_efficiency = r.number_or("memory_efficiency", 0.0, 0.05, 1.0);
   g.nccl_nvlink_efficiency = r.number_or("nccl_nvlink_efficiency", 0.0, 0.05, 1.0);
+  g.nccl_nvls_efficiency = r.number_or("nccl_nvls_efficiency", 0.0, 0.05, 1.0);
   g.fp8_gemm_speedup = r.number_or("fp8_gemm_speedup", 0.0, 1.0, 4.0);
   g.attention_efficiency = r.number_or("attention_efficiency", 0.0, 0.05, 1.0);
   g.attention_backward_efficiency = r.number_or("attention_backward_efficiency", 0.0, 0.05, 1.0);

@@ -43,6 +43,9 @@ struct GpuSpec {
   double attention_backward_efficiency = 0; // its backward pass's; 0: the forward's
   double kernel_overhead_s = 0;             // fixed time of every kernel (launch, prologue, tail)
   double nccl_nvlink_efficiency = 0;        // NCCL all-reduce bus bandwidth / NVLink nominal; 0 when not measured
+  // NCCL's NVLink SHARP (NVLS) all-reduce algorithm bandwidth (buffer bytes / time: each GPU sends and receives the
+  // buffer once) / NVLink nominal; 0: the part has no NVLS or it was not measured (then all-reduces run as rings).
+  double nccl_nvls_efficiency = 0;
   // Best-shape FP8 GEMM throughput over BF16's, measured on the same chip: FP8 GEMMs run at the BF16 table's rate
   // times this. 0 when not measured (then the datasheet's FP8/BF16 peak ratio stands in).
   double fp8_gemm_speedup = 0;
@@ -55,7 +58,7 @@ struct GpuSpec {
   std::map<MemoryKernel, MemoryKernelRate> memory_kernels; // measured classes; the others stream at memory_efficiency
   std::shared_ptr<const KernelTables> kernel_tables;       // measured GEMM and attention rates; null when none
   std::optional<double> list_price_usd;
-  double tdp_w = 0; // board power (W); 0 when not given
+  double tdp_w = 0;                           // board power (W); 0 when not given
   std::map<std::string, std::string> sources; // field -> where the number comes from
 
   // The fields whose source marks them a datasheet-only estimate (nothing measured on the part behind them), and

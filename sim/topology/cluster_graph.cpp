@@ -199,6 +199,8 @@ ClusterGraph build_graph(const ClusterSpec& spec, int nodes)
   cg.memory_bandwidth =
       spec.gpu.memory_bandwidth * spec.gpu.memory_kernel_efficiency(hardware::MemoryKernel::ELEMENTWISE, false);
   cg.nccl_memory_traffic = spec.node.nccl_memory_traffic;
+  if (const auto* sw = spec.node.nvlink ? std::get_if<NvSwitchFabric>(&*spec.node.nvlink) : nullptr)
+    cg.nvls_rate = sw->bandwidth * spec.gpu.nccl_nvls_efficiency;
   cg.nic_of_gpu.assign(static_cast<std::size_t>(spec.node.gpus), 0);
   for (std::size_t k = 0; k < spec.node.nics.gpus.size(); ++k)
     for (int g : spec.node.nics.gpus[k])

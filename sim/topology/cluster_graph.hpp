@@ -63,6 +63,9 @@ struct ClusterGraph {
   // byte it sends or receives: what a collective beside a kernel takes from it.
   double memory_bandwidth = 0;
   double nccl_memory_traffic = 0;
+  // Bytes/s each GPU of an NVSwitch node sends (and receives) in an NVLink SHARP all-reduce, which moves the whole
+  // buffer once each way (the switch reduces and multicasts); 0 without NVLS.
+  double nvls_rate = 0;
 
   int gpus() const { return nodes * gpus_per_node; }
   std::string device_name(VertexId v) const;

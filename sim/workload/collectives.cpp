@@ -20,6 +20,8 @@ constexpr std::array<double, 3> nvlink_step_us{0.47, 1.9, 3.4};
 constexpr std::array<double, 3> pcie_step_us{1.0, 2.5, 5.7};
 constexpr std::array<double, 3> network_step_us{2.7, 4.0, 9.6};
 constexpr std::array<double, 3> bandwidth_share{0.25, 0.92, 1.0};
+// NVLS runs the Simple protocol only, with no base latency and 25 us over NVLink (the same tuning.cc).
+constexpr double nvls_latency_us = 25.0;
 
 using Hop = Lowering::Hop;
 
@@ -65,19 +67,15 @@ const Lowering::PathInfo& Lowering::path(int a, int b)
   return it->second;
 }
 
-// One ring phase: n flows r_i -> r_{i+1}, the protocol NCCL's model finds fastest.
-CollectivePhase Lowering::ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes)
+// NCCL's choice of protocol for a ring: the fastest by its model, from the ring's slowest hop and narrowest edge.
+Lowering::RingPlan Lowering::ring_plan(CollectiveKind kind, const std::vector<int>& ranks, double bytes)
 {
   const int n = static_cast<int>(ranks.size());
-  if (n < 2)
-    return {};
   std::vector<Hop> hops;
   double edge_bw = std::numeric_limits<double>::infinity();
   bool all_nvlink = true;
   for (int i = 0; i < n; ++i) {
-    const int a = ranks[static_cast<std::size_t>(i)];
-    const int b = ranks[static_cast<std::size_t>((i + 1) % n)];
-    const PathInfo& info = path(a, b);
+    const PathInfo& info = path(ranks[static_cast<std::size_t>(i)], ranks[static_cast<std::size_t>((i + 1) % n)]);
     hops.push_back(info.hop);
     all_nvlink = all_nvlink && info.hop == Hop::NVLINK;
     edge_bw = std::min(edge_bw, info.bandwidth);
@@ -86,23 +84,55 @@ CollectivePhase Lowering::ring(CollectiveKind kind, const std::vector<int>& rank
   const int steps = steps_of(kind, n);
   const Hop slowest = *std::max_element(hops.begin(), hops.end());
   const double per_rank = ring_bytes_per_rank(kind, n, bytes);
-  double best_time = std::numeric_limits<double>::infinity();
-  Protocol best = SIMPLE;
+  RingPlan best{SIMPLE, 0, std::numeric_limits<double>::infinity()};
   for (Protocol p : {LL, LL128, SIMPLE}) {
     if (p == LL128 && !all_nvlink)
       continue;
     const double latency = (base_latency_us[p] + steps * step_latency_us(slowest, p)) * 1e-6;
     const double time = latency + per_rank / (edge_bw * bandwidth_share[p]);
-    if (time < best_time) {
-      best_time = time;
-      best = p;
-    }
+    if (time < best.time)
+      best = RingPlan{p, latency, time};
   }
-  const double latency = (base_latency_us[best] + steps * step_latency_us(slowest, best)) * 1e-6;
+  return best;
+}
+
+// One ring phase: n flows r_i -> r_{i+1}.
+CollectivePhase Lowering::ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes)
+{
+  const int n = static_cast<int>(ranks.size());
+  if (n < 2)
+    return {};
+  const RingPlan plan = ring_plan(kind, ranks, bytes);
+  const double per_rank = ring_bytes_per_rank(kind, n, bytes);
   CollectivePhase phase;
   for (int i = 0; i < n; ++i)
     phase.push_back(Flow{ranks[static_cast<std::size_t>(i)], ranks[static_cast<std::size_t>((i + 1) % n)],
-                         per_rank / bandwidth_share[best], latency});
+                         per_rank / bandwidth_share[static_cast<std::size_t>(plan.protocol)], plan.latency});
+  return phase;
+}
+
+// An all-reduce by NVLink SHARP inside one NVSwitch node, where NCCL's model finds it faster than the ring: each GPU
+// sends the whole buffer to the switch, which reduces, and receives the result it multicasts. Each GPU's port
+// carries the buffer once each way, at the measured NVLS rate: a flow to the next rank stands for it. Groups of 4
+// GPUs or fewer stay on rings: multicast gains nothing there (NVIDIA's GB200 NVL Partition User Guide) and NCCL
+// does not use it (stas00/ml-engineering network/README.md, 4 H200s: ring only; 5 and more: NVLS).
+std::optional<CollectivePhase> Lowering::nvls_all_reduce(const std::vector<int>& ranks, double bytes)
+{
+  constexpr std::size_t fewest_gpus = 5;
+  const int node = ranks.front() / g_.gpus_per_node;
+  if (g_.nvls_rate <= 0 || ranks.size() < fewest_gpus ||
+      std::any_of(ranks.begin(), ranks.end(), [&](int r) { return r / g_.gpus_per_node != node; }))
+    return std::nullopt;
+  const double latency = nvls_latency_us * 1e-6;
+  if (latency + bytes / g_.nvls_rate >= ring_plan(CollectiveKind::ALL_REDUCE, ranks, bytes).time)
+    return std::nullopt;
+  CollectivePhase phase;
+  const std::size_t n = ranks.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const int a = ranks[i];
+    const int b = ranks[(i + 1) % n];
+    phase.push_back(Flow{a, b, bytes * path(a, b).bandwidth / g_.nvls_rate, latency});
+  }
   return phase;
 }
 
@@ -176,6 +206,9 @@ std::vector<CollectivePhase> Lowering::collective(CollectiveKind kind, const std
   const bool hierarchical = uniform && spans_nodes &&
                             (algorithm == CollectiveAlgorithm::AUTO || algorithm == CollectiveAlgorithm::HIERARCHICAL);
   if (!hierarchical) {
+    if (kind == CollectiveKind::ALL_REDUCE && algorithm != CollectiveAlgorithm::RING)
+      if (auto nvls = nvls_all_reduce(ranks, bytes))
+        return {*nvls};
     if (full_mesh(ranks) && kind == CollectiveKind::ALL_REDUCE)
       return {direct(ranks, bytes), direct(ranks, bytes)}; // reduce-scatter, then all-gather
     return {ring_or_direct(kind, ranks, bytes)};

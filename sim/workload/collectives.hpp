@@ -4,13 +4,15 @@
 // run hierarchically: reduce-scatter inside each node, a ring per local rank across nodes, all-gather inside
 // each node. The protocol (LL, LL128, Simple) is the one NCCL's own cost model would pick. On a full mesh (AMD's
 // Infinity Fabric: every pair of GPUs on a link of its own) reduce-scatters and all-gathers are direct, as RCCL
-// runs them there: every rank sends its 1/n share to each other rank at once, over all its links.
+// runs them there: every rank sends its 1/n share to each other rank at once, over all its links. Inside one
+// NVSwitch node whose GPU has NVLink SHARP, an all-reduce runs on the switch (NVLS) where NCCL's model prefers it.
 #pragma once
 
 #include "topology/cluster_graph.hpp"
 #include "workload/layer_program.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -61,6 +63,13 @@ class Lowering {
   const PathInfo& path(int a, int b);
 
  private:
+  struct RingPlan {
+    int protocol = 0;   // NCCL's LL, LL128 or Simple
+    double latency = 0; // seconds, base and steps
+    double time = 0;    // seconds, latency and bytes, by NCCL's model
+  };
+  RingPlan ring_plan(CollectiveKind kind, const std::vector<int>& ranks, double bytes);
+  std::optional<CollectivePhase> nvls_all_reduce(const std::vector<int>& ranks, double bytes);
   CollectivePhase ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes);
   bool full_mesh(const std::vector<int>& ranks);
   CollectivePhase direct(const std::vector<int>& ranks, double bytes);

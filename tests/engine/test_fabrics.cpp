@@ -13,8 +13,9 @@
 namespace {
 
 // Bus bandwidth (nccl-tests' busbw: 2(n-1)/n x size / time) of one all-reduce of `bytes` over the first `n` GPUs of
-// one node of `topology`.
-double all_reduce_bus_bandwidth(const std::string& topology, int n, double bytes)
+// one node of `topology`, as NCCL would choose (AUTO) or as a ring (RING).
+double all_reduce_bus_bandwidth(const std::string& topology, int n, double bytes,
+                                sim::plan::CollectiveAlgorithm algorithm = sim::plan::CollectiveAlgorithm::AUTO)
 {
   const auto cluster = sim::scenario::load_cluster(topology, test::options());
   const auto graph = sim::topology::build_graph(cluster, 1);
@@ -25,8 +26,8 @@ double all_reduce_bus_bandwidth(const std::string& topology, int n, double bytes
   g.cluster_gpus = graph.gpus();
   g.stage_leaders = {0};
   sim::workload::TaskId previous = g.add(sim::workload::Task{});
-  for (const auto& phase : sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, ranks, bytes,
-                                                           graph, sim::plan::CollectiveAlgorithm::AUTO)) {
+  for (const auto& phase :
+       sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, ranks, bytes, graph, algorithm)) {
     std::vector<sim::workload::TaskId> flows;
     for (const auto& f : phase) {
       flows.push_back(g.add(test::transfer_of(f)));
@@ -46,22 +47,48 @@ double all_reduce_bus_bandwidth(const std::string& topology, int n, double bytes
 
 TEST_CASE("HGX H200: a ring all-reduce of 8 GPUs at NVLink4's published ring bus bandwidth, 370 GB/s")
 {
-  // NVIDIA/nccl-tests#212 (maintainer): ~370 GB/s ring on 8 H100s, the same NVLink4 switch fabric. NCCL's NVLS
-  // (switch-side reduction, 475 GB/s measured on 8 H200s in NVIDIA/nccl-tests#272) is not modelled.
-  CHECK(all_reduce_bus_bandwidth("hgx-h200", 8, 8e9) == Approx(370e9).epsilon(0.10));
+  // NVIDIA/nccl-tests#212 (maintainer): ~370 GB/s ring on 8 H100s, the same NVLink4 switch fabric.
+  CHECK(all_reduce_bus_bandwidth("hgx-h200", 8, 8e9, sim::plan::CollectiveAlgorithm::RING) ==
+        Approx(370e9).epsilon(0.10));
+}
+
+TEST_CASE("HGX H200: NCCL picks NVLink SHARP for a large all-reduce of 8 GPUs, at its published 475 GB/s")
+{
+  // NVIDIA/nccl-tests#272 (user): 475 GB/s on 8 H200s with NVLS.
+  CHECK(all_reduce_bus_bandwidth("hgx-h200", 8, 8e9) == Approx(475e9).epsilon(0.10));
+}
+
+TEST_CASE("DGX H100: NVLink SHARP all-reduce of 8 GPUs at its published 480 GB/s")
+{
+  // NVIDIA/dgxc-benchmarking nccl/README.md: 480.16 GB/s at 8 GiB on one DGX H100 (NVLS).
+  CHECK(all_reduce_bus_bandwidth("dgx-h100", 8, 8.0 * (1 << 30)) == Approx(480e9).epsilon(0.10));
 }
 
 TEST_CASE("HGX B200: a ring all-reduce of 8 GPUs at its published 700 GB/s")
 {
   // NVIDIA GTC25 S72583 slide 12: 8x B200 all-reduce without SHARP (ring), 700 GB/s; stas00/ml-engineering
   // network/README.md (p6-b200, NVLS off, 8 GiB): 682 GB/s.
-  CHECK(all_reduce_bus_bandwidth("hgx-b200", 8, 8e9) == Approx(700e9).epsilon(0.10));
+  CHECK(all_reduce_bus_bandwidth("hgx-b200", 8, 8e9, sim::plan::CollectiveAlgorithm::RING) ==
+        Approx(700e9).epsilon(0.10));
+}
+
+TEST_CASE("HGX B200: NVLink SHARP all-reduce of 8 GPUs at its published 838 GB/s")
+{
+  // stas00/ml-engineering network/README.md (p6-b200, NCCL 2.27.7, 8 GiB): 838 GB/s with NVLS; NVIDIA/nccl#1807: 830+.
+  CHECK(all_reduce_bus_bandwidth("hgx-b200", 8, 8.0 * (1 << 30)) == Approx(838e9).epsilon(0.10));
+}
+
+TEST_CASE("GB200 NVL72: NVLink SHARP all-reduce of the whole rack, 72 GPUs, at its published 841 GB/s")
+{
+  // coreweave/nccl-tests README, GB200 single rack (NCCL 2.26.2): 835-847 GB/s at 8 GiB.
+  CHECK(all_reduce_bus_bandwidth("gb200-nvl72", 72, 8.0 * (1 << 30)) == Approx(841e9).epsilon(0.10));
 }
 
 TEST_CASE("GB200 NVL72: a ring all-reduce of 32 GPUs of the NVLink domain at its published 680 GB/s")
 {
   // NVIDIA GTC25 S72583 slide 12: 32 GPUs of a GB200 NVL72 without SHARP, 680 GB/s; Azure ND GB200 v6: 679.6 GB/s.
-  CHECK(all_reduce_bus_bandwidth("gb200-nvl72", 32, 16e9) == Approx(680e9).epsilon(0.10));
+  CHECK(all_reduce_bus_bandwidth("gb200-nvl72", 32, 16e9, sim::plan::CollectiveAlgorithm::RING) ==
+        Approx(680e9).epsilon(0.10));
 }
 
 TEST_CASE("8x MI300X: a direct all-reduce over the Infinity Fabric mesh at RCCL's published 319 GB/s")

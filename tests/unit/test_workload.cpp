@@ -220,6 +220,35 @@ TEST_CASE("small collectives pick a low-latency protocol, whose wire overhead sh
   CHECK(phases[0][0].latency_s < (8.4 + 6 * 3.4) * 1e-6); // cheaper than Simple's
 }
 
+TEST_CASE("on a DGX H100 a large all-reduce runs on the NVSwitch (NVLS), moving the buffer once each way")
+{
+  const auto g = sim::topology::build_graph(sim::scenario::load_cluster("dgx-h100", test::options()), 1);
+  const std::vector<int> ranks{0, 1, 2, 3, 4, 5, 6, 7};
+  const auto nvls = sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, ranks, 8e9, g,
+                                                    sim::plan::CollectiveAlgorithm::AUTO);
+  REQUIRE(nvls.size() == 1);
+  REQUIRE(nvls[0].size() == 8);
+  CHECK(nvls[0][0].latency_s == Approx(25e-6)); // NCCL's NVLS latency
+  // The flow's bytes at the ring's link rate take the buffer's time at the NVLS rate (algbw 274 GB/s).
+  const double link_rate = 450e9 * 0.822;
+  CHECK(nvls[0][0].bytes / link_rate == Approx(8e9 / (450e9 * 0.610)));
+  // Asked for a ring, or small (NVLS's 25 us do not pay), it is NCCL's ring.
+  const auto ring = sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, ranks, 8e9, g,
+                                                    sim::plan::CollectiveAlgorithm::RING);
+  CHECK(ring[0][0].bytes == Approx(2.0 * 7 / 8 * 8e9));
+  const auto small = sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, ranks, 65536, g,
+                                                     sim::plan::CollectiveAlgorithm::AUTO);
+  CHECK(small[0][0].latency_s < 25e-6);
+  // Four GPUs, or an A100 (no NVLS): a ring.
+  CHECK(sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, {0, 1, 2, 3}, 8e9, g,
+                                        sim::plan::CollectiveAlgorithm::AUTO)[0][0]
+            .bytes == Approx(2.0 * 3 / 4 * 8e9));
+  const auto a100 = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 1);
+  CHECK(sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, ranks, 8e9, a100,
+                                        sim::plan::CollectiveAlgorithm::AUTO)[0][0]
+            .bytes == Approx(2.0 * 7 / 8 * 8e9));
+}
+
 TEST_CASE("a data-parallel group with several GPUs on each node reduces hierarchically")
 {
   const auto g = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 2);
