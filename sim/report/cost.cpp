@@ -19,6 +19,24 @@ double useful_fraction(double interval_s, double checkpoint_s, double restart_s,
 
 } // namespace
 
+double network_price_usd(const scenario::Economics& e, const topology::ClusterSpec& cluster, int nodes)
+{
+  const topology::NetworkSpec& net = cluster.network;
+  const int tiers = topology::network_tiers(net, nodes);
+  // Per NIC: its link to the leaf and the leaf's port; above, an uplink to the spine (the leaf's port and the
+  // spine's) and one to the core, each thinned by the oversubscription below it.
+  double links = 0;
+  double ports = 0;
+  double share = 1; // of the NICs' bandwidth carried at this tier
+  for (int tier = 1; tier <= tiers; ++tier) {
+    links += share;
+    ports += tier == 1 ? share : 2 * share;
+    share /= tier == 1 ? net.oversubscription : net.core_oversubscription;
+  }
+  const double nics = static_cast<double>(nodes) * cluster.node.nics.count;
+  return nics * (links * e.usd_per_network_link + ports * e.usd_per_switch_port);
+}
+
 Goodput goodput(const scenario::Reliability& r, int gpus)
 {
   Goodput g;
@@ -45,7 +63,10 @@ CostMetrics cost_metrics(const scenario::Economics& e, const topology::ClusterSp
     c.cluster_usd_per_hour = *e.usd_per_gpu_hour * gpus;
   } else if (node.price_usd || gpu.list_price_usd) {
     const double node_price = node.price_usd ? *node.price_usd : *gpu.list_price_usd * node.gpus;
-    c.capital_usd_per_hour = node_price * nodes / (e.amortization_years * hours_per_year);
+    const double per_year_hours = e.amortization_years * hours_per_year;
+    c.network_usd_per_hour = network_price_usd(e, cluster, static_cast<int>(std::ceil(nodes))) * gpus /
+                             (std::ceil(nodes) * node.gpus) / per_year_hours;
+    c.capital_usd_per_hour = node_price * nodes / per_year_hours + c.network_usd_per_hour;
     const double node_power_w = node.power_w > 0 ? node.power_w : gpu.tdp_w * node.gpus;
     c.power_usd_per_hour = node_power_w * nodes / 1000.0 * e.power_utilization * e.pue * e.usd_per_kwh;
     c.cluster_usd_per_hour = c.capital_usd_per_hour + c.power_usd_per_hour;
@@ -53,6 +74,8 @@ CostMetrics cost_metrics(const scenario::Economics& e, const topology::ClusterSp
     c.price_basis = node.price_usd
                         ? fmt::format("node price ${:.0f} over {:g} years", *node.price_usd, e.amortization_years)
                         : fmt::format("list price ${:.0f} over {:g} years", *gpu.list_price_usd, e.amortization_years);
+    if (c.network_usd_per_hour > 0)
+      c.price_basis += fmt::format(", network ${:.0f} per GPU", c.network_usd_per_hour * per_year_hours / gpus);
     if (c.power_usd_per_hour > 0)
       c.price_basis += fmt::format(", power {:.0f} W per GPU x {:g} x PUE {:g} at ${:g}/kWh", node_power_w / node.gpus,
                                    e.power_utilization, e.pue, e.usd_per_kwh);

@@ -23,7 +23,8 @@ struct CostMetrics {
   std::optional<double> usd_per_gpu_hour; // none when neither a price nor a list price is known
   std::string price_basis;
   double cluster_usd_per_hour = 0;
-  double capital_usd_per_hour = 0; // owning: the nodes' price over the amortization years
+  double capital_usd_per_hour = 0; // owning: the nodes' and the network's price over the amortization years
+  double network_usd_per_hour = 0; // the network's part of it
   double power_usd_per_hour = 0;   // owning: their energy (rented: in the price)
   double tokens_per_usd = 0;
   std::optional<double> usd_per_million_tokens;
@@ -37,8 +38,12 @@ struct CostMetrics {
 Goodput goodput(const scenario::Reliability& r, int gpus);
 
 // What `gpus` GPUs of `cluster` cost per hour, rented (the scenario's price) or owned (capital: the node's price, or
-// its GPUs' list price, over the amortization years; power: the node's rated power, or its GPUs' TDP, times the
-// utilization, the PUE and the energy price), and what that makes of `tokens_per_s`.
+// its GPUs' list price, and the network's switch ports and links, over the amortization years; power: the node's rated
+// power, or its GPUs' TDP, times the utilization, the PUE and the energy price), and what that makes of `tokens_per_s`.
+// The network's price: for each NIC, a link and a switch port per tier it climbs, fewer above an oversubscribed
+// tier (its uplinks carry 1/oversubscription of the NICs' bandwidth).
+double network_price_usd(const scenario::Economics& e, const topology::ClusterSpec& cluster, int nodes);
+
 CostMetrics cost_metrics(const scenario::Economics& e, const topology::ClusterSpec& cluster, int gpus,
                          double tokens_per_s);
 

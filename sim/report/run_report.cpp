@@ -54,6 +54,7 @@ core::Json cost_json(const CostMetrics& c)
                {"price_basis", c.price_basis},
                {"cluster_usd_per_hour", c.cluster_usd_per_hour},
                {"capital_usd_per_hour", c.capital_usd_per_hour},
+               {"network_usd_per_hour", c.network_usd_per_hour},
                {"power_usd_per_hour", c.power_usd_per_hour},
                {"tokens_per_usd", c.tokens_per_usd},
                {"usd_per_million_tokens", optional_json(c.usd_per_million_tokens)},

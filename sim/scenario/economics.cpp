@@ -13,6 +13,8 @@ Economics read_economics(core::ObjectReader& scenario)
     e.usd_per_kwh = c.number_or("usd_per_kwh", e.usd_per_kwh, 0.0, 10.0);
     e.pue = c.number_or("pue", e.pue, 1.0, 5.0);
     e.power_utilization = c.number_or("power_utilization", e.power_utilization, 0.0, 1.0);
+    e.usd_per_switch_port = c.number_or("usd_per_switch_port", e.usd_per_switch_port, 0.0, 1e5);
+    e.usd_per_network_link = c.number_or("usd_per_network_link", e.usd_per_network_link, 0.0, 1e5);
     c.finish();
   }
   if (auto tokens = scenario.find("training_tokens"))

@@ -22,11 +22,18 @@ struct Economics {
   double usd_per_kwh = 0.08;      // about the US industrial average (EIA Electric Power Monthly, Table 5.6.B, 2024)
   double pue = 1.56;              // the industry average (Uptime Institute Global Data Center Survey 2024)
   double power_utilization = 1.0; // of the rated power: 1 prices every node at full load (an upper bound)
+  // The network of an owned cluster, priced per switch port and per link (two transceivers and the fibre) from the
+  // topology's counts. 400G NDR InfiniBand, August 2024 (E. Cheah's cluster-cost sheet behind "H100 Freakonomics",
+  // substack.tech-talk-cto.com): a 64-port switch $36,000 (FS.com); cables and optics $1,320 per GPU for one tier,
+  // $2,560 for two, $3,800 for three, one link per tier: $3,800 / 3.
+  double usd_per_switch_port = 36000.0 / 64;
+  double usd_per_network_link = 3800.0 / 3;
   std::optional<double> training_tokens;
   std::optional<Reliability> reliability;
 };
 
-// Reads the scenario keys `cost` ({usd_per_gpu_hour, amortization_years, usd_per_kwh, pue, power_utilization}),
+// Reads the scenario keys `cost` ({usd_per_gpu_hour, amortization_years, usd_per_kwh, pue, power_utilization,
+// usd_per_switch_port, usd_per_network_link}),
 // `training_tokens` and `reliability`
 // ({gpu_failures_per_day, checkpoint_interval, checkpoint_time, restart_time}) from the scenario object.
 Economics read_economics(core::ObjectReader& scenario);

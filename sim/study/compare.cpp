@@ -171,6 +171,7 @@ Comparison compare_reports(const Json& a, const Json& b, std::string a_name, std
                                                    number_at(b, Json::json_pointer("/cost/power_usd_per_hour")) >
                                                0) {
       add("  of which capital", "/cost/capital_usd_per_hour", Unit::USD, 1);
+      add("    of which network", "/cost/network_usd_per_hour", Unit::USD, 1);
       add("  of which power", "/cost/power_usd_per_hour", Unit::USD, 1);
     }
   }

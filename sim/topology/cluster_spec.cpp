@@ -199,6 +199,17 @@ NetworkSpec read_network(const core::Node& node)
 
 } // namespace
 
+int network_tiers(const NetworkSpec& net, int nodes)
+{
+  if (nodes <= 1)
+    return 0;
+  if (net.kind == NetworkKind::SINGLE_SWITCH || nodes <= net.nodes_per_leaf)
+    return 1;
+  const int groups = (nodes + net.nodes_per_leaf - 1) / net.nodes_per_leaf;
+  const bool pods = net.kind == NetworkKind::FAT_TREE && net.leaves_per_pod > 0 && groups > net.leaves_per_pod;
+  return pods ? 3 : 2;
+}
+
 double pcie_x16_bandwidth(int generation)
 {
   switch (generation) {

@@ -106,6 +106,10 @@ struct ClusterSpec {
 // Reads a topology/v1 object whose `node.gpu` has already been resolved to a gpu/v1 object.
 ClusterSpec read_cluster(const core::Node& node);
 
+// Switch tiers the network of `nodes` nodes climbs: 0 for one node (no network), 1 under one leaf group, 2 with
+// spines, 3 with a core above several pods.
+int network_tiers(const NetworkSpec& net, int nodes);
+
 // PCIe x16 bandwidth per direction of a generation: 8/16/32/64 GT/s x 16 lanes x 128/130 encoding.
 double pcie_x16_bandwidth(int generation);
 

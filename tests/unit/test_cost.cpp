@@ -85,3 +85,26 @@ TEST_CASE("time to train with failures stretches by the useful fraction")
   const auto c = sim::report::cost_metrics(e, cluster_of(std::nullopt), 1024, 1e6);
   CHECK(*c.time_to_train_with_failures_s == Approx(*c.time_to_train_s / c.goodput->useful_fraction));
 }
+
+TEST_CASE("the network costs a link and a switch port per NIC and tier, thinned above an oversubscribed tier")
+{
+  auto cluster = cluster_of(30000.0);
+  cluster.node.nics.count = 8; // one 400G NIC per GPU, as the price sheet's cluster
+  cluster.network.kind = sim::topology::NetworkKind::FAT_TREE;
+  cluster.network.nodes_per_leaf = 32;
+  cluster.network.leaves_per_pod = 8;
+  const sim::scenario::Economics e;
+  const auto per_gpu = [&](int nodes) { return sim::report::network_price_usd(e, cluster, nodes) / (8.0 * nodes); };
+  CHECK(per_gpu(1) == 0.0); // one node: no network
+  // The price sheet's per-GPU totals (August 2024): one tier $1,883, two $4,248, three $6,613.
+  CHECK(per_gpu(32) == Approx(1883).epsilon(0.05));
+  CHECK(per_gpu(256) == Approx(4248).epsilon(0.05));
+  CHECK(per_gpu(512) == Approx(6613).epsilon(0.05));
+  // 2:1 above the leaves: half the uplinks, links and ports.
+  cluster.network.oversubscription = 2;
+  CHECK(per_gpu(256) == Approx(e.usd_per_network_link * 1.5 + e.usd_per_switch_port * 2));
+  // Owned, the network is part of the capital.
+  const auto c = sim::report::cost_metrics(e, cluster, 2048, 1e6);
+  CHECK(c.network_usd_per_hour == Approx(sim::report::network_price_usd(e, cluster, 256) / (3 * 8760.0)));
+  CHECK(c.capital_usd_per_hour == Approx(2048 * 30000.0 / (3 * 8760.0) + c.network_usd_per_hour));
+}
