@@ -128,19 +128,51 @@ def links(args):
     save(fig, output(args, "links"))
 
 
+def systems(args):
+    """The best layout of each sweep (one per system): tokens per dollar and days to train the sweep's token budget."""
+    best = []
+    for path in args.inputs:
+        rows = read_rows(path, ["rank", "label", "tokens_per_s", "tokens_per_usd", "time_to_train_s"])
+        if not rows:
+            fail(f"{path}: no simulated layout")
+        top = min(rows, key=lambda r: int(r["rank"]))
+        if not top["tokens_per_usd"] or not top["time_to_train_s"]:
+            fail(f"{path}: no cost or training budget (expected a sweep of an owned or priced cluster with --tokens)")
+        name = os.path.basename(os.path.dirname(os.path.abspath(path)))
+        best.append((name, top))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.45 * len(best) + 2))
+    y = list(range(len(best)))[::-1]
+    names = [f"{n}\n{short_label(r['label'])}" for n, r in best]
+    for ax, key, scale, xlabel in [(axes[0], "tokens_per_usd", 1e-3, "thousand tokens per dollar"),
+                                   (axes[1], "time_to_train_s", 1 / 86400, "days to train the budget")]:
+        values = [float(r[key]) * scale for _, r in best]
+        ax.barh(y, values, color=[f"C{i}" for i in range(len(best))])
+        for yi, v in zip(y, values):
+            ax.text(v, yi, f" {v:,.0f}", va="center", fontsize=8)
+        ax.set_xlabel(xlabel)
+        ax.set_yticks(y)
+        ax.set_yticklabels(names if ax is axes[0] else [""] * len(best), fontsize=7)
+        ax.grid(True, axis="x", alpha=0.3)
+        ax.set_xlim(0, max(values) * 1.2)
+    axes[0].set_title("Tokens per dollar (best layout)")
+    axes[1].set_title("Time to train")
+    save(fig, output(args, "systems"))
+
+
 def main():
     parser = argparse.ArgumentParser(prog="tools/plot", description="PNG charts from simtrain sweep CSVs and reports")
     sub = parser.add_subparsers(dest="chart", required=True)
     for name, helptext in [("bubble", "bubble against micro-batches from a sweep.csv"),
                            ("layouts", "step time per layout from a sweep.csv"),
-                           ("links", "link utilization per class from report.json files")]:
+                           ("links", "link utilization per class from report.json files"),
+                           ("systems", "the best layout of each of several sweep.csv files (one per system)")]:
         p = sub.add_parser(name, help=helptext)
-        p.add_argument("inputs", nargs="+" if name == "links" else 1)
+        p.add_argument("inputs", nargs="+" if name in ("links", "systems") else 1)
         p.add_argument("-o", "--output", help="PNG file to write")
         if name == "layouts":
             p.add_argument("--top", type=int, default=20, help="layouts shown (default 20)")
     args = parser.parse_args()
-    {"bubble": bubble, "layouts": layouts, "links": links}[args.chart](args)
+    {"bubble": bubble, "layouts": layouts, "links": links, "systems": systems}[args.chart](args)
 
 
 if __name__ == "__main__":
