@@ -86,9 +86,9 @@ void build_network(Builder& b, ClusterGraph& cg, const ClusterSpec& spec)
   const NicSpec& nics = spec.node.nics;
   const NetworkSpec& net = spec.network;
   const LinkClass cls = nics.kind == NicKind::INFINIBAND ? LinkClass::IB : LinkClass::ETHERNET;
-  const bool single = net.kind == NetworkKind::SINGLE_SWITCH;
-  cg.nodes_per_leaf = single ? cg.nodes : std::min(net.nodes_per_leaf, cg.nodes);
-  const int groups = (cg.nodes + cg.nodes_per_leaf - 1) / cg.nodes_per_leaf;
+  const NetworkShape shape = network_shape(net, cg.nodes);
+  cg.nodes_per_leaf = shape.nodes_per_leaf;
+  const int groups = shape.groups;
   for (int g = 0; g < groups; ++g)
     cg.leaf.push_back(b.device(DeviceKind::LEAF, -1, g));
   for (int n = 0; n < cg.nodes; ++n)
@@ -100,9 +100,8 @@ void build_network(Builder& b, ClusterGraph& cg, const ClusterSpec& spec)
 
   // Each leaf group's uplink carries its downlink bandwidth divided by the oversubscription.
   const double leaf_up = net.nodes_per_leaf * nics.count * nics.bandwidth / net.oversubscription;
-  cg.leaves_per_pod =
-      net.kind == NetworkKind::FAT_TREE && net.leaves_per_pod > 0 ? std::min(net.leaves_per_pod, groups) : groups;
-  const int pods = (groups + cg.leaves_per_pod - 1) / cg.leaves_per_pod;
+  cg.leaves_per_pod = shape.leaves_per_pod;
+  const int pods = shape.pods;
   for (int p = 0; p < pods; ++p)
     cg.spine.push_back(b.device(DeviceKind::SPINE, -1, p));
   for (int g = 0; g < groups; ++g)

@@ -1,5 +1,6 @@
 #include "topology/cluster_spec.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <set>
 
@@ -199,15 +200,23 @@ NetworkSpec read_network(const core::Node& node)
 
 } // namespace
 
+NetworkShape network_shape(const NetworkSpec& net, int nodes)
+{
+  NetworkShape s;
+  s.nodes_per_leaf = net.kind == NetworkKind::SINGLE_SWITCH ? nodes : std::min(net.nodes_per_leaf, nodes);
+  s.groups = (nodes + s.nodes_per_leaf - 1) / s.nodes_per_leaf;
+  s.leaves_per_pod =
+      net.kind == NetworkKind::FAT_TREE && net.leaves_per_pod > 0 ? std::min(net.leaves_per_pod, s.groups) : s.groups;
+  s.pods = (s.groups + s.leaves_per_pod - 1) / s.leaves_per_pod;
+  return s;
+}
+
 int network_tiers(const NetworkSpec& net, int nodes)
 {
   if (nodes <= 1)
     return 0;
-  if (net.kind == NetworkKind::SINGLE_SWITCH || nodes <= net.nodes_per_leaf)
-    return 1;
-  const int groups = (nodes + net.nodes_per_leaf - 1) / net.nodes_per_leaf;
-  const bool pods = net.kind == NetworkKind::FAT_TREE && net.leaves_per_pod > 0 && groups > net.leaves_per_pod;
-  return pods ? 3 : 2;
+  const NetworkShape s = network_shape(net, nodes);
+  return s.groups == 1 ? 1 : s.pods == 1 ? 2 : 3;
 }
 
 double pcie_x16_bandwidth(int generation)

@@ -106,6 +106,16 @@ struct ClusterSpec {
 // Reads a topology/v1 object whose `node.gpu` has already been resolved to a gpu/v1 object.
 ClusterSpec read_cluster(const core::Node& node);
 
+// How `nodes` nodes sit in the network: leaf groups, leaf groups per pod (one spine each), pods (a core above
+// several).
+struct NetworkShape {
+  int nodes_per_leaf = 1;
+  int groups = 1;
+  int leaves_per_pod = 1;
+  int pods = 1;
+};
+NetworkShape network_shape(const NetworkSpec& net, int nodes);
+
 // Switch tiers the network of `nodes` nodes climbs: 0 for one node (no network), 1 under one leaf group, 2 with
 // spines, 3 with a core above several pods.
 int network_tiers(const NetworkSpec& net, int nodes);
