@@ -14,7 +14,7 @@ class PlatformBuilder {
  public:
   PlatformBuilder(const ClusterGraph& cg, Platform& p, const std::vector<int>& active) : cg_(cg), p_(p)
   {
-    p_.gpu.resize(3 * cg.gpu.size());
+    p_.gpu.resize(static_cast<std::size_t>(topology::endpoint_count(cg)));
     p_.link.resize(boost::num_edges(cg.graph));
     folded_ = !active.empty();
     active_.assign(cg.gpu.size(), !folded_);
@@ -61,12 +61,9 @@ class PlatformBuilder {
     for (int g : gpus) {
       const std::string name = cg_.device_name(cg_.gpu[static_cast<std::size_t>(g)]);
       p_.gpu[static_cast<std::size_t>(g)] = zone->create_host(name, speeds_)->seal();
-      if (folded_) {
-        p_.gpu[static_cast<std::size_t>(topology::network_mirror(cg_, g))] =
-            zone->create_host(name + ".network-mirror", 1e9)->seal();
-        p_.gpu[static_cast<std::size_t>(topology::nvlink_mirror(cg_, g))] =
-            zone->create_host(name + ".nvlink-mirror", 1e9)->seal();
-      }
+      if (folded_)
+        for (int m : mirrors(g))
+          p_.gpu[static_cast<std::size_t>(m)] = zone->create_host(mirror_name(name, g, m), 1e9)->seal();
     }
     auto* gw = zone->create_router(fmt::format("rack{}.gw", first_node));
     for (std::size_t i = 0; i < gpus.size(); ++i) {
@@ -79,8 +76,8 @@ class PlatformBuilder {
       if (cg_.nodes > nodes)
         zone->add_route(ha->get_netpoint(), gw, nullptr, nullptr,
                         links_of(zone, from, topology::route_to_network(cg_, a)), true);
-      if (folded_) // out and back through the GPU's NIC, and through its NVLink port: folded peers
-        for (int m : {topology::network_mirror(cg_, a), topology::nvlink_mirror(cg_, a)})
+      if (folded_) // out and back through the GPU's NIC, its NVLink port or each of its mesh links: folded peers
+        for (int m : mirrors(a))
           if (const auto loop = topology::route(cg_, a, m); !loop.empty())
             zone->add_route(ha->get_netpoint(), p_.gpu[static_cast<std::size_t>(m)]->get_netpoint(), nullptr, nullptr,
                             links_of(zone, from, loop), false);
@@ -88,6 +85,26 @@ class PlatformBuilder {
     zone->seal();
     *gateway = gw;
     return zone;
+  }
+
+  // The endpoints that stand for a folded GPU's peers: through its NIC, its NVSwitch port, its mesh links.
+  std::vector<int> mirrors(int gpu) const
+  {
+    std::vector<int> out{topology::network_mirror(cg_, gpu), topology::nvlink_mirror(cg_, gpu)};
+    if (cg_.full_mesh)
+      for (int k = 0; k < cg_.gpus_per_node; ++k)
+        if (k != gpu % cg_.gpus_per_node)
+          out.push_back(topology::peer_mirror(cg_, gpu, k));
+    return out;
+  }
+
+  std::string mirror_name(const std::string& gpu_name, int gpu, int mirror) const
+  {
+    if (mirror == topology::network_mirror(cg_, gpu))
+      return gpu_name + ".network-mirror";
+    if (mirror == topology::nvlink_mirror(cg_, gpu))
+      return gpu_name + ".nvlink-mirror";
+    return fmt::format("{}.peer{}-mirror", gpu_name, mirror / cg_.gpus() - 3);
   }
 
   // A star zone whose children reach its centre through `uplinks` (empty: a non-blocking switch).

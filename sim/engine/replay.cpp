@@ -192,12 +192,16 @@ class Replayer {
   void account(const workload::Task& task, double rate, int sign)
   {
     const auto [sender, receiver] = ends(task);
+    // A loop to a mirror is the folded GPU's own flow and the same flow from its symmetric peer to it: both ways.
+    const bool loop = task.peer >= g_.cluster_gpus;
     for (int gpu : {sender, receiver}) {
       if (gpu < 0)
         continue;
       auto& load = load_[static_cast<std::size_t>(gpu)];
       load.transfers += sign;
       (gpu == sender ? load.out : load.in) += sign * rate;
+      if (loop)
+        load.in += sign * rate;
       if (load.transfers == 0)
         load.out = load.in = 0; // no rounding residue
       update_speed(gpu);
@@ -296,6 +300,10 @@ class Replayer {
       r.graph.emplace_back(link.id, forward[k]);
       r.rate = std::min(r.rate, link.bandwidth * link.efficiency);
     }
+    // A loop to a mesh peer's mirror comes back over the same link: that way stands for the peer's own flow to the
+    // folded GPU, which its multiplicity already counts on the link it takes.
+    if (task.peer >= 3 * cluster_.gpus())
+      r.graph.resize(1);
     std::vector<sg4::Link*> links;
     platform_.gpu[static_cast<std::size_t>(task.rank)]->route_to(platform_.gpu[static_cast<std::size_t>(task.peer)],
                                                                  links, nullptr);

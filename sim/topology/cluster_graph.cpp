@@ -200,6 +200,8 @@ ClusterGraph build_graph(const ClusterSpec& spec, int nodes)
   cg.nccl_memory_traffic = spec.node.nccl_memory_traffic;
   if (const auto* sw = spec.node.nvlink ? std::get_if<NvSwitchFabric>(&*spec.node.nvlink) : nullptr)
     cg.nvls_rate = sw->bandwidth * spec.gpu.nccl_nvls_efficiency;
+  if (const auto* mesh = spec.node.nvlink ? std::get_if<NvLinkMeshFabric>(&*spec.node.nvlink) : nullptr)
+    cg.full_mesh = mesh->uniform_full_mesh(spec.node.gpus);
   cg.nic_of_gpu.assign(static_cast<std::size_t>(spec.node.gpus), 0);
   for (std::size_t k = 0; k < spec.node.nics.gpus.size(); ++k)
     for (int g : spec.node.nics.gpus[k])
@@ -228,6 +230,11 @@ std::vector<EdgeId> route(const ClusterGraph& cg, int src_gpu, int dst_gpu)
     return out;
   }
   const int src_node = src_gpu / cg.gpus_per_node;
+  if (dst_gpu >= 3 * cg.gpus()) { // a peer mirror: out over the direct link to that peer and back
+    const int peer = src_node * cg.gpus_per_node + dst_gpu / cg.gpus() - 3;
+    const std::vector<EdgeId> link = route(cg, src_gpu, peer);
+    return {link.front(), link.front()};
+  }
   const int dst_node = dst_gpu / cg.gpus_per_node;
   const VertexId src = cg.gpu[static_cast<std::size_t>(src_gpu)];
   const VertexId dst = cg.gpu[static_cast<std::size_t>(dst_gpu)];

@@ -290,4 +290,11 @@ ClusterSpec read_cluster(const core::Node& node)
   return c;
 }
 
+bool NvLinkMeshFabric::uniform_full_mesh(int gpus) const
+{
+  // Pairs are distinct and never a GPU with itself (read_nvlink), so counting them suffices.
+  return !links.empty() && links.size() == static_cast<std::size_t>(gpus * (gpus - 1) / 2) &&
+         std::all_of(links.begin(), links.end(), [&](const Link& l) { return l.lanes == links.front().lanes; });
+}
+
 } // namespace sim::topology

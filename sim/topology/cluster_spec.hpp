@@ -29,6 +29,10 @@ struct NvLinkMeshFabric {
   double lane_bandwidth = 0; // bytes/s per lane per direction
   double latency = 0;        // GPU to GPU over a direct link
   std::vector<Link> links;
+
+  // Every pair of the node's `gpus` on a link of its own, all with the same lanes (MI300X's Infinity Fabric): any
+  // GPU can stand for any other.
+  bool uniform_full_mesh(int gpus) const;
 };
 
 using NvLinkFabric = std::variant<NvSwitchFabric, NvLinkMeshFabric>;

@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <array>
 #include <fmt/format.h>
+#include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 namespace sim::workload {
 namespace {
@@ -300,40 +302,76 @@ class Builder {
     return previous;
   }
 
-  // Flows between symmetric GPUs become one flow of the representative: to itself through its NVLink port when the
-  // peers share a node, to its mirror through its NIC when they do not. Each such flow must cross the same kinds of
-  // private links as the original (the network above the leaf being non-blocking).
+  // Flows between symmetric GPUs become the representatives' flows: to itself through its NVLink port when the peers
+  // share a node (over its own direct link to that peer on a full mesh), to its mirror through its NIC when they do
+  // not. Every GPU must send what its stage's representative sends (the same stand-ins, bytes and latencies, and on
+  // a mesh each to a peer of its own), and each flow must cross the same kinds of private links as the original (the
+  // network above the leaf being non-blocking).
   std::vector<Flow> folded(const std::vector<Flow>& phase)
   {
-    std::vector<Flow> out;
+    std::map<int, std::vector<Flow>> sent; // per sender: its flows as its representative sends them
     for (const Flow& f : phase) {
-      const int a = representative(f.src);
-      int b = representative(f.dst);
-      if (a == b)
-        b = f.src / graph_.gpus_per_node == f.dst / graph_.gpus_per_node ? topology::nvlink_mirror(graph_, a)
-                                                                         : topology::network_mirror(graph_, a);
-      if (private_links(f.src, f.dst) != private_links(a, b))
+      const Flow g = stand_in(f);
+      if (private_links(f.src, f.dst) != private_links(g.src, g.dst))
         throw NotFoldable{};
-      // Every GPU of a symmetric group sends exactly the same flow: one per simulated sender.
-      const auto same = std::find_if(out.begin(), out.end(), [&](const Flow& o) { return o.src == a; });
-      if (same == out.end())
-        out.push_back(Flow{a, b, f.bytes, f.latency_s});
-      else if (same->dst != b || same->bytes != f.bytes || same->latency_s != f.latency_s)
+      sent[f.src].push_back(g);
+    }
+    std::vector<Flow> out;
+    for (const auto& [src, flows] : sent) {
+      const auto own = sent.find(representative(src));
+      if (own == sent.end() || signature(flows) != signature(own->second))
         throw NotFoldable{};
+      if (own->first == src)
+        out.insert(out.end(), flows.begin(), flows.end());
     }
     return out;
   }
 
-  // An all-to-all's flows from the simulated GPUs: folded, each goes to the sender's mirror (NVLink inside the node,
-  // NIC across) and stands for the flow every symmetric GPU sends to its own peer.
+  // A flow as the representative of its sender sends it: to the representative of its receiver, or, inside one
+  // stage, to the mirror that stands for the receiver.
+  Flow stand_in(const Flow& f) const
+  {
+    const int a = representative(f.src);
+    const int b = representative(f.dst);
+    return Flow{a, a == b ? mirror(f.src, f.dst, a) : b, f.bytes, f.latency_s};
+  }
+
+  // The endpoint that stands for `dst`'s traffic from `src` at `a`, the GPU simulated for `src`. On a mesh, the peer
+  // as far from `a` in its node as `dst` is from `src`: `dst` itself when `a` is `src`, never `a`.
+  int mirror(int src, int dst, int a) const
+  {
+    const int per_node = graph_.gpus_per_node;
+    if (src / per_node != dst / per_node)
+      return topology::network_mirror(graph_, a);
+    if (!graph_.full_mesh)
+      return topology::nvlink_mirror(graph_, a);
+    return topology::peer_mirror(graph_, a, (a + dst - src + per_node) % per_node);
+  }
+
+  // What a sender's flows are up to which mesh peer each goes to: a multiset of (stand-in, bytes, latency), with
+  // every peer mirror as one stand-in. Two flows of one sender to the same mesh peer share a link: not compared.
+  std::vector<std::tuple<int, double, double>> signature(const std::vector<Flow>& flows) const
+  {
+    std::vector<std::tuple<int, double, double>> out;
+    std::set<int> peers;
+    for (const Flow& f : flows) {
+      const bool peer = f.dst >= 3 * graph_.gpus();
+      if (peer && !peers.insert(f.dst).second)
+        throw NotFoldable{};
+      out.emplace_back(peer ? topology::nvlink_mirror(graph_, f.src) : f.dst, f.bytes, f.latency_s);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // An all-to-all's flows from the simulated GPUs: folded, each goes to its receiver's stand-in (NVLink inside the
+  // node, NIC across) and stands for the flow every symmetric GPU sends to its own peer.
   std::vector<Flow> folded_all_to_all(std::vector<Flow> flows)
   {
     if (!fold_)
       return flows;
     for (Flow& f : flows) {
-      const int b = f.src / graph_.gpus_per_node == f.dst / graph_.gpus_per_node
-                        ? topology::nvlink_mirror(graph_, f.src)
-                        : topology::network_mirror(graph_, f.src);
+      const int b = mirror(f.src, f.dst, f.src);
       if (private_links(f.src, f.dst) != private_links(f.src, b))
         throw NotFoldable{};
       f.dst = b;
@@ -341,17 +379,22 @@ class Builder {
     return flows;
   }
 
-  // The classes of a route's links, leaving out the switch-to-switch links of the (non-blocking) network.
+  // The classes of a route's links, leaving out the switch-to-switch links of the (non-blocking) network; a loop to a
+  // mesh peer's mirror counts its way out only.
   const std::vector<topology::LinkClass>& private_links(int a, int b)
   {
     const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b);
     auto [it, inserted] = signatures_.try_emplace(key);
-    if (inserted)
-      for (auto e : topology::route(graph_, a, b)) {
+    if (inserted) {
+      auto path = topology::route(graph_, a, b);
+      if (b >= 3 * graph_.gpus())
+        path.resize(1);
+      for (auto e : path) {
         const auto& l = graph_.graph[e];
         if (graph_.graph[l.from].node >= 0 || graph_.graph[l.to].node >= 0)
           it->second.push_back(l.cls);
       }
+    }
     return it->second;
   }
 
@@ -1132,8 +1175,9 @@ std::string fold_precondition(const plan::ParallelPlan& plan, const topology::Cl
 {
   if (plan.tp * plan.dp_cp() == 1)
     return "one GPU per stage already";
-  if (!cluster.node.nvlink || !std::holds_alternative<topology::NvSwitchFabric>(*cluster.node.nvlink))
-    return "GPUs share NVLink lanes (no NVSwitch)";
+  const auto* mesh = cluster.node.nvlink ? std::get_if<topology::NvLinkMeshFabric>(&*cluster.node.nvlink) : nullptr;
+  if (!cluster.node.nvlink || (mesh != nullptr && !mesh->uniform_full_mesh(cluster.node.gpus)))
+    return "GPUs share NVLink lanes (neither an NVSwitch nor a uniform full mesh)";
   if (cluster.node.pcie)
     return "GPUs share a PCIe tree";
   for (const auto& gpus : cluster.node.nics.gpus)

@@ -16,13 +16,22 @@ namespace {
 constexpr double bytes_per_task = 200.0;
 
 // How a collective over one parallel dimension is lowered (workload/collectives): one ring when its members share a
-// node or each sits in a different node, else reduce-scatter, across and all-gather phases.
+// node or each sits in a different node, else reduce-scatter, across and all-gather phases. On a full mesh, the
+// members inside a node (three or more) send to each other directly instead of around a ring.
 struct GroupShape {
   double simulated = 1; // members that have tasks
   int phases = 1;
+  int mesh_peers = 0; // on a full mesh, the members in its node each member sends to at once (0: a ring)
 };
 
-GroupShape group_shape(const plan::ParallelPlan& p, int gpus_per_node, plan::ParallelDim dim, bool folded)
+bool on_full_mesh(const topology::ClusterSpec& cluster)
+{
+  const auto* mesh = cluster.node.nvlink ? std::get_if<topology::NvLinkMeshFabric>(&*cluster.node.nvlink) : nullptr;
+  return mesh != nullptr && mesh->uniform_full_mesh(cluster.node.gpus);
+}
+
+GroupShape group_shape(const plan::ParallelPlan& p, int gpus_per_node, plan::ParallelDim dim, bool folded,
+                       bool full_mesh)
 {
   int stride = 1;
   for (plan::ParallelDim d : p.rank_order) {
@@ -35,13 +44,20 @@ GroupShape group_shape(const plan::ParallelPlan& p, int gpus_per_node, plan::Par
   GroupShape shape;
   shape.simulated = folded ? 1.0 : size;
   shape.phases = per_node > 1 && per_node < size ? 3 : 1;
+  shape.mesh_peers = full_mesh && per_node >= 3 ? per_node - 1 : 0;
   return shape;
 }
 
-// A collective's tasks: a sync before, and per phase a flow per simulated member and a sync.
-double collective_tasks(const GroupShape& g)
+// A collective's tasks: a sync before, and per phase a flow per simulated member and a sync. On a full mesh a phase
+// inside the node has a flow to each peer, and an all-reduce inside one node is two such phases (reduce-scatter,
+// all-gather), as is the in-node part of a hierarchical one.
+double collective_tasks(const GroupShape& g, CollectiveKind kind = CollectiveKind::REDUCE_SCATTER)
 {
-  return 1.0 + g.phases * (g.simulated + 1.0);
+  if (g.mesh_peers == 0)
+    return 1.0 + g.phases * (g.simulated + 1.0);
+  const double direct = g.phases > 1 || kind == CollectiveKind::ALL_REDUCE ? 2.0 : 1.0;
+  const double across = g.phases > 1 ? 1.0 : 0.0;
+  return 1.0 + direct * (g.simulated * g.mesh_peers + 1.0) + across * (g.simulated + 1.0);
 }
 
 // Tasks of one pass through a program on one TP group. An all-to-all over an expert-parallel group has a flow from
@@ -59,7 +75,9 @@ double program_tasks(const Program& program, const GroupShape& tp, const plan::P
     if (s.kind != Step::Kind::COLLECTIVE)
       tasks += tp.simulated;
     if (s.kind != Step::Kind::COMPUTE)
-      tasks += s.group == Group::EP ? all_to_all : s.group == Group::ETP ? expert_tp : collective_tasks(tp);
+      tasks += s.group == Group::EP    ? all_to_all
+               : s.group == Group::ETP ? expert_tp
+                                       : collective_tasks(tp, s.collective);
   }
   return tasks;
 }
@@ -73,8 +91,8 @@ GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::Paralle
   size.folded = fold && fold_precondition(plan, cluster).empty();
   const bool folded = size.folded;
   const int gpn = cluster.node.gpus;
-  const GroupShape tp = group_shape(plan, gpn, plan::ParallelDim::TP, folded);
-  const GroupShape dp = group_shape(plan, gpn, plan::ParallelDim::DP, folded);
+  const GroupShape tp = group_shape(plan, gpn, plan::ParallelDim::TP, folded, on_full_mesh(cluster));
+  const GroupShape dp = group_shape(plan, gpn, plan::ParallelDim::DP, folded, on_full_mesh(cluster));
   const double groups = folded ? 1.0 : plan.dp_cp(); // TP groups per stage that have tasks
   const double stage_gpus = groups * tp.simulated;
   const double stages = plan.pp;

@@ -101,6 +101,33 @@ TEST_CASE("folding identical GPUs changes nothing but the work of simulating")
   }
 }
 
+TEST_CASE("on a full Infinity Fabric mesh (MI300X) folding is exact for tensor, context, expert and pipeline traffic")
+{
+  // Each folded GPU's peers in its node stand in over its own direct links; the interleaved schedule's pipeline
+  // transfers overlap the mesh traffic, so the contention both put on the GPU must be counted both ways too.
+  const std::string dense = scenario("whatif/llama3-70b-bf16-h100.json") +
+                            " --set topology=mi300x --set gpus=16 --set plan.pp=2 --set plan.dp=1 --set plan.cp=2"
+                            " --set plan.global_batch=16";
+  const std::string moe = scenario("moe/qwen3-30b-a3b-h100.json") +
+                          " --set topology=mi300x --set gpus=32 --set plan.pp=2 --set plan.global_batch=32";
+  for (const std::string& s :
+       {dense, dense + " --set plan.tp=2 --set plan.dp=2 --set plan.sequence_parallel=false --set plan.recompute=full",
+        moe + " --set plan.ep=8", moe + " --set plan.ep=16"}) {
+    INFO(s);
+    const auto folded = run_json(s);
+    const auto full = run_json(s + " --no-fold");
+    REQUIRE(folded["folded"].get<bool>());
+    CHECK(folded["tasks"].get<double>() < 0.5 * full["tasks"].get<double>());
+    CHECK(folded["step_time_s"].get<double>() == Approx(full["step_time_s"].get<double>()).epsilon(1e-12));
+    for (const auto& [part, seconds] : full["breakdown_s"].items())
+      CHECK(folded["breakdown_s"][part].get<double>() == Approx(seconds.get<double>()).epsilon(1e-9).margin(1e-12));
+    for (const auto& [cls, link] : full["links"].items()) {
+      CHECK(folded["links"][cls]["bytes"].get<double>() == Approx(link["bytes"].get<double>()).epsilon(1e-12));
+      CHECK(folded["links"][cls]["peak_util"].get<double>() == Approx(link["peak_util"].get<double>()).epsilon(1e-12));
+    }
+  }
+}
+
 TEST_CASE("the out folder gets the report, a Perfetto trace and the pipeline picture")
 {
   const auto dir = test::scratch_dir() / "out";

@@ -384,7 +384,23 @@ TEST_CASE("GPUs that share NVLink lanes or NICs are not folded")
       build({{"tp", 2}, {"dp", 4}, {"global_batch", 8}, {"precision", "fp16"}}, tiny_model(), "dgx-v100", true);
   CHECK_FALSE(b.tasks.folded);
   CHECK(sim::workload::fold_precondition(b.scenario.plan, b.scenario.cluster) ==
-        "GPUs share NVLink lanes (no NVSwitch)");
+        "GPUs share NVLink lanes (neither an NVSwitch nor a uniform full mesh)");
+}
+
+TEST_CASE("a node whose every GPU pair has a link of its own folds, one with a pair left out does not")
+{
+  const nlohmann::json plan{{"tp", 4}, {"dp", 4}, {"global_batch", 8}};
+  const auto mesh = build(plan, tiny_model(), "mi300x", true);
+  CHECK(mesh.tasks.folded);
+  CHECK(mesh.tasks.simulated == std::vector<int>{0});
+  const auto& fabric = std::get<sim::topology::NvLinkMeshFabric>(*mesh.scenario.cluster.node.nvlink);
+  CHECK(fabric.uniform_full_mesh(8));
+  auto uneven = fabric;
+  uneven.links.front().lanes = 2;
+  CHECK_FALSE(uneven.uniform_full_mesh(8));
+  auto partial = fabric;
+  partial.links.pop_back();
+  CHECK_FALSE(partial.uniform_full_mesh(8));
 }
 
 TEST_CASE("a flat ring that mixes NVLink and network edges is simulated GPU by GPU, a hierarchical one folds")
@@ -590,17 +606,19 @@ TEST_CASE("the task graph's size is estimated before it is built, folded or not"
         nlohmann::json{{"tp", 1}, {"pp", 1}, {"dp", 8}, {"global_batch", 32}, {"zero_stage", 3}},
         nlohmann::json{{"tp", 2}, {"pp", 4}, {"dp", 1}, {"global_batch", 16}, {"schedule", "dualpipe"}},
         nlohmann::json{{"tp", 2}, {"pp", 2}, {"dp", 2}, {"global_batch", 16}, {"schedule", "dualpipev"}}})
-    for (bool fold : {false, true}) {
-      const auto built = build(plan, tiny_model(8), "dgx-a100", fold);
-      const auto estimate =
-          sim::workload::estimate_graph_size(built.scenario.model, built.scenario.plan, built.scenario.cluster, fold);
-      const double actual = static_cast<double>(built.tasks.tasks().size());
-      INFO(plan.dump() << (fold ? " folded" : "") << ": estimate " << estimate.tasks << ", built " << actual);
-      CHECK(estimate.folded == built.tasks.folded);
-      CHECK(estimate.tasks / actual > 0.8);
-      CHECK(estimate.tasks / actual < 1.5);
-      CHECK(estimate.bytes / estimate.tasks > 100); // graph, dependencies and replay state per task
-    }
+    for (bool fold : {false, true})
+      for (const char* topology : {"dgx-a100", "mi300x"}) {
+        const auto built = build(plan, tiny_model(8), topology, fold);
+        const auto estimate =
+            sim::workload::estimate_graph_size(built.scenario.model, built.scenario.plan, built.scenario.cluster, fold);
+        const double actual = static_cast<double>(built.tasks.tasks().size());
+        INFO(plan.dump() << " on " << topology << (fold ? " folded" : "") << ": estimate " << estimate.tasks
+                         << ", built " << actual);
+        CHECK(estimate.folded == built.tasks.folded);
+        CHECK(estimate.tasks / actual > 0.8);
+        CHECK(estimate.tasks / actual < 1.5);
+        CHECK(estimate.bytes / estimate.tasks > 100); // graph, dependencies and replay state per task
+      }
 }
 
 TEST_CASE(
