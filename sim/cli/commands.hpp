@@ -78,6 +78,7 @@ struct SweepArgs {
   int jobs = default_jobs();
   int top = 10;
   bool all = false; // simulate every candidate, no pruning
+  bool fold_only = false;
   std::string rank_by = "tokens_per_s";
   std::string shard; // "I/N"
   std::string out_dir;

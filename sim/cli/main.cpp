@@ -197,6 +197,9 @@ int main(int argc, char** argv)
       ->capture_default_str();
   sweep_cmd->add_flag("--all", sweep_args.all,
                       "Simulate every layout that fits (default: skip those whose kernels alone cannot make the top)");
+  sweep_cmd->add_flag("--fold-only", sweep_args.fold_only,
+                      "Leave out layouts whose identical GPUs do not fold into one per stage (simulated GPU by GPU, "
+                      "they can take hours at thousands of GPUs)");
   sweep_cmd->add_option("--rank-by", sweep_args.rank_by, "Ranking metric")
       ->check(CLI::IsMember({"tokens_per_s", "tokens_per_usd"}))
       ->capture_default_str();

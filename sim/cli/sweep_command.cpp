@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <fstream>
 #include <iostream>
 #include <unistd.h>
@@ -132,9 +133,14 @@ int sweep(const SweepArgs& a, const CommonOptions& o)
                            "--vary PATH=V1,V2,... (repeatable), --auto, or both");
   s.layouts = study::combine(study::vary_layouts(a.vary),
                              a.automatic ? study::auto_layouts(base) : std::vector<study::Layout>{});
+  if (s.layouts.empty() && a.automatic && !a.vary.empty())
+    throw core::InputError({"--vary", "", ""}, "no valid layout has the values asked for",
+                           fmt::format("{} (with --auto)", fmt::join(a.vary, " ")),
+                           "values that --auto's layouts take (sweep --auto alone lists them)");
   s.jobs = std::max(1, a.jobs);
   s.top = std::max(1, a.top);
   s.simulate_all = a.all;
+  s.fold_only = a.fold_only;
   s.summary = load_validation_summary(o);
   s.rank_by = a.rank_by == "tokens_per_usd" ? study::RankBy::TOKENS_PER_USD : study::RankBy::TOKENS_PER_S;
   if (!a.shard.empty())

@@ -8,6 +8,8 @@
 #include "report/analysis.hpp"
 #include "report/cost.hpp"
 #include "study/process_pool.hpp"
+#include "topology/cluster_graph.hpp"
+#include "workload/builder.hpp"
 #include "workload/compute_bound.hpp"
 
 #include <algorithm>
@@ -274,6 +276,12 @@ class Sweep {
           ++progress_.pruned;
           continue;
         }
+        if (o_.fold_only)
+          if (auto why = fold_blocker(row); !why.empty()) {
+            row.outcome = Outcome::NOT_FOLDED;
+            row.reason = why;
+            continue;
+          }
         const auto stem = work.path() / fmt::format("{}", row.index);
         Command c;
         c.argv = {self_path().string(), "--log-level", "off",        "run",      o_.scenario.string(),
@@ -314,6 +322,16 @@ class Sweep {
       }
       report();
     }
+  }
+
+  // Why the layout's graph does not fold (empty when it does): its folded graph is built, never the whole one.
+  std::string fold_blocker(const SweepRow& row) const
+  {
+    std::vector<std::string> overrides = o_.base_overrides;
+    overrides.insert(overrides.end(), row.layout.overrides.begin(), row.layout.overrides.end());
+    const auto s = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, overrides, true});
+    const auto graph = topology::build_graph(s.cluster, s.nodes);
+    return workload::fold_blocker(s.model, s.plan, s.cluster, graph);
   }
 
   static void read_report(SweepRow& row, const Json& j)
@@ -493,7 +511,18 @@ std::vector<Layout> combine(const std::vector<Layout>& a, const std::vector<Layo
   std::vector<Layout> out;
   for (const auto& x : a)
     for (const auto& y : b) {
-      Layout l = x;
+      Layout l;
+      bool agree = true;
+      for (const auto& e : x.overrides) {
+        const auto same = std::find_if(y.overrides.begin(), y.overrides.end(),
+                                       [&](const std::string& f) { return path_of(f) == path_of(e); });
+        if (same == y.overrides.end())
+          l.overrides.push_back(e);
+        else
+          agree = agree && value_of(*same) == value_of(e);
+      }
+      if (!agree)
+        continue;
       l.overrides.insert(l.overrides.end(), y.overrides.begin(), y.overrides.end());
       out.push_back(l);
     }
@@ -628,6 +657,9 @@ std::string sweep_text(const SweepResult& r, int top, bool given_order)
                        ? fmt::format(", {} not simulated: their kernels alone cannot beat the {} best",
                                      counts[Outcome::PRUNED], ordinal(r.top))
                        : ""));
+  if (counts[Outcome::NOT_FOLDED] > 0)
+    line(fmt::format("  {} left out by --fold-only: their GPUs would be simulated one by one",
+                     counts[Outcome::NOT_FOLDED]));
   for (const auto& row : r.rows)
     if (row.outcome == Outcome::FAILED)
       line(fmt::format("  failed: {}: {}", layout_label(row.layout), row.reason));

@@ -37,17 +37,19 @@ std::vector<Layout> vary_layouts(const std::vector<std::string>& specs);
 // 1F1B's bubble and more memory.
 std::vector<Layout> auto_layouts(const scenario::Scenario& base);
 
-// Each of `a` combined with each of `b` (an empty side is neutral).
+// Each of `a` combined with each of `b` (an empty side is neutral). A path both set keeps only the pairs that agree
+// on its value: `--vary plan.pp=1,13 --auto` is the automatic layouts with 1 or 13 pipeline stages.
 std::vector<Layout> combine(const std::vector<Layout>& a, const std::vector<Layout>& b);
 
-enum class Outcome { RANKED, OUT_OF_MEMORY, INVALID, PRUNED, FAILED };
+enum class Outcome { RANKED, OUT_OF_MEMORY, INVALID, PRUNED, FAILED, NOT_FOLDED };
 enum class RankBy { TOKENS_PER_S, TOKENS_PER_USD };
 
-inline constexpr std::array<core::Choice<Outcome>, 5> outcome_choices{{{"ranked", Outcome::RANKED},
+inline constexpr std::array<core::Choice<Outcome>, 6> outcome_choices{{{"ranked", Outcome::RANKED},
                                                                        {"out_of_memory", Outcome::OUT_OF_MEMORY},
                                                                        {"invalid", Outcome::INVALID},
                                                                        {"not_simulated", Outcome::PRUNED},
-                                                                       {"failed", Outcome::FAILED}}};
+                                                                       {"failed", Outcome::FAILED},
+                                                                       {"not_folded", Outcome::NOT_FOLDED}}};
 inline constexpr std::array<core::Choice<RankBy>, 2> rank_by_choices{
     {{"tokens_per_s", RankBy::TOKENS_PER_S}, {"tokens_per_usd", RankBy::TOKENS_PER_USD}}};
 
@@ -96,6 +98,7 @@ struct SweepOptions {
   int jobs = 1;
   int top = 10;
   bool simulate_all = false;
+  bool fold_only = false; // leave out the layouts whose graph does not fold (checked before each one is simulated)
   RankBy rank_by = RankBy::TOKENS_PER_S;
   int shard_index = 1; // 1..shard_count: this process takes every shard_count-th layout
   int shard_count = 1;

@@ -1189,6 +1189,19 @@ std::string fold_precondition(const plan::ParallelPlan& plan, const topology::Cl
   return "";
 }
 
+std::string fold_blocker(const model::ModelSpec& model, const plan::ParallelPlan& plan,
+                         const topology::ClusterSpec& cluster, const topology::ClusterGraph& graph)
+{
+  if (auto why = fold_precondition(plan, cluster); !why.empty())
+    return why;
+  try {
+    Builder(model, plan, cluster, graph, true).build();
+  } catch (const NotFoldable&) {
+    return "a group's GPUs are not interchangeable (spread unevenly over nodes or NICs)";
+  }
+  return "";
+}
+
 TaskGraph build_task_graph(const model::ModelSpec& model, const plan::ParallelPlan& plan,
                            const topology::ClusterSpec& cluster, const topology::ClusterGraph& graph,
                            const BuildOptions& options)

@@ -25,4 +25,9 @@ TaskGraph build_task_graph(const model::ModelSpec& model, const plan::ParallelPl
 // Why folding does not apply to this cluster (empty when it may: the builder still verifies every flow).
 std::string fold_precondition(const plan::ParallelPlan& plan, const topology::ClusterSpec& cluster);
 
+// Why this plan's graph does not fold (empty when it does), from the folded graph alone: the precondition, or a
+// collective whose groups are not symmetric (a group spread unevenly over nodes). Never builds the unfolded graph.
+std::string fold_blocker(const model::ModelSpec& model, const plan::ParallelPlan& plan,
+                         const topology::ClusterSpec& cluster, const topology::ClusterGraph& graph);
+
 } // namespace sim::workload

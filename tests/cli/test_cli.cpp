@@ -467,6 +467,28 @@ TEST_CASE("sweep ranks layouts by tokens/s and reports those that do not fit, wi
   CHECK(r.out.find("the scenario's own layout (tp=8 micro_batch=1 dp=1)") != std::string::npos);
 }
 
+TEST_CASE("sweep --fold-only leaves out a layout whose groups spread unevenly over nodes, and --auto --vary narrows")
+{
+  // 24 GPUs on three DGX A100s: two stages of 12 GPUs put four of a data-parallel group's six GPUs on one node and
+  // two on the next, which cannot fold; tensor parallelism over a whole node can.
+  const std::string s = scenario("default.json") + " --set gpus=24 --set plan.pp=1 --set plan.dp=3" +
+                        " --set plan.global_batch=12 --vary plan.tp:plan.pp:plan.dp=2:2:6,8:1:3 --format json -q";
+  const auto all = nlohmann::json::parse(run("sweep " + s).out);
+  const auto folding = nlohmann::json::parse(run("sweep " + s + " --fold-only").out);
+  REQUIRE(all["rows"].size() == 2);
+  REQUIRE(folding["rows"].size() == 2);
+  for (const auto& row : all["rows"])
+    CHECK(row["outcome"] == "ranked");
+  for (const auto& row : folding["rows"])
+    CHECK(row["outcome"] == (row["label"] == "tp=2 pp=2 dp=6" ? "not_folded" : "ranked"));
+  // --auto with a --vary path it sets keeps the layouts with those values.
+  const auto narrowed = nlohmann::json::parse(
+      run("sweep " + scenario("default.json") + " --auto --vary plan.tp=4 --vary plan.pp=2 --format json -q").out);
+  REQUIRE_FALSE(narrowed["rows"].empty());
+  for (const auto& row : narrowed["rows"])
+    CHECK(row["label"].get<std::string>().starts_with("tp=4 pp=2 "));
+}
+
 TEST_CASE("a sweep in shards, merged, ranks as the whole sweep, and pruning keeps the top exact")
 {
   const auto dir = test::scratch_dir();

@@ -87,6 +87,13 @@ TEST_CASE("combining two lists of layouts pairs each with each, an empty list be
   CHECK(combine(a, {}).size() == 2);
   CHECK(combine({}, b).size() == 3);
   CHECK(combine(a, b)[1].overrides == std::vector<std::string>{"plan.tp=2", "plan.micro_batch=2"});
+  // A path both sides set keeps the pairs that agree on it, once.
+  const auto c = vary_layouts({"plan.tp=2,4,8", "plan.pp=2"});
+  const auto kept = combine(vary_layouts({"plan.tp=4,8,16", "topology=dgx-h100"}), c);
+  REQUIRE(kept.size() == 2);
+  CHECK(kept[0].overrides == std::vector<std::string>{"topology=dgx-h100", "plan.tp=4", "plan.pp=2"});
+  CHECK(kept[1].overrides == std::vector<std::string>{"topology=dgx-h100", "plan.tp=8", "plan.pp=2"});
+  CHECK(combine(vary_layouts({"plan.tp=16"}), c).empty());
 }
 
 TEST_CASE("the automatic layouts are valid plans, with the scenario's own layout among them")
