@@ -42,6 +42,8 @@ def main(out, folder):
     lines = ["| model | system | GPUs | layout `sweep --auto` ranks first | step | tokens/s per GPU | MFU | "
              "tokens per $ | $ per M tokens | 15T tokens: days | 15T tokens: cost |",
              "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    # Per model, best tokens per dollar first; a system where no layout fits last.
+    rows.sort(key=lambda r: (r[0]["model"], -(r[1]["tokens_per_usd"] if r[1] else 0)))
     for scenario, best in rows:
         head = f"| {scenario['model']} | {scenario['topology']} | {scenario['gpus']:,} |"
         if best is None:
