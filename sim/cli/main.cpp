@@ -196,7 +196,7 @@ int main(int argc, char** argv)
       ->check(number_in(1, max_count))
       ->capture_default_str();
   sweep_cmd->add_flag("--all", sweep_args.all,
-                      "Simulate every layout that fits (default: skip those whose kernels alone cannot make the top)");
+                      "Simulate every layout that fits (default: skip those whose lower bound cannot make the top)");
   sweep_cmd->add_flag("--fold-only", sweep_args.fold_only,
                       "Leave out layouts whose identical GPUs do not fold into one per stage (simulated GPU by GPU, "
                       "they can take hours at thousands of GPUs)");

@@ -270,9 +270,10 @@ class Sweep {
         ++next;
         if (!o_.simulate_all && !row.baseline && kth() >= 0 && row.bound_metric <= kth()) {
           row.outcome = Outcome::PRUNED;
-          row.reason = fmt::format("its kernels alone take {}, at most {}: not better than the {} best ({})",
-                                   core::format_time(row.bound_s), metric_text(row.bound_metric, o_.rank_by),
-                                   ordinal(o_.top), metric_text(kth(), o_.rank_by));
+          row.reason = fmt::format(
+              "its bound (kernels, pipeline fill and drain) is {}, at most {}: not better than the {} best ({})",
+              core::format_time(row.bound_s), metric_text(row.bound_metric, o_.rank_by), ordinal(o_.top),
+              metric_text(kth(), o_.rank_by));
           ++progress_.pruned;
           continue;
         }
@@ -653,10 +654,9 @@ std::string sweep_text(const SweepResult& r, int top, bool given_order)
       line(fmt::format("    {} x {}", -sorted[i].first, sorted[i].second));
   }
   line(fmt::format("  {} simulated{}", counts[Outcome::RANKED] + counts[Outcome::FAILED],
-                   counts[Outcome::PRUNED] > 0
-                       ? fmt::format(", {} not simulated: their kernels alone cannot beat the {} best",
-                                     counts[Outcome::PRUNED], ordinal(r.top))
-                       : ""));
+                   counts[Outcome::PRUNED] > 0 ? fmt::format(", {} not simulated: their bound cannot beat the {} best",
+                                                             counts[Outcome::PRUNED], ordinal(r.top))
+                                               : ""));
   if (counts[Outcome::NOT_FOLDED] > 0)
     line(fmt::format("  {} left out by --fold-only: their GPUs would be simulated one by one",
                      counts[Outcome::NOT_FOLDED]));

@@ -1,7 +1,7 @@
 // Layout search: variants of one scenario (the cross product of --vary values, or every layout the model and GPU
-// count allow), screened in this process (a valid plan? does it fit in memory? how fast could its kernels alone
-// be?), simulated in child processes, best bound first, and ranked. A layout whose kernels alone cannot beat the
-// K-th best simulated step is not simulated (`top`), unless every layout is asked for.
+// count allow), screened in this process (a valid plan? does it fit in memory? how fast could its kernels and
+// the pipeline's fill and drain be?), simulated in child processes, best bound first, and ranked. A layout whose bound
+// cannot beat the K-th best simulated step is not simulated (`top`), unless every layout is asked for.
 #pragma once
 
 #include "core/document.hpp"

@@ -1,5 +1,6 @@
 // A lower bound on a step's time without simulating it: the kernel time of the busiest GPU, as if it never waited
-// for a collective, a pipeline transfer or another stage. A sweep skips layouts whose bound cannot beat what it has.
+// for a collective or a pipeline transfer, plus what it must wait for the pipeline to fill and drain (the stages
+// before it, one micro-batch each way). A sweep skips layouts whose bound cannot beat what it has.
 #pragma once
 
 #include "hardware/gpu_spec.hpp"

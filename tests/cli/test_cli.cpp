@@ -489,6 +489,25 @@ TEST_CASE("sweep --fold-only leaves out a layout whose groups spread unevenly ov
     CHECK(row["label"].get<std::string>().starts_with("tp=4 pp=2 "));
 }
 
+TEST_CASE("a sweep's bound never exceeds the simulated step and counts the pipeline's fill and drain")
+{
+  // Four stages and four micro-batches: the textbook bubble is 3/7 of the step, which a bound from the busiest
+  // GPU's kernels alone would leave out (it would be under 0.6 of the step).
+  const auto j = nlohmann::json::parse(
+      run("sweep " + scenario("default.json") +
+          " --set gpus=32 --set plan.pp=4 --set plan.dp=1 --set plan.global_batch=4"
+          " --vary plan.schedule:plan.virtual_stages=1f1b:1,gpipe:1,interleaved:2 --vary plan.recompute=none,full"
+          " --all --format json -q")
+          .out);
+  REQUIRE(j["rows"].size() == 6);
+  for (const auto& row : j["rows"]) {
+    INFO(row["label"]);
+    REQUIRE(row["outcome"] == "ranked");
+    CHECK(row["bound_s"].get<double>() <= row["step_time_s"].get<double>());
+    CHECK(row["bound_s"].get<double>() > 0.7 * row["step_time_s"].get<double>());
+  }
+}
+
 TEST_CASE("a sweep in shards, merged, ranks as the whole sweep, and pruning keeps the top exact")
 {
   const auto dir = test::scratch_dir();
