@@ -104,7 +104,7 @@ class PlatformBuilder {
       return gpu_name + ".network-mirror";
     if (mirror == topology::nvlink_mirror(cg_, gpu))
       return gpu_name + ".nvlink-mirror";
-    return fmt::format("{}.peer{}-mirror", gpu_name, mirror / cg_.gpus() - 3);
+    return fmt::format("{}.peer{}-mirror", gpu_name, topology::peer_of_mirror(cg_, mirror));
   }
 
   // A star zone whose children reach its centre through `uplinks` (empty: a non-blocking switch).

@@ -302,7 +302,7 @@ class Replayer {
     }
     // A loop to a mesh peer's mirror comes back over the same link: that way stands for the peer's own flow to the
     // folded GPU, which its multiplicity already counts on the link it takes.
-    if (task.peer >= 3 * cluster_.gpus())
+    if (topology::is_peer_mirror(cluster_, task.peer))
       r.graph.resize(1);
     std::vector<sg4::Link*> links;
     platform_.gpu[static_cast<std::size_t>(task.rank)]->route_to(platform_.gpu[static_cast<std::size_t>(task.peer)],

@@ -230,8 +230,8 @@ std::vector<EdgeId> route(const ClusterGraph& cg, int src_gpu, int dst_gpu)
     return out;
   }
   const int src_node = src_gpu / cg.gpus_per_node;
-  if (dst_gpu >= 3 * cg.gpus()) { // a peer mirror: out over the direct link to that peer and back
-    const int peer = src_node * cg.gpus_per_node + dst_gpu / cg.gpus() - 3;
+  if (is_peer_mirror(cg, dst_gpu)) { // out over the direct link to that peer and back
+    const int peer = src_node * cg.gpus_per_node + peer_of_mirror(cg, dst_gpu);
     const std::vector<EdgeId> link = route(cg, src_gpu, peer);
     return {link.front(), link.front()};
   }

@@ -95,6 +95,15 @@ inline int peer_mirror(const ClusterGraph& g, int gpu, int peer_local)
 {
   return (3 + peer_local) * g.gpus() + gpu;
 }
+inline bool is_peer_mirror(const ClusterGraph& g, int endpoint)
+{
+  return endpoint >= 3 * g.gpus();
+}
+// The local index (in its node) of the peer a peer mirror stands for.
+inline int peer_of_mirror(const ClusterGraph& g, int endpoint)
+{
+  return endpoint / g.gpus() - 3;
+}
 // How many endpoints (GPUs and their mirrors) a folded simulation may address.
 inline int endpoint_count(const ClusterGraph& g)
 {

@@ -355,7 +355,7 @@ class Builder {
     std::vector<std::tuple<int, double, double>> out;
     std::set<int> peers;
     for (const Flow& f : flows) {
-      const bool peer = f.dst >= 3 * graph_.gpus();
+      const bool peer = topology::is_peer_mirror(graph_, f.dst);
       if (peer && !peers.insert(f.dst).second)
         throw NotFoldable{};
       out.emplace_back(peer ? topology::nvlink_mirror(graph_, f.src) : f.dst, f.bytes, f.latency_s);
@@ -387,7 +387,7 @@ class Builder {
     auto [it, inserted] = signatures_.try_emplace(key);
     if (inserted) {
       auto path = topology::route(graph_, a, b);
-      if (b >= 3 * graph_.gpus())
+      if (topology::is_peer_mirror(graph_, b))
         path.resize(1);
       for (auto e : path) {
         const auto& l = graph_.graph[e];
