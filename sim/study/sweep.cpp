@@ -242,7 +242,8 @@ class Sweep {
                                core::format_bytes(memory.capacity_bytes), core::format_bytes(row.memory_over_bytes));
       return false;
     }
-    row.bound_s = workload::compute_lower_bound_s(s.model, s.plan, s.cluster.gpu);
+    row.bound_s =
+        workload::compute_lower_bound_s(s.model, s.plan, s.cluster.gpu, topology::build_graph(s.cluster, s.nodes));
     const double tokens = static_cast<double>(s.plan.global_batch) * static_cast<double>(s.plan.seq_length);
     row.bound_metric = tokens / row.bound_s;
     if (o_.rank_by == RankBy::TOKENS_PER_USD) {
@@ -270,10 +271,10 @@ class Sweep {
         ++next;
         if (!o_.simulate_all && !row.baseline && kth() >= 0 && row.bound_metric <= kth()) {
           row.outcome = Outcome::PRUNED;
-          row.reason = fmt::format(
-              "its bound (kernels, pipeline fill and drain) is {}, at most {}: not better than the {} best ({})",
-              core::format_time(row.bound_s), metric_text(row.bound_metric, o_.rank_by), ordinal(o_.top),
-              metric_text(kth(), o_.rank_by));
+          row.reason = fmt::format("its bound (kernels, all-to-alls, pipeline fill and drain) is {}, at most {}: not "
+                                   "better than the {} best ({})",
+                                   core::format_time(row.bound_s), metric_text(row.bound_metric, o_.rank_by),
+                                   ordinal(o_.top), metric_text(kth(), o_.rank_by));
           ++progress_.pruned;
           continue;
         }

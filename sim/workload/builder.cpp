@@ -119,70 +119,30 @@ class Builder {
   int last_virtual_stage() const { return p_.chunks() - 1; }
   bool sharded_optimizer() const { return p_.zero_stage >= 1 || p_.distributed_optimizer; }
 
-  std::vector<int> tp_group(int d, int s) const
-  {
-    std::vector<int> r;
-    for (int t = 0; t < p_.tp; ++t)
-      r.push_back(rank(t, d, s));
-    return r;
-  }
-  std::vector<int> dp_group(int t, int s) const
-  {
-    std::vector<int> r;
-    for (int d = 0; d < p_.dp_cp(); ++d)
-      r.push_back(rank(t, d, s));
-    return r;
-  }
-  // Expert parallelism: a stage's GPUs in the attention's tp-then-dp order (CP inside DP), laid out again as etp x ep x
-  // edp (innermost first, Megatron-core's expert rank order). `along` picks the expert dimension whose group is wanted:
-  // the GPUs that differ from (t, d) in that coordinate only.
-  enum class ExpertDim { ETP, EP, EDP };
-  std::vector<int> expert_group(ExpertDim along, int t, int d, int s) const
-  {
-    const std::array<int, 3> sizes{p_.etp, p_.ep, p_.edp()};
-    const int q = t + p_.tp * d;
-    std::array<int, 3> coords{q % p_.etp, q / p_.etp % p_.ep, q / (p_.etp * p_.ep)};
-    const auto k = static_cast<std::size_t>(along);
-    std::vector<int> r;
-    for (int i = 0; i < sizes[k]; ++i) {
-      coords[k] = i;
-      const int member = coords[0] + p_.etp * (coords[1] + p_.ep * coords[2]);
-      r.push_back(rank(member % p_.tp, member / p_.tp, s));
-    }
-    return r;
-  }
-
-  // Context parallelism: cp consecutive ranks of the DP dimension split each sequence.
-  std::vector<int> cp_group(int t, int d, int s) const
-  {
-    std::vector<int> r;
-    for (int i = 0; i < p_.cp; ++i)
-      r.push_back(rank(t, d / p_.cp * p_.cp + i, s));
-    return r;
-  }
+  std::vector<int> tp_group(int d, int s) const { return plan::group_of(p_, plan::GroupDim::TP, rank(0, d, s)); }
 
   enum class Dim { TP, DP, EP, ETP, EDP, CP, STAGE }; // STAGE: all the stage's GPUs
   std::vector<int> group_of(Dim dim, int gpu) const
   {
-    const plan::RankCoords c = plan::coords_of(p_, gpu);
     switch (dim) {
       case Dim::TP:
-        return tp_group(c.dp, c.pp);
+        return plan::group_of(p_, plan::GroupDim::TP, gpu);
       case Dim::DP:
-        return dp_group(c.tp, c.pp);
+        return plan::group_of(p_, plan::GroupDim::DP, gpu);
       case Dim::EP:
-        return expert_group(ExpertDim::EP, c.tp, c.dp, c.pp);
+        return plan::group_of(p_, plan::GroupDim::EP, gpu);
       case Dim::ETP:
-        return expert_group(ExpertDim::ETP, c.tp, c.dp, c.pp);
+        return plan::group_of(p_, plan::GroupDim::ETP, gpu);
       case Dim::EDP:
-        return expert_group(ExpertDim::EDP, c.tp, c.dp, c.pp);
+        return plan::group_of(p_, plan::GroupDim::EDP, gpu);
       case Dim::CP:
-        return cp_group(c.tp, c.dp, c.pp);
+        return plan::group_of(p_, plan::GroupDim::CP, gpu);
       case Dim::STAGE: {
+        const int s = plan::coords_of(p_, gpu).pp;
         std::vector<int> all;
         for (int d = 0; d < p_.dp_cp(); ++d)
           for (int t = 0; t < p_.tp; ++t)
-            all.push_back(rank(t, d, c.pp));
+            all.push_back(rank(t, d, s));
         return all;
       }
     }

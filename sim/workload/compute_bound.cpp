@@ -1,9 +1,11 @@
 #include "workload/compute_bound.hpp"
 
 #include "memory/memory_model.hpp"
+#include "plan/plan_reader.hpp"
 #include "workload/layer_program.hpp"
 
 #include <algorithm>
+#include <map>
 
 namespace sim::workload {
 namespace {
@@ -17,10 +19,60 @@ double kernel_time(const Program& program)
   return s;
 }
 
+// The least time `gpu`'s share of an all-to-all can take: its flows to the group's other members (the buffer spread
+// evenly over the group, workload/collectives) start together, and none crosses a link faster than the engine lets
+// it (bandwidth x efficiency per direction), so the link its flows load most takes at least their bytes over its
+// capacity. A DeepEP exchange (deduplicated per node) counts nothing.
+double all_to_all_floor(const topology::ClusterGraph& g, int gpu, const std::vector<int>& group, double bytes)
+{
+  const double share = bytes / static_cast<double>(group.size());
+  std::map<std::pair<std::size_t, bool>, double> load; // bytes per link and direction
+  double floor = 0;
+  for (int peer : group) {
+    if (peer == gpu)
+      continue;
+    const auto links = topology::route(g, gpu, peer);
+    const auto forward = topology::link_directions(g, g.gpu[static_cast<std::size_t>(gpu)], links);
+    for (std::size_t i = 0; i < links.size(); ++i) {
+      const topology::Link& l = g.graph[links[i]];
+      double& b = load[{l.id, forward[i]}];
+      b += share;
+      floor = std::max(floor, b / (l.bandwidth * l.efficiency));
+    }
+  }
+  return floor;
+}
+
+plan::GroupDim group_dim(Group group)
+{
+  switch (group) {
+    case Group::TP:
+      return plan::GroupDim::TP;
+    case Group::EP:
+      return plan::GroupDim::EP;
+    case Group::ETP:
+      return plan::GroupDim::ETP;
+    case Group::CP:
+      return plan::GroupDim::CP;
+  }
+  return plan::GroupDim::TP;
+}
+
+// A pass's time on `gpu` when it waits for nothing but its own all-to-alls: its kernels, and the floor of each
+// all-to-all it stops for (collectives running beside compute, and the others, count nothing).
+double pass_floor(const Program& program, const plan::ParallelPlan& plan, const topology::ClusterGraph& g, int gpu)
+{
+  double s = kernel_time(program);
+  for (const auto& step : program)
+    if (step.kind == Step::Kind::COLLECTIVE && step.collective == CollectiveKind::ALL_TO_ALL && !step.deduplicated)
+      s += all_to_all_floor(g, gpu, plan::group_of(plan, group_dim(step.group), gpu), step.bytes);
+  return s;
+}
+
 } // namespace
 
 double compute_lower_bound_s(const model::ModelSpec& model, const plan::ParallelPlan& plan,
-                             const hardware::GpuSpec& gpu)
+                             const hardware::GpuSpec& gpu, const topology::ClusterGraph& graph)
 {
   const LayerPrograms programs = build_programs(model, plan, gpu);
   const double microbatches = static_cast<double>(plan.microbatches());
@@ -31,6 +83,12 @@ double compute_lower_bound_s(const model::ModelSpec& model, const plan::Parallel
   // starts only once the first micro-batch's forward has crossed the first chunks of the stages before it, and after
   // its last backward those stages still run theirs.
   const bool fill_and_drain = !plan.dualpipe() && !plan.moe_a2a_overlap;
+  // Passes run one at a time there, so a pass also waits for its all-to-alls; side by side, another pass's kernels
+  // may fill that wait. Each stage's GPU with tp and dp coordinates 0 stands for its stage (any GPU's time bounds
+  // the step).
+  const auto pass = [&](const Program& program, int stage) {
+    return fill_and_drain ? pass_floor(program, plan, graph, plan::rank_of(plan, {0, 0, stage})) : kernel_time(program);
+  };
   double before_forward = 0;
   double before_backward = 0;
   double busiest = 0;
@@ -38,11 +96,18 @@ double compute_lower_bound_s(const model::ModelSpec& model, const plan::Parallel
     double per_microbatch = 0;
     double first_forward = 0;
     double first_backward = 0;
+    std::map<const Program*, double> floors; // per program (one per kind of layer and direction)
+    const auto time_of = [&](const Program& program) {
+      const auto [it, inserted] = floors.try_emplace(&program, 0.0);
+      if (inserted)
+        it->second = pass(program, s);
+      return it->second;
+    };
     for (int c = 0; c < plan.virtual_stages; ++c) {
       for (int l = 0; l < plan.layers_in_chunk(s, c); ++l) {
         const int layer = plan.first_layer_of_chunk(s, c) + l;
-        const double forward = kernel_time(programs.forward_of(model, layer));
-        const double backward = kernel_time(programs.backward_of(model, layer));
+        const double forward = time_of(programs.forward_of(model, layer));
+        const double backward = time_of(programs.backward_of(model, layer));
         per_microbatch += forward + backward;
         if (c == 0) {
           first_forward += forward;

@@ -508,6 +508,23 @@ TEST_CASE("a sweep's bound never exceeds the simulated step and counts the pipel
   }
 }
 
+TEST_CASE("a MoE sweep's bound counts the all-to-alls its passes wait for and never exceeds the simulated step")
+{
+  // Expert-parallel groups of 8 (one node), 16 and 32 (two and four nodes, their all-to-alls over InfiniBand): from
+  // kernels alone the bound would be 0.35 to 0.8 of the step.
+  const auto j = nlohmann::json::parse(run("sweep " + scenario("moe/qwen3-30b-a3b-h100.json") +
+                                           " --vary plan.ep=8,16,32 --set plan.pp=1 --set plan.dp=64 --all"
+                                           " --format json -q")
+                                           .out);
+  REQUIRE(j["rows"].size() == 3);
+  for (const auto& row : j["rows"]) {
+    INFO(row["label"]);
+    REQUIRE(row["outcome"] == "ranked");
+    CHECK(row["bound_s"].get<double>() <= row["step_time_s"].get<double>());
+    CHECK(row["bound_s"].get<double>() > 0.85 * row["step_time_s"].get<double>());
+  }
+}
+
 TEST_CASE("a sweep in shards, merged, ranks as the whole sweep, and pruning keeps the top exact")
 {
   const auto dir = test::scratch_dir();
