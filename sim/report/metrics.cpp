@@ -224,6 +224,10 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
   if (p.schedule == plan::Schedule::DUALPIPE_V)
     m.bubble_theory = (p.pp - 1) / (3.0 * microbatches + p.pp - 1);
 
+  m.critical_path = critical_path(g, tl);
+  for (const auto& straggler : s.cluster.stragglers)
+    m.straggler_path_s.push_back(time_on_path(m.critical_path, g, tl, cluster, straggler));
+
   // The pipeline phase ends with the last backward pass anywhere.
   for (TaskId t = 0; t < g.size(); ++t)
     if (g[t].kind == TaskKind::COMPUTE && g[t].category != Category::OPTIMIZER)

@@ -5,6 +5,7 @@
 
 #include "engine/replay.hpp"
 #include "memory/memory_model.hpp"
+#include "report/critical_path.hpp"
 #include "scenario/scenario.hpp"
 #include "workload/task_graph.hpp"
 
@@ -81,6 +82,8 @@ struct Metrics {
   CommTime comm;            // mean over GPUs
   std::map<std::string, LinkClassMetrics> links;
   memory::MemoryEstimate memory;
+  CriticalPath critical_path;
+  std::vector<double> straggler_path_s; // per straggler of the cluster: its time on the critical path
 };
 
 Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& g,

@@ -106,6 +106,48 @@ std::vector<std::string> cost_lines(const CostMetrics& c, const scenario::Scenar
   return out;
 }
 
+namespace {
+
+std::string gpu_name(const scenario::Scenario& s, int gpu)
+{
+  return fmt::format("n{}.gpu{}", gpu / s.cluster.node.gpus, gpu % s.cluster.node.gpus);
+}
+
+// The GPUs whose kernels take the most of the critical path.
+constexpr std::size_t path_gpus_shown = 4;
+
+core::Json critical_path_json(const scenario::Scenario& s, const CriticalPath& path)
+{
+  core::Json by_category = core::Json::object();
+  for (const auto& [category, seconds] : path.transfer_by_category)
+    by_category[std::string(name_of(category, workload::category_choices))] = seconds;
+  core::Json gpus = core::Json::array();
+  for (std::size_t i = 0; i < std::min(path.gpus.size(), path_gpus_shown); ++i)
+    gpus.push_back(
+        {{"gpu", gpu_name(s, path.gpus[i].gpu)}, {"stage", path.gpus[i].stage}, {"compute_s", path.gpus[i].compute_s}});
+  return {{"compute_s", path.compute_s},
+          {"transfer_s", path.transfer_s},
+          {"transfer_by_category_s", by_category},
+          {"tasks", path.chain.size()},
+          {"gpus", gpus}};
+}
+
+std::string straggler_name(const topology::Straggler& st)
+{
+  std::string name = fmt::format("node {}", st.node);
+  if (st.gpu >= 0)
+    name += fmt::format(" GPU {}", st.gpu);
+  if (st.nic >= 0)
+    name += fmt::format(" NIC {}", st.nic);
+  if (st.compute < 1)
+    name += fmt::format(", kernels at {} speed", percent(st.compute));
+  if (st.bandwidth < 1)
+    name += fmt::format(", {} at {} bandwidth", st.nic >= 0 ? "its NIC" : "NICs", percent(st.bandwidth));
+  return name;
+}
+
+} // namespace
+
 core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost& cost, const core::Json& validation)
 {
   core::Json j;
@@ -138,6 +180,20 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
   j["breakdown_s"] = breakdown_json(m.breakdown);
   j["comm_s"] = {{"tp", m.comm.tp}, {"pp", m.comm.pp}, {"dp", m.comm.dp}, {"ep", m.comm.ep}, {"cp", m.comm.cp}};
   j["layer_s"] = {{"forward", m.layer_forward_s}, {"backward", m.layer_backward_s}};
+  j["critical_path"] = critical_path_json(s, m.critical_path);
+  if (!s.cluster.stragglers.empty()) {
+    core::Json stragglers = core::Json::array();
+    for (std::size_t i = 0; i < s.cluster.stragglers.size(); ++i) {
+      const auto& st = s.cluster.stragglers[i];
+      stragglers.push_back({{"node", st.node},
+                            {"gpu", st.gpu >= 0 ? core::Json(st.gpu) : core::Json()},
+                            {"nic", st.nic >= 0 ? core::Json(st.nic) : core::Json()},
+                            {"compute", st.compute},
+                            {"bandwidth", st.bandwidth},
+                            {"critical_path_s", m.straggler_path_s[i]}});
+    }
+    j["stragglers"] = stragglers;
+  }
   j["stages"] = stages;
   core::Json links = core::Json::object();
   for (const auto& [cls, c] : m.links) {
@@ -228,6 +284,21 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
   line(fmt::format("  one layer on stage 0: forward {}, backward {}{}", core::format_time(m.layer_forward_s),
                    core::format_time(m.layer_backward_s),
                    s.plan.recompute == model::Recompute::NONE ? "" : " (with its recomputation)"));
+  const auto& path = m.critical_path;
+  std::string flows;
+  for (const auto& [category, seconds] : path.transfer_by_category)
+    flows += fmt::format("{}{} {}", flows.empty() ? "" : ", ", name_of(category, workload::category_choices),
+                         core::format_time(seconds));
+  line(fmt::format("  critical path: kernels {} ({}), flows {}{}{}", core::format_time(path.compute_s),
+                   percent(path.compute_s / m.step_time_s), core::format_time(path.transfer_s),
+                   flows.empty() ? "" : " (" + flows + ")",
+                   path.gpus.empty()
+                       ? ""
+                       : fmt::format("; most kernels on {} (stage {}, {})", gpu_name(s, path.gpus.front().gpu),
+                                     path.gpus.front().stage, core::format_time(path.gpus.front().compute_s))));
+  for (std::size_t i = 0; i < s.cluster.stragglers.size(); ++i)
+    line(fmt::format("  straggler {}: {} on the critical path", straggler_name(s.cluster.stragglers[i]),
+                     core::format_time(m.straggler_path_s[i])));
   line("");
   std::string bubbles;
   for (const auto& st : m.per_stage) {

@@ -87,6 +87,7 @@ Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& fi
   const core::Node plan_node = r.at("plan", "an object with the parallel plan");
   s.plan = plan::read_plan(plan_node, s.model, known_gpus);
   s.economics = read_economics(r);
+  const auto stragglers = r.find("stragglers");
   r.finish();
 
   s.gpus = known_gpus.value_or(s.plan.gpus());
@@ -100,6 +101,8 @@ Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& fi
         fmt::format("a multiple of {} GPUs (or at most one node)", per_node));
   }
   s.nodes = (s.gpus + per_node - 1) / per_node;
+  if (stragglers)
+    s.cluster.stragglers = topology::read_stragglers(*stragglers, s.cluster, s.nodes);
   s.warnings = s.cluster.warnings;
   const auto plan_warnings = plan::check_plan(s.plan, plan_node, s.model, s.cluster, s.gpus);
   s.warnings.insert(s.warnings.end(), plan_warnings.begin(), plan_warnings.end());

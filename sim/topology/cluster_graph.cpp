@@ -93,8 +93,8 @@ void build_network(Builder& b, ClusterGraph& cg, const ClusterSpec& spec)
     cg.leaf.push_back(b.device(DeviceKind::LEAF, -1, g));
   for (int n = 0; n < cg.nodes; ++n)
     for (VertexId nic : cg.nic[static_cast<std::size_t>(n)])
-      b.link(nic, cg.leaf[static_cast<std::size_t>(n / cg.nodes_per_leaf)], cls, nics.bandwidth, nics.latency / 2,
-             nics.efficiency);
+      b.link(nic, cg.leaf[static_cast<std::size_t>(n / cg.nodes_per_leaf)], cls,
+             nics.bandwidth * nic_share(spec, n, cg.graph[nic].index), nics.latency / 2, nics.efficiency);
   if (groups == 1)
     return;
 

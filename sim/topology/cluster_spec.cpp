@@ -297,4 +297,58 @@ bool NvLinkMeshFabric::uniform_full_mesh(int gpus) const
          std::all_of(links.begin(), links.end(), [&](const Link& l) { return l.lanes == links.front().lanes; });
 }
 
+std::vector<Straggler> read_stragglers(const core::Node& list, const ClusterSpec& cluster, int nodes)
+{
+  std::vector<Straggler> out;
+  const std::size_t n = list.array_size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const core::Node item = list.element(i);
+    core::ObjectReader r(item);
+    Straggler s;
+    s.node = static_cast<int>(r.integer("node", 0, nodes - 1));
+    if (const auto gpu = r.find("gpu"))
+      s.gpu = static_cast<int>(gpu->as_integer(0, cluster.node.gpus - 1));
+    if (const auto nic = r.find("nic"))
+      s.nic = static_cast<int>(nic->as_integer(0, std::max(cluster.node.nics.count, 1) - 1));
+    const auto compute = r.find("compute");
+    const auto bandwidth = r.find("bandwidth");
+    if (compute)
+      s.compute = compute->as_number(0.05, 1);
+    if (bandwidth)
+      s.bandwidth = bandwidth->as_number(0.01, 1);
+    r.finish();
+    if (!compute && !bandwidth)
+      item.fail_found("nothing slower", "neither `compute` nor `bandwidth`",
+                      "`compute` (a share of the kernels' speed) or `bandwidth` (a share of the NICs')");
+    if (s.gpu >= 0 && bandwidth)
+      item.fail_found("a GPU's bandwidth", "`gpu` with `bandwidth`",
+                      "`nic` with `bandwidth` (NICs slow down, not GPUs)");
+    if (s.nic >= 0 && compute)
+      item.fail_found("a NIC's compute", "`nic` with `compute`", "`gpu` (or the whole node) with `compute`");
+    if (bandwidth && cluster.node.nics.count == 0)
+      item.fail_found("no NICs", fmt::format("`bandwidth` on '{}', whose nodes have no NICs", cluster.name),
+                      "`compute` only");
+    out.push_back(s);
+  }
+  return out;
+}
+
+double compute_share(const ClusterSpec& cluster, int gpu)
+{
+  double share = 1;
+  for (const Straggler& s : cluster.stragglers)
+    if (s.node == gpu / cluster.node.gpus && (s.gpu < 0 || s.gpu == gpu % cluster.node.gpus))
+      share *= s.compute;
+  return share;
+}
+
+double nic_share(const ClusterSpec& cluster, int node, int nic)
+{
+  double share = 1;
+  for (const Straggler& s : cluster.stragglers)
+    if (s.node == node && (s.nic < 0 || s.nic == nic))
+      share *= s.bandwidth;
+  return share;
+}
+
 } // namespace sim::topology

@@ -96,6 +96,17 @@ struct NetworkSpec {
   double latency = 0;               // per switch hop above the leaf
 };
 
+// A part of the cluster running below its rating (a scenario's `stragglers`): one GPU or all of a node's at a share
+// of their kernels' speed, one NIC or all of a node's at a share of their bandwidth. GPUs then differ, so a step is
+// simulated GPU by GPU.
+struct Straggler {
+  int node = 0;
+  int gpu = -1;         // local index; -1: every GPU of the node
+  int nic = -1;         // local index; -1: every NIC of the node
+  double compute = 1;   // share of the kernels' speed left
+  double bandwidth = 1; // share of the NICs' bandwidth left
+};
+
 struct ClusterSpec {
   std::string name;
   std::string description;
@@ -104,11 +115,20 @@ struct ClusterSpec {
   NodeSpec node;
   NetworkSpec network;
   std::optional<int> nodes;            // pinned node count; otherwise it follows from the plan's GPU count
+  std::vector<Straggler> stragglers;   // set by the scenario
   std::vector<core::Warning> warnings; // what the file leaves to a default worth knowing
 };
 
 // Reads a topology/v1 object whose `node.gpu` has already been resolved to a gpu/v1 object.
 ClusterSpec read_cluster(const core::Node& node);
+
+// Reads a scenario's `stragglers` array (objects with `node`, optional `gpu` or `nic`, and `compute` or
+// `bandwidth`, shares 0-1) for this cluster of `nodes` nodes.
+std::vector<Straggler> read_stragglers(const core::Node& list, const ClusterSpec& cluster, int nodes);
+// The share of its kernels' speed a GPU (global index) has left: 1 unless a straggler slows it.
+double compute_share(const ClusterSpec& cluster, int gpu);
+// The share of its bandwidth a node's NIC has left.
+double nic_share(const ClusterSpec& cluster, int node, int nic);
 
 // How `nodes` nodes sit in the network: leaf groups, leaf groups per pod (one spine each), pods (a core above
 // several).

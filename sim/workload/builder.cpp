@@ -198,7 +198,7 @@ class Builder {
     t.microbatch = w.microbatch;
     t.layer = w.layer;
     t.label = g_.label(step.label);
-    t.duration_s = step.duration_s;
+    t.duration_s = step.duration_s / topology::compute_share(cluster_, gpu);
     t.flops = step.flops;
     if (step.duration_s > 0)
       t.memory_share =
@@ -1146,6 +1146,8 @@ std::string fold_precondition(const plan::ParallelPlan& plan, const topology::Cl
   if (cluster.network.kind != topology::NetworkKind::SINGLE_SWITCH &&
       (cluster.network.oversubscription > 1 || cluster.network.core_oversubscription > 1))
     return "the network is oversubscribed";
+  if (!cluster.stragglers.empty())
+    return fmt::format("node {} runs slower than the others (stragglers)", cluster.stragglers.front().node);
   return "";
 }
 

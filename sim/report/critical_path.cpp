@@ -1,0 +1,70 @@
+#include "report/critical_path.hpp"
+
+#include <algorithm>
+
+namespace sim::report {
+
+using workload::TaskId;
+using workload::TaskKind;
+
+CriticalPath critical_path(const workload::TaskGraph& g, const engine::Timeline& tl)
+{
+  CriticalPath path;
+  std::map<int, CriticalPath::Gpu> by_gpu;
+  for (TaskId t = g.step_end; t != workload::no_task;) {
+    const workload::Task& task = g[t];
+    const double span = tl.tasks[t].end_s - tl.tasks[t].start_s;
+    path.chain.push_back(t);
+    if (task.kind == TaskKind::COMPUTE) {
+      path.compute_s += span;
+      auto& gpu = by_gpu[task.rank];
+      gpu.gpu = task.rank;
+      gpu.stage = task.stage;
+      gpu.compute_s += span;
+    } else if (task.kind == TaskKind::TRANSFER) {
+      path.transfer_s += span;
+      path.transfer_by_category[task.category] += span;
+    }
+    // The dependency that ended last held this task back (the first of equals, in the graph's order).
+    TaskId last = workload::no_task;
+    for (TaskId d : g.dependencies(t))
+      if (last == workload::no_task || tl.tasks[d].end_s > tl.tasks[last].end_s)
+        last = d;
+    t = last;
+  }
+  for (const auto& [gpu, time] : by_gpu)
+    path.gpus.push_back(time);
+  std::stable_sort(path.gpus.begin(), path.gpus.end(),
+                   [](const auto& a, const auto& b) { return a.compute_s > b.compute_s; });
+  return path;
+}
+
+double time_on_path(const CriticalPath& path, const workload::TaskGraph& g, const engine::Timeline& tl,
+                    const topology::ClusterGraph& cluster, const topology::Straggler& straggler)
+{
+  const int per_node = cluster.gpus_per_node;
+  const auto slowed_gpu = [&](int gpu) {
+    return straggler.compute < 1 && gpu / per_node == straggler.node &&
+           (straggler.gpu < 0 || straggler.gpu == gpu % per_node);
+  };
+  const auto slowed_nic = [&](int gpu, int other) {
+    const int nic = cluster.nic_of_gpu[static_cast<std::size_t>(gpu % per_node)];
+    return straggler.bandwidth < 1 && gpu / per_node == straggler.node && other / per_node != straggler.node &&
+           (straggler.nic < 0 || straggler.nic == nic);
+  };
+  double s = 0;
+  for (TaskId t : path.chain) {
+    const workload::Task& task = g[t];
+    const double span = tl.tasks[t].end_s - tl.tasks[t].start_s;
+    if (task.kind == TaskKind::COMPUTE && slowed_gpu(task.rank))
+      s += span;
+    if (task.kind == TaskKind::TRANSFER) {
+      const int peer = g.gpu_of(task.peer);
+      if (slowed_nic(task.rank, peer) || slowed_nic(peer, task.rank))
+        s += span;
+    }
+  }
+  return s;
+}
+
+} // namespace sim::report
