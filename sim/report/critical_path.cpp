@@ -52,6 +52,10 @@ double time_on_path(const CriticalPath& path, const workload::TaskGraph& g, cons
     return straggler.bandwidth < 1 && gpu / per_node == straggler.node && other / per_node != straggler.node &&
            (straggler.nic < 0 || straggler.nic == nic);
   };
+  const auto slowed_nvlink = [&](int gpu, int other) {
+    return straggler.nvlink < 1 && gpu / per_node == straggler.node && other / per_node == straggler.node &&
+           (straggler.gpu < 0 || straggler.gpu == gpu % per_node);
+  };
   double s = 0;
   for (TaskId t : path.chain) {
     const workload::Task& task = g[t];
@@ -60,7 +64,8 @@ double time_on_path(const CriticalPath& path, const workload::TaskGraph& g, cons
       s += span;
     if (task.kind == TaskKind::TRANSFER) {
       const int peer = g.gpu_of(task.peer);
-      if (slowed_nic(task.rank, peer) || slowed_nic(peer, task.rank))
+      if (slowed_nic(task.rank, peer) || slowed_nic(peer, task.rank) || slowed_nvlink(task.rank, peer) ||
+          slowed_nvlink(peer, task.rank))
         s += span;
     }
   }

@@ -141,6 +141,8 @@ std::string straggler_name(const topology::Straggler& st)
     name += fmt::format(" NIC {}", st.nic);
   if (st.compute < 1)
     name += fmt::format(", kernels at {} speed", percent(st.compute));
+  if (st.nvlink < 1)
+    name += fmt::format(", NVLink at {} bandwidth", percent(st.nvlink));
   if (st.bandwidth < 1)
     name += fmt::format(", {} at {} bandwidth", st.nic >= 0 ? "its NIC" : "NICs", percent(st.bandwidth));
   return name;
@@ -189,6 +191,7 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
                             {"gpu", st.gpu >= 0 ? core::Json(st.gpu) : core::Json()},
                             {"nic", st.nic >= 0 ? core::Json(st.nic) : core::Json()},
                             {"compute", st.compute},
+                            {"nvlink", st.nvlink},
                             {"bandwidth", st.bandwidth},
                             {"critical_path_s", m.straggler_path_s[i]}});
     }

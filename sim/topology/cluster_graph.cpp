@@ -45,13 +45,16 @@ void build_node(Builder& b, ClusterGraph& cg, const ClusterSpec& spec, int n)
     const double eff = spec.gpu.nccl_nvlink_efficiency > 0 ? spec.gpu.nccl_nvlink_efficiency : 1.0;
     if (const auto* sw = std::get_if<NvSwitchFabric>(&*ns.nvlink)) {
       const VertexId hub = b.device(DeviceKind::NVSWITCH, n, 0);
-      for (VertexId g : gpus)
-        b.link(g, hub, LinkClass::NVLINK, sw->bandwidth, sw->latency / 2, eff);
+      for (int i = 0; i < ns.gpus; ++i)
+        b.link(gpus[static_cast<std::size_t>(i)], hub, LinkClass::NVLINK,
+               sw->bandwidth * nvlink_share(spec, n * ns.gpus + i), sw->latency / 2, eff);
     } else {
       const auto& mesh = std::get<NvLinkMeshFabric>(*ns.nvlink);
       for (const auto& l : mesh.links)
         b.link(gpus[static_cast<std::size_t>(l.a)], gpus[static_cast<std::size_t>(l.b)], LinkClass::NVLINK,
-               l.lanes * mesh.lane_bandwidth, mesh.latency, eff);
+               l.lanes * mesh.lane_bandwidth *
+                   std::min(nvlink_share(spec, n * ns.gpus + l.a), nvlink_share(spec, n * ns.gpus + l.b)),
+               mesh.latency, eff);
     }
   }
   if (ns.pcie) {

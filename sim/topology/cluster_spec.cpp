@@ -311,20 +311,28 @@ std::vector<Straggler> read_stragglers(const core::Node& list, const ClusterSpec
     if (const auto nic = r.find("nic"))
       s.nic = static_cast<int>(nic->as_integer(0, std::max(cluster.node.nics.count, 1) - 1));
     const auto compute = r.find("compute");
+    const auto nvlink = r.find("nvlink");
     const auto bandwidth = r.find("bandwidth");
     if (compute)
       s.compute = compute->as_number(0.05, 1);
+    if (nvlink)
+      s.nvlink = nvlink->as_number(0.01, 1);
     if (bandwidth)
       s.bandwidth = bandwidth->as_number(0.01, 1);
     r.finish();
-    if (!compute && !bandwidth)
-      item.fail_found("nothing slower", "neither `compute` nor `bandwidth`",
-                      "`compute` (a share of the kernels' speed) or `bandwidth` (a share of the NICs')");
+    if (!compute && !nvlink && !bandwidth)
+      item.fail_found("nothing slower", "none of `compute`, `nvlink`, `bandwidth`",
+                      "`compute` (a share of the kernels' speed), `nvlink` (of the GPUs' NVLink bandwidth) or "
+                      "`bandwidth` (of the NICs')");
     if (s.gpu >= 0 && bandwidth)
       item.fail_found("a GPU's bandwidth", "`gpu` with `bandwidth`",
-                      "`nic` with `bandwidth` (NICs slow down, not GPUs)");
-    if (s.nic >= 0 && compute)
-      item.fail_found("a NIC's compute", "`nic` with `compute`", "`gpu` (or the whole node) with `compute`");
+                      "`nic` with `bandwidth` (a NIC's), or `nvlink` (the GPU's NVLink)");
+    if (s.nic >= 0 && (compute || nvlink))
+      item.fail_found("a NIC's compute or NVLink", fmt::format("`nic` with `{}`", compute ? "compute" : "nvlink"),
+                      "`gpu` (or the whole node) with `compute` or `nvlink`");
+    if (nvlink && !cluster.node.nvlink)
+      item.fail_found("no NVLink", fmt::format("`nvlink` on '{}', whose GPUs have no NVLink", cluster.name),
+                      "`compute` or `bandwidth`");
     if (bandwidth && cluster.node.nics.count == 0)
       item.fail_found("no NICs", fmt::format("`bandwidth` on '{}', whose nodes have no NICs", cluster.name),
                       "`compute` only");
@@ -339,6 +347,15 @@ double compute_share(const ClusterSpec& cluster, int gpu)
   for (const Straggler& s : cluster.stragglers)
     if (s.node == gpu / cluster.node.gpus && (s.gpu < 0 || s.gpu == gpu % cluster.node.gpus))
       share *= s.compute;
+  return share;
+}
+
+double nvlink_share(const ClusterSpec& cluster, int gpu)
+{
+  double share = 1;
+  for (const Straggler& s : cluster.stragglers)
+    if (s.node == gpu / cluster.node.gpus && (s.gpu < 0 || s.gpu == gpu % cluster.node.gpus))
+      share *= s.nvlink;
   return share;
 }
 

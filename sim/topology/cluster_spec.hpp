@@ -97,13 +97,14 @@ struct NetworkSpec {
 };
 
 // A part of the cluster running below its rating (a scenario's `stragglers`): one GPU or all of a node's at a share
-// of their kernels' speed, one NIC or all of a node's at a share of their bandwidth. GPUs then differ, so a step is
-// simulated GPU by GPU.
+// of their kernels' speed or of their NVLink bandwidth, one NIC or all of a node's at a share of their bandwidth.
+// GPUs then differ, so a step is simulated GPU by GPU.
 struct Straggler {
   int node = 0;
   int gpu = -1;         // local index; -1: every GPU of the node
   int nic = -1;         // local index; -1: every NIC of the node
   double compute = 1;   // share of the kernels' speed left
+  double nvlink = 1;    // share of the GPUs' NVLink bandwidth left (each link at its slower end's)
   double bandwidth = 1; // share of the NICs' bandwidth left
 };
 
@@ -122,11 +123,13 @@ struct ClusterSpec {
 // Reads a topology/v1 object whose `node.gpu` has already been resolved to a gpu/v1 object.
 ClusterSpec read_cluster(const core::Node& node);
 
-// Reads a scenario's `stragglers` array (objects with `node`, optional `gpu` or `nic`, and `compute` or
+// Reads a scenario's `stragglers` array (objects with `node`, optional `gpu` or `nic`, and `compute`, `nvlink` or
 // `bandwidth`, shares 0-1) for this cluster of `nodes` nodes.
 std::vector<Straggler> read_stragglers(const core::Node& list, const ClusterSpec& cluster, int nodes);
 // The share of its kernels' speed a GPU (global index) has left: 1 unless a straggler slows it.
 double compute_share(const ClusterSpec& cluster, int gpu);
+// The share of its NVLink bandwidth a GPU (global index) has left.
+double nvlink_share(const ClusterSpec& cluster, int gpu);
 // The share of its bandwidth a node's NIC has left.
 double nic_share(const ClusterSpec& cluster, int node, int nic);
 

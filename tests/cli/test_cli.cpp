@@ -525,7 +525,7 @@ TEST_CASE("a MoE sweep's bound counts the all-to-alls its passes wait for and ne
   }
 }
 
-TEST_CASE("a straggler GPU or NIC slows the step, turns folding off, and the critical path finds it")
+TEST_CASE("a straggler GPU, NVLink port or NIC slows the step, turns folding off, and the critical path finds it")
 {
   const std::string base = "run " + scenario("default.json") + " --format json";
   const auto even = nlohmann::json::parse(run(base).out);
@@ -533,13 +533,15 @@ TEST_CASE("a straggler GPU or NIC slows the step, turns folding off, and the cri
       nlohmann::json::parse(run(base + R"( --set 'stragglers=[{"node": 1, "gpu": 2, "compute": 0.8}]')").out);
   const auto slow_nic =
       nlohmann::json::parse(run(base + R"( --set 'stragglers=[{"node": 1, "nic": 2, "bandwidth": 0.25}]')").out);
+  const auto slow_nvlink =
+      nlohmann::json::parse(run(base + R"( --set 'stragglers=[{"node": 1, "gpu": 2, "nvlink": 0.5}]')").out);
   CHECK(even["folded"] == true);
   const double step = even["step_time_s"].get<double>();
   // The path from the step's end back through what each task waited for last: kernels and flows, nothing else.
   const auto& path = even["critical_path"];
   CHECK(path["compute_s"].get<double>() + path["transfer_s"].get<double>() <= step * (1 + 1e-12));
   CHECK(path["compute_s"].get<double>() + path["transfer_s"].get<double>() > 0.95 * step);
-  for (const auto* r : {&slow_gpu, &slow_nic}) {
+  for (const auto* r : {&slow_gpu, &slow_nic, &slow_nvlink}) {
     CHECK((*r)["folded"] == false);
     CHECK((*r)["step_time_s"].get<double>() > step);
     REQUIRE((*r)["stragglers"].size() == 1);
@@ -551,6 +553,9 @@ TEST_CASE("a straggler GPU or NIC slows the step, turns folding off, and the cri
   CHECK(slowest["gpu"] == "n1.gpu2");
   CHECK(slow_gpu["stragglers"][0]["critical_path_s"].get<double>() == slowest["compute_s"].get<double>());
   CHECK(slowest["compute_s"].get<double>() == Approx(path["gpus"][0]["compute_s"].get<double>() / 0.8).epsilon(0.02));
+  // Half an NVLink port: stage 1's tensor-parallel rings wait for it, and their flows hold the path longer.
+  CHECK(slow_nvlink["critical_path"]["transfer_by_category_s"]["tp"].get<double>() >
+        1.5 * path["transfer_by_category_s"]["tp"].get<double>());
   // A NIC at a quarter of its bandwidth: the pipeline sends through it take four times as long.
   CHECK(slow_nic["critical_path"]["transfer_by_category_s"]["pp"].get<double>() >
         3 * path["transfer_by_category_s"]["pp"].get<double>());
