@@ -100,7 +100,11 @@ int simulate(const fs::path& file, const CommonOptions& o, const RunOptions& r)
   const auto s = sim::scenario::load_scenario(file, load_options(o));
   if (!o.allow_oom)
     sim::scenario::refuse_out_of_memory(s);
-  sim::scenario::refuse_oversized_graph(s, !r.no_fold, sim::scenario::machine_memory());
+  auto memory = sim::scenario::machine_memory();
+  if (!r.memory.empty())
+    memory =
+        sim::scenario::capped(memory, *sim::core::parse_quantity(r.memory, sim::core::Dimension::BYTES), "--memory");
+  sim::scenario::refuse_oversized_graph(s, !r.no_fold, memory);
   if (!r.out_dir.empty())
     prepare_output_dir(r.out_dir);
   const auto graph = sim::topology::build_graph(s.cluster, s.nodes);

@@ -42,6 +42,7 @@ struct RunOptions {
   std::string view;
   int width = 100; // columns of the --view pipeline timeline
   bool no_fold = false;
+  std::string memory; // --memory: a cap on the task graph's memory, below the machine's
 };
 
 int simulate(const std::filesystem::path& file, const CommonOptions& o, const RunOptions& r);
@@ -79,6 +80,7 @@ struct SweepArgs {
   int top = 10;
   bool all = false; // simulate every candidate, no pruning
   bool fold_only = false;
+  std::string memory; // --memory: what the simulations may take together
   std::string rank_by = "tokens_per_s";
   std::string shard; // "I/N"
   std::string out_dir;

@@ -38,6 +38,22 @@ std::string limit(double v)
   return v < 1e9 ? fmt::format("{:.0f}", v) : fmt::format("{:g}", v);
 }
 
+// A memory size with its unit ("8GiB", "500MB"), from 1 MiB to 1 PiB.
+CLI::Validator memory_size()
+{
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const auto bytes = sim::core::parse_quantity(text, sim::core::Dimension::BYTES);
+        if (!bytes)
+          return fmt::format("not a memory size (found \"{}\"; expected a number and a unit, such as 8GiB)",
+                             sim::core::clip(text, 40));
+        if (*bytes < 1048576.0 || *bytes > 1125899906842624.0)
+          return fmt::format("out of range (found {}; expected 1MiB to 1PiB)", sim::core::clip(text, 40));
+        return {};
+      },
+      "SIZE");
+}
+
 // A number from `lo` to `hi` (finite), with the range written as people write it in the message.
 CLI::Validator number_in(double lo, double hi)
 {
@@ -93,6 +109,9 @@ int main(int argc, char** argv)
                 "Simulate a plan even when it does not fit in GPU memory (by default refused, exit 1)");
   run->add_flag("--no-fold", run_extra.no_fold,
                 "Simulate every GPU even where identical GPUs fold into one per stage (slower, same result)");
+  run->add_option("--memory", run_extra.memory,
+                  "The most memory the step's task graph may take (default: what the machine has free), e.g. 8GiB")
+      ->check(memory_size());
   add_common(run, run_opts, {"text", "json"});
 
   CommonOptions memory_opts;
@@ -197,6 +216,11 @@ int main(int argc, char** argv)
       ->capture_default_str();
   sweep_cmd->add_flag("--all", sweep_args.all,
                       "Simulate every layout that fits (default: skip those whose lower bound cannot make the top)");
+  sweep_cmd
+      ->add_option("--memory", sweep_args.memory,
+                   "The memory the sweep's simulations may take together (default: what the machine has free "
+                   "when the sweep starts), e.g. 16GiB")
+      ->check(memory_size());
   sweep_cmd->add_flag("--fold-only", sweep_args.fold_only,
                       "Leave out layouts whose identical GPUs do not fold into one per stage (simulated GPU by GPU, "
                       "they can take hours at thousands of GPUs)");

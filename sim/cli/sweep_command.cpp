@@ -141,6 +141,9 @@ int sweep(const SweepArgs& a, const CommonOptions& o)
   s.top = std::max(1, a.top);
   s.simulate_all = a.all;
   s.fold_only = a.fold_only;
+  s.memory = scenario::machine_memory();
+  if (!a.memory.empty())
+    s.memory = scenario::capped(s.memory, *core::parse_quantity(a.memory, core::Dimension::BYTES), "--memory");
   s.summary = load_validation_summary(o);
   s.rank_by = a.rank_by == "tokens_per_usd" ? study::RankBy::TOKENS_PER_USD : study::RankBy::TOKENS_PER_S;
   if (!a.shard.empty())

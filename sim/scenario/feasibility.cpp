@@ -82,6 +82,11 @@ MachineMemory machine_memory()
   return m;
 }
 
+MachineMemory capped(const MachineMemory& machine, double limit, const std::string& source)
+{
+  return limit < machine.available_bytes ? MachineMemory{limit, source} : machine;
+}
+
 void refuse_oversized_graph(const Scenario& s, bool fold, const MachineMemory& machine)
 {
   const workload::GraphSize size = workload::estimate_graph_size(s.model, s.plan, s.cluster, fold);

@@ -19,6 +19,8 @@ struct MachineMemory {
   std::string source;
 };
 MachineMemory machine_memory();
+// The machine's memory, or `limit` (named by `source`) where that is less.
+MachineMemory capped(const MachineMemory& machine, double limit, const std::string& source);
 
 // Throws core::InfeasiblePlan when the step's task graph (estimated before it is built) would take more than the
 // machine's available memory, with the numbers and what folding or fewer micro-batches would make of it.

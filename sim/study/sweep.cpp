@@ -11,9 +11,11 @@
 #include "topology/cluster_graph.hpp"
 #include "workload/builder.hpp"
 #include "workload/compute_bound.hpp"
+#include "workload/graph_size.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fmt/format.h>
 #include <limits>
 #include <map>
@@ -263,6 +265,8 @@ class Sweep {
     ProcessPool pool(o_.jobs);
     std::vector<double> best; // metrics of the ranked rows, best first
     std::map<int, std::size_t> running;
+    std::map<int, double> reserved; // per running simulation, its graph's estimated bytes
+    double reserved_total = 0;
     std::size_t next = 0;
     const auto kth = [&]() { return best.size() >= static_cast<std::size_t>(o_.top) ? best[o_.top - 1] : -1.0; };
     for (;;) {
@@ -278,12 +282,18 @@ class Sweep {
           ++progress_.pruned;
           continue;
         }
-        if (o_.fold_only)
-          if (auto why = fold_blocker(row); !why.empty()) {
-            row.outcome = Outcome::NOT_FOLDED;
-            row.reason = why;
-            continue;
-          }
+        const Footprint& f = footprint(row);
+        if (o_.fold_only && !f.not_folded.empty()) {
+          row.outcome = Outcome::NOT_FOLDED;
+          row.reason = f.not_folded;
+          continue;
+        }
+        // Beside the simulations running, its graph must fit in what they may take together; alone, it runs (and
+        // is refused with the numbers if it cannot fit at all).
+        if (!running.empty() && reserved_total + f.bytes > o_.memory.available_bytes) {
+          --next;
+          break;
+        }
         const auto stem = work.path() / fmt::format("{}", row.index);
         Command c;
         c.argv = {self_path().string(), "--log-level", "off",        "run",      o_.scenario.string(),
@@ -292,6 +302,8 @@ class Sweep {
           c.argv.insert(c.argv.end(), {"--set", e});
         for (const auto& e : row.layout.overrides)
           c.argv.insert(c.argv.end(), {"--set", e});
+        if (std::isfinite(o_.memory.available_bytes))
+          c.argv.insert(c.argv.end(), {"--memory", fmt::format("{:.0f}B", o_.memory.available_bytes)});
         if (!o_.runs_dir.empty())
           c.argv.insert(c.argv.end(), {"--out", (o_.runs_dir / run_folder(row)).string()});
         c.stdout_file = stem.string() + ".json";
@@ -302,6 +314,8 @@ class Sweep {
           continue;
         }
         running[row.index] = candidates[next - 1];
+        reserved[row.index] = f.bytes;
+        reserved_total += f.bytes;
         ++progress_.running;
       }
       if (!pool.busy())
@@ -311,6 +325,8 @@ class Sweep {
         break;
       SweepRow& row = r.rows[running.at(done->first)];
       running.erase(done->first);
+      reserved_total = running.empty() ? 0.0 : reserved_total - reserved.at(done->first);
+      reserved.erase(done->first);
       --progress_.running;
       ++progress_.simulated;
       const auto stem = work.path() / fmt::format("{}", row.index);
@@ -326,14 +342,33 @@ class Sweep {
     }
   }
 
-  // Why the layout's graph does not fold (empty when it does): its folded graph is built, never the whole one.
-  std::string fold_blocker(const SweepRow& row) const
+  // What a layout's simulation will hold: its task graph's estimated bytes, folded or not, and why it does not fold
+  // (empty when it does). Whether a graph that may fold does is known only from its folded graph (never the whole
+  // one), built where it matters: under --fold-only, or when the unfolded graph would take a share of the memory.
+  struct Footprint {
+    double bytes = 0;
+    std::string not_folded;
+  };
+  const Footprint& footprint(const SweepRow& row)
   {
+    const auto [it, inserted] = footprints_.try_emplace(row.index);
+    if (!inserted)
+      return it->second;
     std::vector<std::string> overrides = o_.base_overrides;
     overrides.insert(overrides.end(), row.layout.overrides.begin(), row.layout.overrides.end());
     const auto s = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, overrides, true});
-    const auto graph = topology::build_graph(s.cluster, s.nodes);
-    return workload::fold_blocker(s.model, s.plan, s.cluster, graph);
+    const auto whole = workload::estimate_graph_size(s.model, s.plan, s.cluster, false);
+    const auto folded = workload::estimate_graph_size(s.model, s.plan, s.cluster, true);
+    Footprint& f = it->second;
+    f.bytes = whole.bytes;
+    if (!folded.folded) {
+      f.not_folded = workload::fold_precondition(s.plan, s.cluster);
+    } else if (o_.fold_only || whole.bytes > o_.memory.available_bytes / (2.0 * o_.jobs)) {
+      f.not_folded = workload::fold_blocker(s.model, s.plan, s.cluster, topology::build_graph(s.cluster, s.nodes));
+      if (f.not_folded.empty())
+        f.bytes = folded.bytes;
+    }
+    return f;
   }
 
   static void read_report(SweepRow& row, const Json& j)
@@ -361,7 +396,8 @@ class Sweep {
   }
 
   const SweepOptions& o_;
-  std::string base_; // the scenario's own layout
+  std::map<int, Footprint> footprints_; // by layout index, once asked
+  std::string base_;                    // the scenario's own layout
   int base_tp_ = 1;
   int base_pp_ = 1;
   int base_gpus_ = 1;

@@ -6,12 +6,14 @@
 
 #include "core/document.hpp"
 #include "core/json_reader.hpp"
+#include "scenario/feasibility.hpp"
 #include "scenario/scenario.hpp"
 #include "validation/summary.hpp"
 
 #include <array>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -99,6 +101,9 @@ struct SweepOptions {
   int top = 10;
   bool simulate_all = false;
   bool fold_only = false; // leave out the layouts whose graph does not fold (checked before each one is simulated)
+  // What the simulations may take together: a layout starts only when its task graph's estimate fits beside those
+  // of the simulations running (or nothing runs), and each is refused above it.
+  scenario::MachineMemory memory{std::numeric_limits<double>::infinity(), "no limit known"};
   RankBy rank_by = RankBy::TOKENS_PER_S;
   int shard_index = 1; // 1..shard_count: this process takes every shard_count-th layout
   int shard_count = 1;

@@ -561,6 +561,22 @@ TEST_CASE("a straggler GPU, NVLink port or NIC slows the step, turns folding off
         3 * path["transfer_by_category_s"]["pp"].get<double>());
 }
 
+TEST_CASE("a memory cap on the task graph refuses a run above it, and a sweep runs side by side only what fits")
+{
+  const auto refused = run("run " + scenario("default.json") + " --memory 2MiB", true);
+  CHECK(refused.status == 1);
+  CHECK(refused.out.find("with 2.00 MiB available (--memory)") != std::string::npos);
+  // Graphs of about 2.9 and 5.7 MiB: with 6 MiB the two cannot run together, so one waits for the other; with 2 MiB
+  // neither fits at all.
+  const std::string sweep = "sweep " + scenario("default.json") + " --vary plan.tp=4,8 -j 2 --format json -q";
+  for (const auto& row : nlohmann::json::parse(run(sweep + " --memory 6MiB").out)["rows"])
+    CHECK(row["outcome"] == "ranked");
+  for (const auto& row : nlohmann::json::parse(run(sweep + " --memory 2MiB").out)["rows"]) {
+    CHECK(row["outcome"] == "failed");
+    CHECK(row["reason"].get<std::string>().find("(--memory)") != std::string::npos);
+  }
+}
+
 TEST_CASE("a sweep in shards, merged, ranks as the whole sweep, and pruning keeps the top exact")
 {
   const auto dir = test::scratch_dir();
