@@ -108,6 +108,10 @@ struct ParallelPlan {
   int virtual_stages = 1; // model chunks per GPU (interleaved schedule; 2 under DualPipe and DualPipeV)
   int zero_stage = 0;
   bool distributed_optimizer = false;
+  // The textbook pipeline, for teaching: every transfer is free (pipeline sends and collectives), no stage has the
+  // embedding or the output layer's work, and the stages must be identical (same layers): a GPipe, 1F1B or
+  // interleaved step's bubble is then the formula's exactly.
+  bool ideal = false;
   model::Recompute recompute = model::Recompute::NONE;
   bool sequence_parallel = false;
   bool tp_comm_overlap = false; // SP collectives pipelined with their GEMMs (Megatron-core --tp-comm-overlap)

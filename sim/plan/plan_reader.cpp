@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <functional>
 #include <map>
 
 namespace sim::plan {
@@ -189,6 +191,7 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   }
   p.zero_stage = static_cast<int>(r.integer_or("zero_stage", 0, 0, 3));
   p.distributed_optimizer = r.flag_or("distributed_optimizer", false);
+  p.ideal = r.flag_or("ideal", false);
   p.recompute = r.choice_or<model::Recompute>("recompute", model::recompute_choices, model::Recompute::NONE);
   p.sequence_parallel = r.flag_or("sequence_parallel", false);
   p.tp_comm_overlap = r.flag_or("tp_comm_overlap", false);
@@ -387,6 +390,29 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
                              spanning, gpus / p.tp, worst));
   }
 
+  if (p.ideal) { // identical chunks: as many layers of each kind (MoE or dense, local or global attention)
+    std::vector<std::array<int, 4>> kinds;
+    for (int vs = 0; vs < static_cast<int>(p.layers_per_chunk.size()); ++vs) {
+      std::array<int, 4> count{};
+      int layer = 0;
+      for (int c = 0; c < vs; ++c)
+        layer += p.layers_per_chunk[static_cast<std::size_t>(c)];
+      for (int l = 0; l < p.layers_per_chunk[static_cast<std::size_t>(vs)]; ++l, ++layer)
+        ++count[static_cast<std::size_t>((m.is_moe_layer(layer) ? 1 : 0) + (m.is_local_attention(layer) ? 2 : 0))];
+      kinds.push_back(count);
+    }
+    if (std::adjacent_find(kinds.begin(), kinds.end(), std::not_equal_to<>()) != kinds.end()) {
+      const bool counts_differ = std::adjacent_find(p.layers_per_chunk.begin(), p.layers_per_chunk.end(),
+                                                    std::not_equal_to<>()) != p.layers_per_chunk.end();
+      infeasible(
+          node, "ideal",
+          fmt::format("an ideal pipeline needs identical stages; the {} layers of model '{}' split into {} {} {}",
+                      m.num_layers, m.name, p.layers_per_chunk.size(), p.virtual_stages > 1 ? "chunks" : "stages",
+                      counts_differ ? fmt::format("of {} layers", fmt::join(p.layers_per_chunk, ", "))
+                                    : "whose layers differ in kind (MoE or dense, local or global attention)"),
+          "pp (x virtual_stages) dividing the layers, and the same kinds of layer in each");
+    }
+  }
   if (p.layers_per_chunk.size() > 1) {
     const auto [lo, hi] = std::minmax_element(p.layers_per_chunk.begin(), p.layers_per_chunk.end());
     if (*lo != *hi && !node.json().contains("layers_per_stage"))

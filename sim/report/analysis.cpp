@@ -87,6 +87,7 @@ core::Json plan_json(const plan::ParallelPlan& p)
   j["virtual_stages"] = p.virtual_stages;
   j["zero_stage"] = p.zero_stage;
   j["distributed_optimizer"] = p.distributed_optimizer;
+  j["ideal"] = p.ideal;
   j["recompute"] = name_of(p.recompute, model::recompute_choices);
   j["sequence_parallel"] = p.sequence_parallel;
   j["tp_comm_overlap"] = p.tp_comm_overlap;

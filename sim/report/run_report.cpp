@@ -250,6 +250,9 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
       p.microbatches() == 1 ? "" : "es", p.seq_length, schedule, name_of(p.recompute, model::recompute_choices),
       p.sequence_parallel ? ", sequence parallel" : "", p.zero_stage ? fmt::format(", ZeRO-{}", p.zero_stage) : "",
       p.distributed_optimizer ? ", distributed optimizer" : ""));
+  if (p.ideal)
+    line("ideal pipeline: every transfer free, no embedding or output layer, identical stages (the textbook's "
+         "assumptions; step time, MFU and cost are not a prediction)");
   if (s.model.moe) {
     const model::ParamCount counts = model::count_params(s.model);
     line(fmt::format("model: {} parameters, {} active per token: FLOPs, TFLOP/s and MFU count the active ones",

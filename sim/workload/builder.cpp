@@ -214,8 +214,8 @@ class Builder {
     t.category = category;
     t.rank = f.src;
     t.peer = f.dst;
-    t.bytes = f.bytes;
-    t.latency_s = f.latency_s;
+    t.bytes = p_.ideal ? 0.0 : f.bytes; // the ideal pipeline's transfers are free
+    t.latency_s = p_.ideal ? 0.0 : f.latency_s;
     t.collective = collective;
     t.label = label;
     t.stage = static_cast<std::int16_t>(w.stage);
@@ -497,12 +497,12 @@ class Builder {
   std::vector<int> pass_items(int vs, bool forward) const
   {
     std::vector<int> items;
-    if (p_.path_start(vs))
+    if (p_.path_start(vs) && !p_.ideal)
       items.push_back(embedding_item);
     const int first = first_layer_[static_cast<std::size_t>(vs)];
     for (int l = 0; l < p_.layers_per_chunk[static_cast<std::size_t>(vs)]; ++l)
       items.push_back(first + l);
-    if (p_.path_end(vs))
+    if (p_.path_end(vs) && !p_.ideal)
       items.push_back(head_item);
     if (!forward)
       std::reverse(items.begin(), items.end());

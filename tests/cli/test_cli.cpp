@@ -577,6 +577,34 @@ TEST_CASE("a memory cap on the task graph refuses a run above it, and a sweep ru
   }
 }
 
+TEST_CASE("an ideal pipeline's bubble is the textbook formula exactly on every stage")
+{
+  // Free transfers, no embedding or output layer, four identical stages of 8 layers: (p-1)/(m+p-1), or
+  // (p-1)/(v*m+p-1) interleaved, with nothing left over.
+  const auto j = nlohmann::json::parse(
+      run("sweep " + scenario("teaching/1f1b.json") +
+          " --set plan.ideal=true --vary plan.schedule:plan.virtual_stages=gpipe:1,1f1b:1,interleaved:2"
+          " --vary plan.global_batch=4,8 --all --format json -q")
+          .out);
+  REQUIRE(j["rows"].size() == 6);
+  for (const auto& row : j["rows"]) {
+    INFO(row["label"]);
+    REQUIRE(row["outcome"] == "ranked");
+    const int m = row["microbatches"].get<int>();
+    const int v = row["virtual_stages"].get<int>();
+    const double formula = 3.0 / (v * m + 3.0);
+    CHECK(row["bubble_theory"].get<double>() == Approx(formula).epsilon(1e-12));
+    CHECK(row["bubble"].get<double>() == Approx(formula).epsilon(1e-9));
+  }
+  const auto ideal =
+      nlohmann::json::parse(run("run " + scenario("teaching/1f1b.json") + " --set plan.ideal=true --format json").out);
+  for (const auto& stage : ideal["bubble"]["per_stage"])
+    CHECK(stage.get<double>() == Approx(3.0 / 11.0).epsilon(1e-9));
+  // Without the switch the same 1F1B step's bubble is larger: the output layer and the sends are not free.
+  const auto real = nlohmann::json::parse(run("run " + scenario("teaching/1f1b.json") + " --format json").out);
+  CHECK(real["bubble"]["mean"].get<double>() > real["bubble"]["theory"].get<double>() + 0.01);
+}
+
 TEST_CASE("a sweep in shards, merged, ranks as the whole sweep, and pruning keeps the top exact")
 {
   const auto dir = test::scratch_dir();
