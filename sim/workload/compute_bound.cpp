@@ -84,10 +84,11 @@ double compute_lower_bound_s(const model::ModelSpec& model, const plan::Parallel
   // its last backward those stages still run theirs.
   const bool fill_and_drain = !plan.dualpipe() && !plan.moe_a2a_overlap;
   // Passes run one at a time there, so a pass also waits for its all-to-alls; side by side, another pass's kernels
-  // may fill that wait. Each stage's GPU with tp and dp coordinates 0 stands for its stage (any GPU's time bounds
-  // the step).
+  // may fill that wait (and in an ideal pipeline transfers are free). Each stage's GPU with tp and dp coordinates 0
+  // stands for its stage (any GPU's time bounds the step).
   const auto pass = [&](const Program& program, int stage) {
-    return fill_and_drain ? pass_floor(program, plan, graph, plan::rank_of(plan, {0, 0, stage})) : kernel_time(program);
+    return fill_and_drain && !plan.ideal ? pass_floor(program, plan, graph, plan::rank_of(plan, {0, 0, stage}))
+                                         : kernel_time(program);
   };
   double before_forward = 0;
   double before_backward = 0;
@@ -115,12 +116,12 @@ double compute_lower_bound_s(const model::ModelSpec& model, const plan::Parallel
         }
       }
     }
-    if (s == 0) {
+    if (s == 0 && !plan.ideal) { // (an ideal pipeline has no embedding or output layer)
       first_forward += kernel_time(programs.embedding_forward);
       first_backward += kernel_time(programs.embedding_backward);
       per_microbatch += kernel_time(programs.embedding_forward) + kernel_time(programs.embedding_backward);
     }
-    if (s == plan.pp - 1)
+    if (s == plan.pp - 1 && !plan.ideal)
       per_microbatch += kernel_time(programs.head_forward) + kernel_time(programs.head_backward);
     const double params = memory.per_stage[static_cast<std::size_t>(s)].params / (sharded ? plan.dp_cp() : 1);
     const double work = microbatches * per_microbatch;
