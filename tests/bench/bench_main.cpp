@@ -59,9 +59,9 @@ int bench_platform(const std::string& topology, int gpus)
 }
 
 // One simulated step: where the time and memory go (graph, tasks, replay, metrics).
-int bench_run(const std::string& file, bool fold)
+int bench_run(const std::string& file, const std::vector<std::string>& overrides, bool fold)
 {
-  const sim::scenario::LoadOptions options{SIMTRAIN_SOURCE_DIR, {}};
+  const sim::scenario::LoadOptions options{SIMTRAIN_SOURCE_DIR, overrides};
   auto t0 = std::chrono::steady_clock::now();
   const auto s = sim::scenario::load_scenario(file, options);
   const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
@@ -96,12 +96,14 @@ int main(int argc, char** argv)
   auto* run = app.add_subcommand("run", "Simulate one step of a scenario, timing each stage");
   run->add_option("scenario", scenario)->required();
   run->add_flag("--no-fold", no_fold);
+  std::vector<std::string> overrides;
+  run->add_option("--set", overrides, "PATH=VALUE, as simtrain's");
   CLI11_PARSE(app, argc, argv);
   try {
     if (*platform)
       return bench_platform(topology, gpus);
     if (*run)
-      return bench_run(scenario, !no_fold);
+      return bench_run(scenario, overrides, !no_fold);
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;
