@@ -48,9 +48,8 @@ double time_on_path(const CriticalPath& path, const workload::TaskGraph& g, cons
            (straggler.gpu < 0 || straggler.gpu == gpu % per_node);
   };
   const auto slowed_nic = [&](int gpu, int other) {
-    const int nic = cluster.nic_of_gpu[static_cast<std::size_t>(gpu % per_node)];
     return straggler.bandwidth < 1 && gpu / per_node == straggler.node && other / per_node != straggler.node &&
-           (straggler.nic < 0 || straggler.nic == nic);
+           (straggler.nic < 0 || straggler.nic == cluster.nic_of_gpu[static_cast<std::size_t>(gpu % per_node)]);
   };
   const auto slowed_nvlink = [&](int gpu, int other) {
     return straggler.nvlink < 1 && gpu / per_node == straggler.node && other / per_node == straggler.node &&

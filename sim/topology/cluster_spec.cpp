@@ -333,9 +333,6 @@ std::vector<Straggler> read_stragglers(const core::Node& list, const ClusterSpec
     if (nvlink && !cluster.node.nvlink)
       item.fail_found("no NVLink", fmt::format("`nvlink` on '{}', whose GPUs have no NVLink", cluster.name),
                       "`compute` or `bandwidth`");
-    if (bandwidth && cluster.node.nics.count == 0)
-      item.fail_found("no NICs", fmt::format("`bandwidth` on '{}', whose nodes have no NICs", cluster.name),
-                      "`compute` only");
     out.push_back(s);
   }
   return out;
