@@ -569,9 +569,13 @@ TEST_CASE("a memory cap on the task graph refuses a run above it, and a sweep ru
   // Graphs of about 2.9 and 5.7 MiB: with 6 MiB the two cannot run together, so one waits for the other; with 2 MiB
   // neither fits at all.
   const std::string sweep = "sweep " + scenario("default.json") + " --vary plan.tp=4,8 -j 2 --format json -q";
-  for (const auto& row : nlohmann::json::parse(run(sweep + " --memory 6MiB").out)["rows"])
+  const auto roomy = nlohmann::json::parse(run(sweep + " --memory 6MiB").out);
+  const auto tight = nlohmann::json::parse(run(sweep + " --memory 2MiB").out);
+  REQUIRE(roomy["rows"].size() == 2);
+  REQUIRE(tight["rows"].size() == 2);
+  for (const auto& row : roomy["rows"])
     CHECK(row["outcome"] == "ranked");
-  for (const auto& row : nlohmann::json::parse(run(sweep + " --memory 2MiB").out)["rows"]) {
+  for (const auto& row : tight["rows"]) {
     CHECK(row["outcome"] == "failed");
     CHECK(row["reason"].get<std::string>().find("(--memory)") != std::string::npos);
   }
