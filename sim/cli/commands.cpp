@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "core/diagnostics.hpp"
 
 #include "core/input_error.hpp"
 #include "engine/replay.hpp"
@@ -54,7 +55,7 @@ scenario::LoadOptions load_options(const CommonOptions& o)
 void print_warnings(const std::vector<sim::core::Warning>& warnings)
 {
   for (const auto& w : warnings)
-    std::cerr << sim::core::format_warning(w) << "\n";
+    sim::core::diagnose_warning(w);
 }
 
 void prepare_output_dir(const fs::path& dir, const std::string& option)
@@ -77,7 +78,8 @@ validation::SummaryFile load_validation_summary(const CommonOptions& o)
 {
   auto file = validation::load_summary(o.data_dir);
   if (!file.warning.empty())
-    std::cerr << "warning: " << file.warning << "; reports leave out simtrain's accuracy\n";
+    sim::core::diagnose("warning", "warning: " + file.warning + "; reports leave out simtrain's accuracy",
+                        file.warning + "; reports leave out simtrain's accuracy");
   return file;
 }
 

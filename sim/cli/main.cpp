@@ -1,6 +1,7 @@
 // simtrain's command line: a thin layer over the commands (cli/commands.hpp) that parses arguments and maps errors
 // to exit codes (0 ok, 1 bad input, 2 simulation failed, 3 internal error, 4 validation targets missed with --check).
 #include "cli/commands.hpp"
+#include "core/diagnostics.hpp"
 #include "core/document.hpp"
 #include "core/input_error.hpp"
 #include "core/log.hpp"
@@ -90,6 +91,11 @@ int main(int argc, char** argv)
   std::string log_level = "warn";
   app.add_option("--log-level", log_level, "Diagnostics on stderr")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
+  std::string log_format = "text";
+  app.add_option("--log-format", log_format,
+                 "Errors, warnings, notes and progress on stderr as lines, or one JSON object per line (for pipelines)")
+      ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
 
   CommonOptions run_opts;
@@ -272,7 +278,7 @@ int main(int argc, char** argv)
       std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "-h" || a == "--help"; });
   if (!has_subcommand && !wants_help) {
     auto at = args.begin();
-    while (at != args.end() && *at == "--log-level")
+    while (at != args.end() && (*at == "--log-level" || *at == "--log-format"))
       at = std::next(at, std::min<std::ptrdiff_t>(2, std::distance(at, args.end())));
     args.insert(at, "run");
   }
@@ -281,6 +287,11 @@ int main(int argc, char** argv)
   for (auto& a : args)
     argv_in_order.push_back(a.data());
 
+  // Known before parsing, so that a command line CLI11 refuses is reported in the format asked for.
+  for (std::size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "--log-format" && args[i + 1] == "json")
+      sim::core::set_diagnostic_format(sim::core::DiagnosticFormat::JSON);
+
   // Leftover arguments are collected, not thrown: CLI11 would list them in reverse.
   app.allow_extras();
   for (auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
@@ -288,6 +299,10 @@ int main(int argc, char** argv)
   try {
     app.parse(static_cast<int>(argv_in_order.size()), argv_in_order.data());
   } catch (const CLI::ParseError& e) {
+    if (sim::core::diagnostic_format() == sim::core::DiagnosticFormat::JSON && e.get_exit_code() != 0) {
+      sim::core::diagnose("error", e.what(), e.what());
+      return 1;
+    }
     return app.exit(e) == 0 ? 0 : 1;
   }
   if (auto extra = app.remaining(true); !extra.empty()) {
@@ -297,13 +312,16 @@ int main(int argc, char** argv)
         in_order.push_back(sim::core::clip(a, 40));
         extra.erase(it);
       }
-    std::cerr << fmt::format("The following argument{} not expected: {}\nRun with --help for more information.\n",
-                             in_order.size() == 1 ? " was" : "s were", fmt::join(in_order, " "));
+    const std::string message = fmt::format("The following argument{} not expected: {}",
+                                            in_order.size() == 1 ? " was" : "s were", fmt::join(in_order, " "));
+    sim::core::diagnose("error", message + "\nRun with --help for more information.", message);
     return 1;
   }
 
   try {
     sim::core::set_log_level(log_level);
+    if (log_format == "json")
+      sim::core::set_diagnostic_format(sim::core::DiagnosticFormat::JSON);
     if (*run) {
       const fs::path file =
           run_file.empty() ? fs::path(run_opts.data_dir) / "scenarios" / "default.json" : fs::path(run_file);
@@ -328,13 +346,13 @@ int main(int argc, char** argv)
     if (*merge_cmd)
       return merge(merge_args, merge_opts);
   } catch (const sim::core::InputError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    sim::core::diagnose_error(e);
     return 1;
   } catch (const sim::engine::SimulationError& e) {
-    std::cerr << "simulation failed: " << e.what() << "\n";
+    sim::core::diagnose("error", std::string("simulation failed: ") + e.what(), e.what());
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "internal error: " << e.what() << "\n";
+    sim::core::diagnose("error", std::string("internal error: ") + e.what(), e.what());
     return 3;
   }
   return 0;

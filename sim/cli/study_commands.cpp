@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "core/diagnostics.hpp"
 
 #include "core/input_error.hpp"
 #include "engine/replay.hpp"
@@ -143,8 +144,9 @@ int compare(const CompareArgs& a, const CommonOptions& o)
     const std::array own{own_values(split.a, split.b), own_values(split.b, split.a)};
     for (std::size_t i = 0; i < runs.size(); ++i)
       if (const auto dp = study::keep_gpu_count(own[i], base.plan.tp, base.plan.pp, base.gpus)) {
-        std::cerr << fmt::format("note: {} keeps the scenario's {} GPUs with --set {}\n", fmt::join(own[i], " "),
-                                 base.gpus, *dp);
+        const auto note =
+            fmt::format("{} keeps the scenario's {} GPUs with --set {}", fmt::join(own[i], " "), base.gpus, *dp);
+        core::diagnose("note", "note: " + note, note);
         runs[i].second.push_back(*dp);
       }
   }

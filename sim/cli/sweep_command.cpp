@@ -1,5 +1,6 @@
 // `simtrain sweep` and `simtrain merge`: layout search over a scenario, and shards of one search joined again.
 #include "cli/commands.hpp"
+#include "core/diagnostics.hpp"
 
 #include "core/input_error.hpp"
 #include "core/units.hpp"
@@ -53,7 +54,7 @@ std::string clock(double seconds)
 // done / total, elapsed, ETA on stderr: redrawn in place on a terminal, a line every 10 s otherwise.
 class ProgressBar {
  public:
-  ProgressBar() : tty_(isatty(STDERR_FILENO) != 0) {}
+  ProgressBar() : tty_(isatty(STDERR_FILENO) != 0 && core::diagnostic_format() == core::DiagnosticFormat::TEXT) {}
 
   void operator()(const study::SweepProgress& p)
   {
@@ -81,7 +82,7 @@ class ProgressBar {
     if (tty_)
       std::cerr << "\r\033[K" << text << (finished ? "\n" : "") << std::flush;
     else
-      std::cerr << text << "\n";
+      core::diagnose("progress", text, text);
   }
 
  private:
@@ -169,9 +170,10 @@ int sweep(const SweepArgs& a, const CommonOptions& o)
                            std::all_of(result.rows.begin(), result.rows.end(),
                                        [](const study::SweepRow& r) { return r.outcome == study::Outcome::INVALID; });
   if (all_invalid) { // a mistyped --vary path or value: bad input, not an empty result
-    std::cerr << fmt::format("error: {}: none of the {} layouts is a valid plan (first: {}: {})\n",
-                             core::display_path(a.scenario), result.rows.size(),
-                             study::layout_label(result.rows.front().layout), result.rows.front().reason);
+    const auto message = fmt::format("none of the {} layouts is a valid plan (first: {}: {})", result.rows.size(),
+                                     study::layout_label(result.rows.front().layout), result.rows.front().reason);
+    const core::Location where{core::display_path(a.scenario), "", ""};
+    core::diagnose("error", fmt::format("error: {}: {}", where.file, message), message, &where);
     return 1;
   }
   return failed && !ranked ? 2 : 0;
@@ -185,9 +187,11 @@ int merge(const MergeArgs& a, const CommonOptions& o)
   const auto merged = study::merge_sweeps(parts);
   if (!a.out_dir.empty())
     prepare_output_dir(a.out_dir);
-  if (static_cast<int>(merged.rows.size()) < merged.layouts_total)
-    std::cerr << fmt::format("warning: {} of the sweep's {} layouts are in these files: a shard is missing\n",
-                             merged.rows.size(), merged.layouts_total);
+  if (static_cast<int>(merged.rows.size()) < merged.layouts_total) {
+    const auto message = fmt::format("{} of the sweep's {} layouts are in these files: a shard is missing",
+                                     merged.rows.size(), merged.layouts_total);
+    core::diagnose("warning", "warning: " + message, message);
+  }
   write_results(merged, a.out_dir);
   print_result(merged, std::max(1, a.top), o.format);
   return 0;

@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "core/diagnostics.hpp"
 
 #include "core/input_error.hpp"
 #include "scenario/document_tree.hpp"
@@ -68,7 +69,8 @@ int ablation(const ValidateArgs& a, sim::validation::ValidateOptions v)
   std::vector<sim::validation::AblationRow> rows;
   rows.push_back({"", sim::validation::run_validation(v)});
   for (const auto& effect : sim::validation::effects()) {
-    std::cerr << fmt::format("simtrain: validating without {} ({})\n", effect.name, effect.what);
+    const auto note = fmt::format("validating without {} ({})", effect.name, effect.what);
+    sim::core::diagnose("progress", "simtrain: " + note, note);
     auto without = v;
     without.overrides.insert(without.overrides.end(), effect.overrides.begin(), effect.overrides.end());
     rows.push_back({effect.name, sim::validation::run_validation(without)});

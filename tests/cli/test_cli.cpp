@@ -611,6 +611,42 @@ TEST_CASE("an ideal pipeline's bubble is the textbook formula exactly on every s
   CHECK(real["bubble"]["mean"].get<double>() > real["bubble"]["theory"].get<double>() + 0.01);
 }
 
+TEST_CASE("with --log-format json every error and warning on stderr is one JSON object naming where it is")
+{
+  // The diagnostics are the lines that start with {"level": the report itself is pretty-printed JSON.
+  const auto diagnostics = [](const std::string& out) {
+    std::vector<nlohmann::json> found;
+    std::istringstream lines(out);
+    for (std::string line; std::getline(lines, line);)
+      if (line.rfind("{\"level\"", 0) == 0)
+        found.push_back(nlohmann::json::parse(line));
+    return found;
+  };
+  const auto bad = run("--log-format json run " + scenario("default.json") + " --set plan.tp=3", true);
+  CHECK(bad.status == 1);
+  const auto errors = diagnostics(bad.out);
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0]["level"] == "error");
+  CHECK(errors[0]["pointer"] == "/plan/tp");
+  CHECK(errors[0]["set_by"] == "plan.tp=3");
+  CHECK(errors[0]["message"].get<std::string>().starts_with("3 does not divide num_attention_heads=40"));
+
+  const auto uneven = run("--log-format json run " + scenario("default.json") +
+                              " --set plan.pp=3 --set plan.tp=2 --set gpus=48 --set plan.dp=8"
+                              " --set plan.global_batch=64 --format json",
+                          true);
+  CHECK(uneven.status == 0);
+  const auto warnings = diagnostics(uneven.out);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0]["level"] == "warning");
+  CHECK(warnings[0]["pointer"] == "/plan/pp");
+
+  const auto unknown = run("--log-format json run " + scenario("default.json") + " --bogus", true);
+  CHECK(unknown.status == 1);
+  REQUIRE(diagnostics(unknown.out).size() == 1);
+  CHECK(diagnostics(unknown.out)[0]["message"] == "The following argument was not expected: --bogus");
+}
+
 TEST_CASE("a sweep in shards, merged, ranks as the whole sweep, and pruning keeps the top exact")
 {
   const auto dir = test::scratch_dir();
