@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "cli/progress.hpp"
 #include "core/diagnostics.hpp"
 
 #include "core/input_error.hpp"
@@ -112,7 +113,22 @@ int simulate(const fs::path& file, const CommonOptions& o, const RunOptions& r)
   const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
   sim::topology::check_graph(graph, s.cluster.name);
   const auto tasks = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph, {!r.no_fold});
-  const auto timeline = sim::engine::replay(tasks, graph);
+  // A run longer than a few seconds shows how much of its graph it has replayed.
+  ProgressLine line(r.quiet, progress_delay_s());
+  const auto elapsed = [&started] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
+  const auto timeline = sim::engine::replay(tasks, graph, [&](const sim::engine::ReplayProgress& p) {
+    const double t = elapsed();
+    const double share = static_cast<double>(p.done) / static_cast<double>(std::max<std::size_t>(p.total, 1));
+    line.show(fmt::format("{} {:.0f}% of {} tasks replayed ({} of the step simulated), {} elapsed", bar(share, 1.0),
+                          100.0 * share, sim::core::format_count(static_cast<double>(p.total)),
+                          sim::core::format_time(p.clock_s), clock(t)),
+              t, false);
+  });
+  line.show(fmt::format("{} {} tasks replayed, {} elapsed", bar(1.0, 1.0),
+                        sim::core::format_count(static_cast<double>(tasks.size())), clock(elapsed())),
+            elapsed(), true);
   const auto metrics = sim::report::compute_metrics(s, tasks, graph, timeline);
   sim::report::RunCost cost;
   cost.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -43,6 +43,7 @@ struct RunOptions {
   int width = 100; // columns of the --view pipeline timeline
   bool no_fold = false;
   std::string memory; // --memory: a cap on the task graph's memory, below the machine's
+  bool quiet = false; // --quiet: no progress line
 };
 
 int simulate(const std::filesystem::path& file, const CommonOptions& o, const RunOptions& r);

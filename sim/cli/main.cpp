@@ -115,6 +115,7 @@ int main(int argc, char** argv)
                 "Simulate a plan even when it does not fit in GPU memory (by default refused, exit 1)");
   run->add_flag("--no-fold", run_extra.no_fold,
                 "Simulate every GPU even where identical GPUs fold into one per stage (slower, same result)");
+  run->add_flag("--quiet,-q", run_extra.quiet, "No progress line on stderr (shown when a run takes over 3 s)");
   run->add_option("--memory", run_extra.memory,
                   "The most memory the step's task graph may take (default: what the machine has free), e.g. 8GiB")
       ->check(memory_size());

@@ -1,5 +1,6 @@
 // `simtrain sweep` and `simtrain merge`: layout search over a scenario, and shards of one search joined again.
 #include "cli/commands.hpp"
+#include "cli/progress.hpp"
 #include "core/diagnostics.hpp"
 
 #include "core/input_error.hpp"
@@ -12,7 +13,6 @@
 #include <fmt/ranges.h>
 #include <fstream>
 #include <iostream>
-#include <unistd.h>
 
 namespace sim::cli {
 namespace fs = std::filesystem;
@@ -40,55 +40,28 @@ std::pair<int, int> parse_shard(const std::string& text)
   return {index, count};
 }
 
-// 42s, 3m05s, 1h02m
-std::string clock(double seconds)
-{
-  const auto s = static_cast<long>(seconds + 0.5);
-  if (s < 60)
-    return fmt::format("{}s", s);
-  if (s < 3600)
-    return fmt::format("{}m{:02d}s", s / 60, s % 60);
-  return fmt::format("{}h{:02d}m", s / 3600, s % 3600 / 60);
-}
-
-// done / total, elapsed, ETA on stderr: redrawn in place on a terminal, a line every 10 s otherwise.
+// A sweep's progress line: layouts settled of the candidates, elapsed time and an estimate of the rest.
 class ProgressBar {
  public:
-  ProgressBar() : tty_(isatty(STDERR_FILENO) != 0 && core::diagnostic_format() == core::DiagnosticFormat::TEXT) {}
-
   void operator()(const study::SweepProgress& p)
   {
     const int settled = p.simulated + p.pruned;
     const bool finished = p.candidates > 0 && settled == p.candidates && p.running == 0;
-    if (done_ || (!tty_ && !finished && p.elapsed_s - last_s_ < 10.0))
-      return;
-    done_ = finished;
-    last_s_ = p.elapsed_s;
-    std::string text;
     if (p.candidates == 0 && !finished) {
-      text = fmt::format("screening layouts: {} checked, {}", p.screened, clock(p.elapsed_s));
-    } else {
-      const int total = std::max(1, p.candidates);
-      const int width = 24;
-      const int filled = width * settled / total;
-      std::string eta = "-";
-      if (p.simulated > 0 && settled < total)
-        eta = clock(p.elapsed_s / settled * (total - settled));
-      text = fmt::format("[{}{}] {}/{} layouts ({} simulated, {} not needed), {} elapsed, ETA {}",
-                         std::string(static_cast<std::size_t>(filled), '#'),
-                         std::string(static_cast<std::size_t>(width - filled), '.'), settled, total, p.simulated,
-                         p.pruned, clock(p.elapsed_s), eta);
+      line_.show(fmt::format("screening layouts: {} checked, {}", p.screened, clock(p.elapsed_s)), p.elapsed_s, false);
+      return;
     }
-    if (tty_)
-      std::cerr << "\r\033[K" << text << (finished ? "\n" : "") << std::flush;
-    else
-      core::diagnose("progress", text, text);
+    const int total = std::max(1, p.candidates);
+    std::string eta = "-";
+    if (p.simulated > 0 && settled < total)
+      eta = clock(p.elapsed_s / settled * (total - settled));
+    line_.show(fmt::format("{} {}/{} layouts ({} simulated, {} not needed), {} elapsed, ETA {}", bar(settled, total),
+                           settled, total, p.simulated, p.pruned, clock(p.elapsed_s), eta),
+               p.elapsed_s, finished);
   }
 
  private:
-  bool tty_;
-  bool done_ = false;
-  double last_s_ = -1e9;
+  ProgressLine line_;
 };
 
 void write_file(const fs::path& path, const std::string& text)

@@ -49,8 +49,9 @@ double slowdown(const GpuLoad& l, const topology::ClusterGraph& cg)
 
 class Replayer {
  public:
-  Replayer(const workload::TaskGraph& g, const topology::ClusterGraph& cluster)
-      : g_(g), cluster_(cluster), platform_(build_platform(cluster, g.folded ? g.simulated : std::vector<int>{}))
+  Replayer(const workload::TaskGraph& g, const topology::ClusterGraph& cluster, const ProgressFn& progress)
+      : g_(g), cluster_(cluster), platform_(build_platform(cluster, g.folded ? g.simulated : std::vector<int>{})),
+        progress_(progress)
   {
     const std::size_t n = g.size();
     pending_.resize(n);
@@ -271,7 +272,8 @@ class Replayer {
         launch_compute(next, g_[next]);
       }
     }
-    ++finished_;
+    if (++finished_ % 65536 == 0 && progress_)
+      progress_({finished_, g_.size(), timeline_.tasks[t].end_s});
     for (TaskId s : g_.successors(t))
       if (--pending_[s] == 0)
         ready_.push_back(s);
@@ -377,6 +379,7 @@ class Replayer {
   const workload::TaskGraph& g_;
   const topology::ClusterGraph& cluster_;
   Platform platform_;
+  const ProgressFn& progress_;
   std::vector<std::uint32_t> pending_;
   std::vector<sg4::ActivityPtr> running_;
   std::vector<sg4::ActivityPtr> released_;
@@ -395,12 +398,12 @@ class Replayer {
 
 } // namespace
 
-Timeline replay(const workload::TaskGraph& tasks, const topology::ClusterGraph& cluster)
+Timeline replay(const workload::TaskGraph& tasks, const topology::ClusterGraph& cluster, const ProgressFn& progress)
 {
   xbt_log_control_set("root.thresh:critical");
   sg4::Engine engine("simtrain");
   configure_network_model();
-  Replayer replayer(tasks, cluster);
+  Replayer replayer(tasks, cluster, progress);
   return replayer.run();
 }
 

@@ -6,6 +6,7 @@
 #include "topology/cluster_graph.hpp"
 #include "workload/task_graph.hpp"
 
+#include <functional>
 #include <stdexcept>
 #include <vector>
 
@@ -40,7 +41,17 @@ class SimulationError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// One simulation per process (SimGrid allows one engine per process).
-Timeline replay(const workload::TaskGraph& tasks, const topology::ClusterGraph& cluster);
+// How far a replay has come: tasks finished of the graph's, and the simulated clock.
+struct ReplayProgress {
+  std::size_t done = 0;
+  std::size_t total = 0;
+  double clock_s = 0;
+};
+using ProgressFn = std::function<void(const ReplayProgress&)>;
+
+// One simulation per process (SimGrid allows one engine per process). `progress`, if given, hears every 65,536
+// finished tasks.
+Timeline replay(const workload::TaskGraph& tasks, const topology::ClusterGraph& cluster,
+                const ProgressFn& progress = {});
 
 } // namespace sim::engine

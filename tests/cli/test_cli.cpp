@@ -647,6 +647,26 @@ TEST_CASE("with --log-format json every error and warning on stderr is one JSON 
   CHECK(diagnostics(unknown.out)[0]["message"] == "The following argument was not expected: --bogus");
 }
 
+TEST_CASE("a run shows how much of its graph it has replayed, unless it is quick or quiet")
+{
+  const std::string unfolded = "--log-format json run " + scenario("default.json") + " --no-fold --format json";
+  const auto count = [](const std::string& out) {
+    std::size_t n = 0;
+    for (std::size_t at = out.find("{\"level\":\"progress\""); at != std::string::npos;
+         at = out.find("{\"level\":\"progress\"", at + 1))
+      ++n;
+    return n;
+  };
+  // 143K tasks: quick, so silent by default (a run shows progress after 3 s).
+  CHECK(count(run(unfolded, true).out) == 0);
+  setenv("SIMTRAIN_PROGRESS_AFTER", "0", 1);
+  const auto shown = run(unfolded, true).out;
+  CHECK(count(shown) == 2); // at 65,536 tasks (then at most one line per 10 s), and when done
+  CHECK(shown.find("46% of 142.80K tasks replayed") != std::string::npos);
+  CHECK(count(run(unfolded + " --quiet", true).out) == 0);
+  unsetenv("SIMTRAIN_PROGRESS_AFTER");
+}
+
 TEST_CASE("a sweep in shards, merged, ranks as the whole sweep, and pruning keeps the top exact")
 {
   const auto dir = test::scratch_dir();
