@@ -43,17 +43,13 @@ double time_on_path(const CriticalPath& path, const workload::TaskGraph& g, cons
                     const topology::ClusterGraph& cluster, const topology::Straggler& straggler)
 {
   const int per_node = cluster.gpus_per_node;
-  const auto slowed_gpu = [&](int gpu) {
-    return straggler.compute < 1 && gpu / per_node == straggler.node &&
-           (straggler.gpu < 0 || straggler.gpu == gpu % per_node);
-  };
+  const auto slowed_gpu = [&](int gpu) { return straggler.compute < 1 && topology::on_gpu(straggler, gpu, per_node); };
   const auto slowed_nic = [&](int gpu, int other) {
     return straggler.bandwidth < 1 && gpu / per_node == straggler.node && other / per_node != straggler.node &&
            (straggler.nic < 0 || straggler.nic == cluster.nic_of_gpu[static_cast<std::size_t>(gpu % per_node)]);
   };
   const auto slowed_nvlink = [&](int gpu, int other) {
-    return straggler.nvlink < 1 && gpu / per_node == straggler.node && other / per_node == straggler.node &&
-           (straggler.gpu < 0 || straggler.gpu == gpu % per_node);
+    return straggler.nvlink < 1 && topology::on_gpu(straggler, gpu, per_node) && other / per_node == straggler.node;
   };
   double s = 0;
   for (TaskId t : path.chain) {

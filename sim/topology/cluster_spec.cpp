@@ -338,22 +338,33 @@ std::vector<Straggler> read_stragglers(const core::Node& list, const ClusterSpec
   return out;
 }
 
+bool on_gpu(const Straggler& s, int gpu, int gpus_per_node)
+{
+  return s.node == gpu / gpus_per_node && (s.gpu < 0 || s.gpu == gpu % gpus_per_node);
+}
+
+namespace {
+
+// The product of the given share over the stragglers on a GPU.
+double gpu_share(const ClusterSpec& cluster, int gpu, double Straggler::*share)
+{
+  double product = 1;
+  for (const Straggler& s : cluster.stragglers)
+    if (on_gpu(s, gpu, cluster.node.gpus))
+      product *= s.*share;
+  return product;
+}
+
+} // namespace
+
 double compute_share(const ClusterSpec& cluster, int gpu)
 {
-  double share = 1;
-  for (const Straggler& s : cluster.stragglers)
-    if (s.node == gpu / cluster.node.gpus && (s.gpu < 0 || s.gpu == gpu % cluster.node.gpus))
-      share *= s.compute;
-  return share;
+  return gpu_share(cluster, gpu, &Straggler::compute);
 }
 
 double nvlink_share(const ClusterSpec& cluster, int gpu)
 {
-  double share = 1;
-  for (const Straggler& s : cluster.stragglers)
-    if (s.node == gpu / cluster.node.gpus && (s.gpu < 0 || s.gpu == gpu % cluster.node.gpus))
-      share *= s.nvlink;
-  return share;
+  return gpu_share(cluster, gpu, &Straggler::nvlink);
 }
 
 double nic_share(const ClusterSpec& cluster, int node, int nic)

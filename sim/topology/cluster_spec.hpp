@@ -126,6 +126,8 @@ ClusterSpec read_cluster(const core::Node& node);
 // Reads a scenario's `stragglers` array (objects with `node`, optional `gpu` or `nic`, and `compute`, `nvlink` or
 // `bandwidth`, shares 0-1) for this cluster of `nodes` nodes.
 std::vector<Straggler> read_stragglers(const core::Node& list, const ClusterSpec& cluster, int nodes);
+// Whether a straggler is on this GPU (global index): its node, and its GPU or all of them.
+bool on_gpu(const Straggler& s, int gpu, int gpus_per_node);
 // The share of its kernels' speed a GPU (global index) has left: 1 unless a straggler slows it.
 double compute_share(const ClusterSpec& cluster, int gpu);
 // The share of its NVLink bandwidth a GPU (global index) has left.
