@@ -121,35 +121,18 @@ class Builder {
 
   std::vector<int> tp_group(int d, int s) const { return plan::group_of(p_, plan::GroupDim::TP, rank(0, d, s)); }
 
-  enum class Dim { TP, DP, EP, ETP, EDP, CP, STAGE }; // STAGE: all the stage's GPUs
-  std::vector<int> group_of(Dim dim, int gpu) const
+  // Every GPU of stage s, simulated or not.
+  std::vector<int> stage_group(int s) const
   {
-    switch (dim) {
-      case Dim::TP:
-        return plan::group_of(p_, plan::GroupDim::TP, gpu);
-      case Dim::DP:
-        return plan::group_of(p_, plan::GroupDim::DP, gpu);
-      case Dim::EP:
-        return plan::group_of(p_, plan::GroupDim::EP, gpu);
-      case Dim::ETP:
-        return plan::group_of(p_, plan::GroupDim::ETP, gpu);
-      case Dim::EDP:
-        return plan::group_of(p_, plan::GroupDim::EDP, gpu);
-      case Dim::CP:
-        return plan::group_of(p_, plan::GroupDim::CP, gpu);
-      case Dim::STAGE: {
-        const int s = plan::coords_of(p_, gpu).pp;
-        std::vector<int> all;
-        for (int d = 0; d < p_.dp_cp(); ++d)
-          for (int t = 0; t < p_.tp; ++t)
-            all.push_back(rank(t, d, s));
-        return all;
-      }
-    }
-    return {};
+    std::vector<int> all;
+    for (int d = 0; d < p_.dp_cp(); ++d)
+      for (int t = 0; t < p_.tp; ++t)
+        all.push_back(rank(t, d, s));
+    return all;
   }
   // The groups along `dim` of stage s that have simulated GPUs, in the order of their first simulated member: built
   // once per stage (collectives ask for them at every step).
+  using Dim = plan::GroupDim;
   const std::vector<std::vector<int>>& groups(Dim dim, int s)
   {
     auto& cached = groups_[static_cast<std::size_t>(dim)];
@@ -159,7 +142,7 @@ class Builder {
     if (out.empty()) {
       std::set<int> seen; // groups by their first member
       for (int r : stage_gpus(s)) {
-        auto group = group_of(dim, r);
+        auto group = plan::group_of(p_, dim, r);
         if (seen.insert(group.front()).second)
           out.push_back(std::move(group));
       }
@@ -626,13 +609,12 @@ class Builder {
         gemms += fp8_gemms(item);
     if (gemms == 0)
       return;
-    for (const auto& group : groups(Dim::STAGE, s)) {
-      const auto members = simulated_of(group);
-      const TaskId end = collective(CollectiveKind::ALL_REDUCE, group, 4.0 * (forward ? 3.0 : 2.0) * gemms,
-                                    Category::DP, "fp8 amax all-reduce", w, tails_of(members));
-      for (int r : members)
-        tail_[static_cast<std::size_t>(r)] = {end};
-    }
+    const auto group = stage_group(s);
+    const auto members = simulated_of(group);
+    const TaskId end = collective(CollectiveKind::ALL_REDUCE, group, 4.0 * (forward ? 3.0 : 2.0) * gemms, Category::DP,
+                                  "fp8 amax all-reduce", w, tails_of(members));
+    for (int r : members)
+      tail_[static_cast<std::size_t>(r)] = {end};
   }
 
   // The FP8 GEMMs of a transformer layer on one GPU: the attention's projections, and the FFN's two or, in a MoE
@@ -1115,7 +1097,7 @@ class Builder {
   double act_bytes_ = 0;
   double grad_bytes_ = 0;
   std::vector<memory::RankParams> layer_params_;                     // per layer, on one GPU
-  std::array<std::vector<std::vector<std::vector<int>>>, 7> groups_; // per Dim, per stage: groups()
+  std::array<std::vector<std::vector<std::vector<int>>>, 6> groups_; // per Dim, per stage: groups()
   std::vector<int> first_layer_;                                     // per virtual stage
   std::vector<int> forwards_, gradients_; // per virtual stage: forward passes, and weight gradients, built so far
   const Program no_program_;
