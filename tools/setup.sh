@@ -4,7 +4,7 @@ set -euo pipefail
 
 SIMTRAIN_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SIMTRAIN_PACKAGES=(g++ cmake ninja-build pkg-config libsimgrid-dev libboost-graph-dev nlohmann-json3-dev
-                   libspdlog-dev libfmt-dev catch2 libcli11-dev)
+                   libspdlog-dev libfmt-dev catch2 libcli11-dev libtomlplusplus-dev)
 
 say() { echo "simtrain: $*" >&2; }
 

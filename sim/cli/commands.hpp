@@ -67,6 +67,23 @@ struct ValidateArgs {
 
 int validate(const ValidateArgs& a, const CommonOptions& o);
 
+struct ImportArgs {
+  std::string framework; // megatron, deepspeed or torchtitan
+  std::string topology;
+  std::optional<int> gpus;
+  std::string out;    // the scenario file; standard output when empty
+  std::string name;   // the scenario's name (default: the file's stem)
+  std::string config; // deepspeed: ds_config.json; torchtitan: the job's TOML
+  std::string model;  // deepspeed (required), torchtitan (instead of its [model] preset)
+  std::optional<std::int64_t> seq_length;
+  std::optional<std::int64_t> micro_batch;
+  std::optional<std::int64_t> global_batch;
+  std::vector<std::string> arguments; // megatron: pretrain_gpt.py's arguments (after --)
+  bool strict = false;                // refuse when any setting did not carry over
+};
+
+int import_config(const ImportArgs& a, const CommonOptions& o);
+
 struct CompareArgs {
   std::vector<std::string> scenarios; // one (compared with itself under two --set values) or two
 };

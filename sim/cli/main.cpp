@@ -260,6 +260,48 @@ int main(int argc, char** argv)
       ->check(CLI::IsMember({"text", "json", "csv"}))
       ->capture_default_str();
 
+  CommonOptions import_opts;
+  ImportArgs import_args;
+  auto* import_cmd = app.add_subcommand(
+      "import", "Write a scenario from a framework's configuration: Megatron-LM arguments, a DeepSpeed config or a "
+                "torchtitan job file; every setting that does not carry over is listed");
+  import_cmd->require_subcommand(1);
+  const auto add_target = [&](CLI::App* sub) {
+    sub->add_option("--topology", import_args.topology, "Topology preset name or file")->required();
+    sub->add_option("--gpus", import_args.gpus, "GPUs in the cluster")->check(number_in(1, 1 << 24));
+    sub->add_option("--out", import_args.out, "Write the scenario to this file (default: standard output)");
+    sub->add_option("--name", import_args.name, "The scenario's name (default: the --out file's stem)");
+    sub->add_flag("--strict", import_args.strict, "Refuse (exit 1) when any setting does not carry over");
+    sub->add_flag("--allow-oom", import_opts.allow_oom, "Write the scenario even when it does not fit in GPU memory");
+    sub->add_option("--data-dir", import_opts.data_dir, "Folder holding models/, topologies/ and scenarios/")
+        ->capture_default_str();
+  };
+  auto* import_megatron = import_cmd->add_subcommand(
+      "megatron", "Megatron-LM / Megatron-core pretrain_gpt.py arguments, after --, optionally with the launcher "
+                  "(torchrun ... pretrain_gpt.py ...), whose --nproc_per_node x --nnodes is the default --gpus");
+  add_target(import_megatron);
+  import_megatron->footer("Everything after -- is pretrain_gpt.py's: simtrain import megatron --topology dgx-h100 "
+                          "--gpus 64 -- --num-layers 32 --hidden-size 4096 ...");
+  auto* import_deepspeed = import_cmd->add_subcommand("deepspeed", "A DeepSpeed config (ds_config.json)");
+  add_target(import_deepspeed);
+  import_deepspeed->add_option("config", import_args.config, "ds_config.json")->required();
+  import_deepspeed->add_option("--model", import_args.model, "Model preset name, model/v1 or HuggingFace config.json")
+      ->required();
+  import_deepspeed->add_option("--seq-length", import_args.seq_length, "Tokens per sequence (default: the model's)")
+      ->check(number_in(1, 1 << 24));
+  import_deepspeed
+      ->add_option("--micro-batch", import_args.micro_batch,
+                   "Sequences per GPU per micro-batch, where the config says \"auto\"")
+      ->check(number_in(1, 1 << 16));
+  import_deepspeed
+      ->add_option("--global-batch", import_args.global_batch, "Sequences per step, where the config says \"auto\"")
+      ->check(number_in(1, max_tokens));
+  auto* import_torchtitan = import_cmd->add_subcommand("torchtitan", "A torchtitan job file (TOML)");
+  add_target(import_torchtitan);
+  import_torchtitan->add_option("config", import_args.config, "The job's .toml")->required();
+  import_torchtitan->add_option("--model", import_args.model,
+                                "Model preset name or file, instead of the preset for [model] name and flavor");
+
   // `simtrain` alone, or `simtrain SCENARIO.json`, runs the main job.
   std::vector<std::string> args(argv + 1, argv + argc);
   // Arguments end up in JSON reports and messages, which are UTF-8.
@@ -283,6 +325,14 @@ int main(int argc, char** argv)
       at = std::next(at, std::min<std::ptrdiff_t>(2, std::distance(at, args.end())));
     args.insert(at, "run");
   }
+  // `import megatron ... -- ARGS`: ARGS are Megatron-LM's, not simtrain's (CLI11 would read options among them).
+  if (const auto verb = std::find(args.begin(), args.end(), "import");
+      verb != args.end() && std::next(verb) != args.end() && *std::next(verb) == "megatron") {
+    if (const auto dashes = std::find(verb, args.end(), "--"); dashes != args.end()) {
+      import_args.arguments.assign(std::next(dashes), args.end());
+      args.erase(dashes, args.end());
+    }
+  }
   // CLI11 parses argc/argv in order (its vector overload wants the arguments reversed, and lists leftovers so).
   std::vector<char*> argv_in_order{argv[0]};
   for (auto& a : args)
@@ -295,8 +345,11 @@ int main(int argc, char** argv)
 
   // Leftover arguments are collected, not thrown: CLI11 would list them in reverse.
   app.allow_extras();
-  for (auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+  for (auto* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
     sub->allow_extras();
+    for (auto* nested : sub->get_subcommands([](const CLI::App*) { return true; }))
+      nested->allow_extras();
+  }
   try {
     app.parse(static_cast<int>(argv_in_order.size()), argv_in_order.data());
   } catch (const CLI::ParseError& e) {
@@ -346,6 +399,13 @@ int main(int argc, char** argv)
       return sweep(sweep_args, sweep_opts);
     if (*merge_cmd)
       return merge(merge_args, merge_opts);
+    if (*import_cmd) {
+      import_args.framework = *import_megatron ? "megatron" : *import_deepspeed ? "deepspeed" : "torchtitan";
+      if (*import_megatron && import_args.arguments.empty())
+        throw sim::core::InputError(sim::core::Location{"import megatron", "", ""}, "no Megatron-LM arguments",
+                                    "nothing after --", "-- followed by pretrain_gpt.py's arguments");
+      return import_config(import_args, import_opts);
+    }
   } catch (const sim::core::InputError& e) {
     sim::core::diagnose_error(e);
     return 1;

@@ -187,7 +187,8 @@ MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPl
     s.weights_bytes = bytes(element_bytes, 3, dense_all);
     // FP8: Transformer Engine's FP8 copy of each transformer-layer weight and its transpose, kept across the step's
     // micro-batches; FP8 parameters replace the 16-bit ones, so only the transpose is added.
-    if (p.fp8() && !p.fp8_param_gather)
+    // Under ZeRO-3 the FP8 copies live with the gathered layer only (below, in the buffers).
+    if (p.fp8() && !p.fp8_param_gather && p.zero_stage < 3)
       s.weights_bytes += 2.0 * fp8_bytes * s.layer_params;
     s.grads_bytes = bytes(grad_bytes, 2, dense_all);
     s.optimizer_bytes = bytes(optimizer_bytes, 1, dense_all);
@@ -212,7 +213,8 @@ MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPl
     if (p.pp > 1)
       s.buffers_bytes += 4.0 * element_bytes * sb * h / sp_divisor;
     if (p.zero_stage >= 3)
-      s.buffers_bytes += 2.0 * element_bytes * s.layer_params / std::max(1, s.layers);
+      s.buffers_bytes +=
+          2.0 * (p.fp8() ? element_bytes + fp8_bytes : element_bytes) * s.layer_params / std::max(1, s.layers);
     if (p.zero_stage >= 2)
       s.buffers_bytes += p.dp_bucket_bytes;
     // A MoE layer's token dispatch: the all-to-all's send and receive buffers.

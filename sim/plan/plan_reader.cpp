@@ -338,16 +338,11 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
                "a precision listed in the GPU's peak_flops");
   }
 
-  if (p.fp8() && p.zero_stage >= 2)
-    infeasible(node, "zero_stage",
-               fmt::format("FP8 training with ZeRO stage {} is not simulated (Megatron-core runs FP8 with its "
-                           "distributed optimizer)",
-                           p.zero_stage),
-               "zero_stage 0 or 1, or distributed_optimizer");
-  if (p.fp8_param_gather && !p.distributed_optimizer)
+  if (p.fp8_param_gather && !p.distributed_optimizer && p.zero_stage != 3)
     infeasible(node, "fp8_param_gather",
-               "FP8 parameters are gathered by Megatron-core's distributed optimizer, which the plan does not use",
-               "distributed_optimizer true, or fp8_param_gather false");
+               "FP8 parameters are gathered by Megatron-core's distributed optimizer or by FSDP (ZeRO-3, torchao's "
+               "float8 all-gather), neither of which the plan uses",
+               "distributed_optimizer true or zero_stage 3, or fp8_param_gather false");
 
   if (p.sequence_parallel && p.tp == 1)
     warn("sequence_parallel", "has no effect with tp=1 (Megatron-LM turns it off)");

@@ -65,7 +65,11 @@ fs::path preset_path(const fs::path& data_dir, ReferenceKind kind, const std::st
 }
 
 DocumentTree::DocumentTree(const fs::path& file, fs::path data_dir)
-    : root_(core::read_json_file(file)), data_dir_(std::move(data_dir))
+    : DocumentTree(core::read_json_file(file), file, std::move(data_dir))
+{}
+
+DocumentTree::DocumentTree(core::Json root, const fs::path& file, fs::path data_dir)
+    : root_(std::move(root)), data_dir_(std::move(data_dir))
 {
   provenance_.add_source("", core::display_path(file));
   dirs_[""] = file.parent_path();

@@ -19,6 +19,9 @@ class DocumentTree {
   // `data_dir` holds the presets: models/NAME.json, topologies/NAME.json, topologies/gpus/NAME.json,
   // topologies/gpus/kernels/NAME.json.
   DocumentTree(const std::filesystem::path& file, std::filesystem::path data_dir);
+  // A document held in memory, read as if it were `file` (which need not exist): named so in messages, its
+  // relative references resolved from `file`'s folder.
+  DocumentTree(core::Json root, const std::filesystem::path& file, std::filesystem::path data_dir);
 
   // Replaces a reference (a preset name or a relative path) at `pointer` by the document it names.
   void resolve(const std::string& pointer, ReferenceKind kind);

@@ -113,7 +113,12 @@ Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& fi
 
 Scenario load_scenario(const std::filesystem::path& file, const LoadOptions& options)
 {
-  DocumentTree tree(file, options.data_dir);
+  return load_scenario(core::read_json_file(file), file, options);
+}
+
+Scenario load_scenario(core::Json root, const std::filesystem::path& file, const LoadOptions& options)
+{
+  DocumentTree tree(std::move(root), file, options.data_dir);
   apply_overrides(tree, options, resolve_scenario_references);
   Scenario s = read_scenario(tree, file);
   s.overrides = options.overrides;

@@ -39,6 +39,8 @@ struct Scenario {
 };
 
 Scenario load_scenario(const std::filesystem::path& file, const LoadOptions& options);
+// A scenario held in memory (an importer's), read as if it were the file `file`, which need not exist.
+Scenario load_scenario(core::Json root, const std::filesystem::path& file, const LoadOptions& options);
 
 enum class FileKind { SCENARIO, MODEL, HF_CONFIG, TOPOLOGY, GPU, KERNELS, VALIDATION_SUMMARY };
 

@@ -577,7 +577,7 @@ class Builder {
           for (TaskId end : gathered[i][r])
             tail_[static_cast<std::size_t>(r)].push_back(end);
       }
-      if (first_forward)
+      if (first_forward || p_.zero_stage >= 3) // ZeRO-3 gathers, and so casts, the weights for every pass
         cast_weights(s, items[i], w);
       run(ref.defer_weight ? split_program_of(items[i], false) : program_of(items[i], forward), s, w);
       if (weights)
@@ -818,8 +818,10 @@ class Builder {
         // One gather per parameter tensor (DeepSpeed of 2021, each after a device synchronisation), or per item;
         // each waits for the one before, so the last ends them all.
         TaskId end = no_task;
+        // FP8 parameters (torchao's float8 all-gather) travel in one byte: the layers' matrices, not the embedding.
+        const double bytes = item >= 0 && p_.fp8_param_gather ? 1.0 : element_bytes;
         for (double share : tensor_shares(item))
-          end = gather(group, element_bytes * share * item_params(item, s), "zero-3 parameter all-gather");
+          end = gather(group, bytes * share * item_params(item, s), "zero-3 parameter all-gather");
         for (int r : simulated_of(group))
           ends[r].push_back(end);
       }

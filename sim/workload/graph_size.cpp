@@ -147,8 +147,10 @@ GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::Paralle
     per_microbatch += 2.0 * items * (tensors + expert_groups) * tp.simulated * collective_tasks(dp);
   if (model.tie_embeddings && plan.pp > 1)
     per_step += groups * tp.simulated * collective_tasks(GroupShape{folded ? 1.0 : 2.0, 1});
-  per_step += stages * stage_gpus + 1.0;        // the optimizer, the step's end
-  if (programs.fp8_weight_cast_s_per_param > 0) // FP8 weight casts in the first micro-batch's forward
+  per_step += stages * stage_gpus + 1.0;                                // the optimizer, the step's end
+  if (programs.fp8_weight_cast_s_per_param > 0 && plan.zero_stage >= 3) // ZeRO-3: a cast per layer and pass
+    per_microbatch += 2.0 * layers * stage_gpus;
+  else if (programs.fp8_weight_cast_s_per_param > 0) // FP8 weight casts in the first micro-batch's forward
     per_step += layers * stage_gpus;
 
   size.tasks = microbatches * per_microbatch + per_step;

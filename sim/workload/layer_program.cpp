@@ -970,6 +970,11 @@ double fp8_weight_cast_bytes_per_param(const plan::ParallelPlan& p)
   // Transformer Engine casts each 16-bit weight to FP8 and its transpose once per step (on the first micro-batch;
   // later ones reuse them). FP8 parameters (--fp8-param-gather) are written in FP8 by the optimizer: only the
   // transpose is made.
+  // Under ZeRO-3 (FSDP2 with torchao's float8) each pass gathers the weights afresh and casts the one it needs: the
+  // forward its FP8 copy, the backward the transpose; gathered in FP8 (enable_fsdp_float8_all_gather) the shard was
+  // cast before the gather and the pass only lays the FP8 weight out (a one-byte read and write).
+  if (p.zero_stage >= 3)
+    return p.fp8_param_gather ? 2.0 : e + 1.0;
   return p.fp8_param_gather ? 2.0 : e + 2.0;
 }
 

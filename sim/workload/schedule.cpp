@@ -31,7 +31,7 @@ class DualPipeLoop {
 
   std::vector<PipelineOp> run()
   {
-    const bool middle = h_ == n_ - 1; // DualPipe's middle ranks, DualPipeV's last rank
+    const bool middle = h_ == n_ - 1;           // DualPipe's middle ranks, DualPipeV's last rank
     for (int i = 0; i < (n_ - h_ - 1) * 2; ++i) // step 1: nF0
       forward_chunk(0);
     const int step_2 = h_ + 1; // step 2: nF0F1

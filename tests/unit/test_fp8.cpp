@@ -9,6 +9,7 @@
 #include "build_support.hpp"
 
 #include <algorithm>
+#include <map>
 
 using test::scenario_json;
 
@@ -196,5 +197,46 @@ TEST_CASE("FP8 options are refused where they cannot apply")
   CHECK_THAT(error({{"fp8_recipe", "current"}, {"dp", 8}}), Catch::Contains("applies only to FP8 training"));
   CHECK_THAT(error({{"precision", "fp8"}, {"fp8_param_gather", true}, {"dp", 8}}),
              Catch::Contains("distributed_optimizer true"));
-  CHECK_THAT(error({{"precision", "fp8"}, {"zero_stage", 2}, {"dp", 8}}), Catch::Contains("FP8 training with ZeRO"));
+}
+
+TEST_CASE("under ZeRO-3 every pass casts the weights it gathers, and FP8 parameters are gathered in one byte")
+{
+  nlohmann::json model = sim::core::read_json_file(test::source_dir() / "models" / "llama2-7b.json");
+  auto zero3 = [&](bool fp8_gather) {
+    auto plan = llama({{"precision", "fp8"},
+                       {"global_batch", 16},
+                       {"zero_stage", 3},
+                       {"fp8_recipe", "current"},
+                       {"fp8_param_gather", fp8_gather}})["plan"];
+    plan.erase("distributed_optimizer");
+    return test::build(plan, model, "dgx-h100", true);
+  };
+  const auto bf16_gather = zero3(false);
+  int casts = 0;
+  for (const auto& t : bf16_gather.tasks.tasks())
+    if (t.kind == sim::workload::TaskKind::COMPUTE && bf16_gather.tasks.label_text(t.label) == "fp8 weight cast")
+      ++casts;
+  CHECK(casts == 32 * 2 * 2);                 // each layer, in the forward and the backward pass of both micro-batches
+  auto layer_gather = [](const auto& built) { // the most frequent size: a layer's (32 of them, each pass)
+    std::map<double, int> sizes;
+    for (const auto& c : built.tasks.collectives())
+      if (built.tasks.label_text(c.label) == "zero-3 parameter all-gather")
+        ++sizes[c.bytes];
+    return std::max_element(sizes.begin(), sizes.end(), [](auto a, auto b) { return a.second < b.second; })->first;
+  };
+  const double h = 4096, f = 11008;
+  CHECK(layer_gather(bf16_gather) == Approx(2.0 * (4 * h * h + 3 * h * f + 2 * h))); // a layer, norms included
+  CHECK(layer_gather(zero3(true)) == Approx(layer_gather(bf16_gather) / 2.0));
+
+  // The FP8 copies are not kept across micro-batches: only the gathered layer's.
+  auto plan = llama({{"precision", "fp8"}, {"zero_stage", 3}})["plan"];
+  plan.erase("distributed_optimizer");
+  auto bf16_plan = plan;
+  bf16_plan.erase("precision");
+  const auto fp8 = load(scenario_json("llama2-7b", plan, "dgx-h100"));
+  const auto bf16 = load(scenario_json("llama2-7b", bf16_plan, "dgx-h100"));
+  const auto m8 = sim::memory::estimate_memory(fp8.model, fp8.plan, fp8.cluster.gpu).per_stage[0];
+  const auto m16 = sim::memory::estimate_memory(bf16.model, bf16.plan, bf16.cluster.gpu).per_stage[0];
+  CHECK(m8.weights_bytes == Approx(m16.weights_bytes));
+  CHECK(m8.buffers_bytes - m16.buffers_bytes == Approx(2.0 * m16.layer_params / 32));
 }

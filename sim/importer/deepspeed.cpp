@@ -1,0 +1,344 @@
+#include "importer/deepspeed.hpp"
+
+#include "core/document.hpp"
+
+#include <algorithm>
+#include <array>
+#include <fmt/format.h>
+#include <string_view>
+
+namespace sim::importer {
+namespace {
+
+bool is_auto(const core::Node& n)
+{
+  return n.json().is_string() && n.json().get<std::string>() == "auto";
+}
+
+std::string spelt(const core::Node& n)
+{
+  return fmt::format("{} {}", n.pointer(), core::clip(n.json().dump(), 60));
+}
+
+bool member(std::string_view key, std::initializer_list<std::string_view> keys)
+{
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+// A value that may be "auto" (HuggingFace Trainer fills it in): absent then.
+std::optional<std::int64_t> integer_unless_auto(const core::Node& n, std::int64_t max)
+{
+  if (is_auto(n))
+    return std::nullopt;
+  return n.as_integer(1, max);
+}
+
+class DeepSpeedImport {
+ public:
+  DeepSpeedImport(Imported& out, int gpus) : out_(out), gpus_(gpus) {}
+
+  void read(const core::Node& config, OrderedJson& plan, const DeepSpeedOptions& o)
+  {
+    if (!config.json().is_object())
+      config.fail("a DeepSpeed config is a JSON object", "an object such as {\"train_batch_size\": 32}");
+    std::optional<core::Node> train_batch;
+    std::optional<core::Node> micro_batch;
+    std::optional<core::Node> accumulation;
+    for (const auto& [key, value] : config.json().items()) {
+      const core::Node n = config.element_of(key);
+      if (key == "train_batch_size")
+        train_batch = n;
+      else if (key == "train_micro_batch_size_per_gpu")
+        micro_batch = n;
+      else if (key == "gradient_accumulation_steps")
+        accumulation = n;
+      else if (key == "fp16" || key == "bf16")
+        precision(n, key, plan);
+      else if (key == "zero_optimization")
+        zero(n, plan);
+      else if (key == "optimizer")
+        optimizer(n);
+      else if (key == "tensor_parallel")
+        tensor_parallel(n, plan);
+      else if (key == "activation_checkpointing")
+        activation_checkpointing(n);
+      else if (member(key, {"scheduler",
+                            "gradient_clipping",
+                            "steps_per_print",
+                            "wall_clock_breakdown",
+                            "prescale_gradients",
+                            "gradient_predivide_factor",
+                            "zero_allow_untested_optimizer",
+                            "dump_state",
+                            "tensorboard",
+                            "wandb",
+                            "csv_monitor",
+                            "comet",
+                            "flops_profiler",
+                            "comms_logger",
+                            "checkpoint",
+                            "memory_breakdown",
+                            "autotuning",
+                            "aio",
+                            "seed",
+                            "torch_autocast",
+                            "communication_data_type",
+                            "data_types",
+                            "pipeline",
+                            "timers",
+                            "elasticity_enabled",
+                            "disable_allgather",
+                            "sparse_gradients"}))
+        no_effect_or_not(n, key);
+      else
+        out_.not_simulated.push_back(Setting{spelt(n), "not understood, left out of the scenario"});
+    }
+    if (!precision_given_) {
+      plan["precision"] = "fp16";
+      out_.assumptions.push_back("no fp16 or bf16 section: DeepSpeed trains in fp32, simulated as fp16 mixed "
+                                 "precision");
+      out_.not_simulated.push_back(Setting{"(no fp16 or bf16 section)", "fp32 training is not simulated"});
+    }
+    batches(train_batch, micro_batch, accumulation, o, config, plan);
+  }
+
+ private:
+  void precision(const core::Node& n, const std::string& key, OrderedJson& plan)
+  {
+    if (!n.json().is_object())
+      n.fail("a precision section is an object", "{\"enabled\": true}");
+    const auto enabled = n.json().find("enabled");
+    const bool on =
+        enabled != n.json().end() && (enabled->is_string() ? *enabled == "auto" : n.element_of("enabled").as_bool());
+    if (!on)
+      return;
+    if (enabled->is_string())
+      out_.assumptions.push_back(fmt::format("{}/enabled \"auto\": {} mixed precision", n.pointer(), key));
+    if (precision_given_ && plan.value("precision", "") != key) {
+      if (!enabled->is_string())
+        n.fail("fp16 and bf16 are both enabled", "one of them");
+      return; // "auto" in both: the one named first
+    }
+    precision_given_ = true;
+    plan["precision"] = key;
+    for (const auto& [sub, v] : n.json().items())
+      if (sub != "enabled")
+        out_.no_effect.push_back(Setting{spelt(n.element_of(sub)), ""}); // loss scaling, master weights
+  }
+
+  void zero(const core::Node& n, OrderedJson& plan)
+  {
+    if (!n.json().is_object())
+      n.fail("zero_optimization is an object", "{\"stage\": 2, ...}");
+    const auto stage_node = n.json().find("stage");
+    stage_ = stage_node == n.json().end() ? 0 : static_cast<int>(n.element_of("stage").as_integer(0, 3));
+    plan["zero_stage"] = stage_;
+    out_.origins.emplace_back("/plan/zero_stage", n.pointer() + "/stage");
+    // DeepSpeed overlaps the gradient reduction with the backward pass only when asked, except at stage 3.
+    bool overlap = stage_ == 3;
+    for (const auto& [key, value] : n.json().items()) {
+      const core::Node v = n.element_of(key);
+      if (key == "stage")
+        continue;
+      if (key == "overlap_comm") {
+        overlap = v.as_bool();
+      } else if (key == "reduce_bucket_size") {
+        // Elements of the 16-bit gradients (DeepSpeed's default 5e8).
+        if (!is_auto(v))
+          bucket_elements_ = v.as_number(1.0, 1e12);
+      } else if (key == "offload_optimizer" || key == "offload_param") {
+        const auto device = value.is_object() ? value.value("device", "none") : std::string("none");
+        if (device != "none")
+          out_.not_simulated.push_back(Setting{spelt(v), fmt::format("offload to {} is not simulated: the scenario "
+                                                                     "keeps everything on the GPUs",
+                                                                     device)});
+      } else if (member(key, {"zenflow", "zero_hpz_partition_size", "zero_quantized_weights",
+                              "zero_quantized_gradients", "zero_quantized_nontrainable_weights", "mics_shard_size",
+                              "mics_hierarchical_params_gather", "cpu_offload", "cpu_offload_params"})) {
+        if (!(value.is_boolean() && !value.get<bool>()) && !(value.is_number() && value.get<double>() <= 1))
+          out_.not_simulated.push_back(Setting{spelt(v), "not simulated (ZeRO++, MiCS, ZenFlow and offload are "
+                                                         "not in simtrain's ZeRO)"});
+      } else if (member(key, {"contiguous_gradients",
+                              "reduce_scatter",
+                              "allgather_partitions",
+                              "allgather_bucket_size",
+                              "round_robin_gradients",
+                              "sub_group_size",
+                              "stage3_prefetch_bucket_size",
+                              "stage3_param_persistence_threshold",
+                              "stage3_max_live_parameters",
+                              "stage3_max_reuse_distance",
+                              "stage3_gather_16bit_weights_on_model_save",
+                              "gather_16bit_weights_on_model_save",
+                              "stage3_gather_fp16_weights_on_model_save",
+                              "ignore_unused_parameters",
+                              "load_from_fp32_weights",
+                              "elastic_checkpoint",
+                              "legacy_stage1",
+                              "memory_efficient_linear",
+                              "use_multi_rank_bucket_allreduce",
+                              "prefetch_bucket_size",
+                              "param_persistence_threshold",
+                              "max_live_parameters",
+                              "max_reuse_distance",
+                              "stage3_module_granularity_threshold",
+                              "log_trace_cache_warnings"})) {
+        out_.no_effect.push_back(Setting{spelt(v), "a ZeRO setting simtrain's ZeRO does not model"});
+      } else {
+        out_.not_simulated.push_back(Setting{spelt(v), "not understood, left out of the scenario"});
+      }
+    }
+    plan["overlap_grad_reduce"] = overlap;
+  }
+
+  void optimizer(const core::Node& n)
+  {
+    if (!n.json().is_object())
+      n.fail("optimizer is an object", "{\"type\": \"AdamW\", \"params\": {...}}");
+    std::string type = n.json().value("type", "");
+    std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (type == "adam" || type == "adamw" || type == "fusedadam")
+      out_.no_effect.push_back(Setting{spelt(n), "Adam, as simulated"});
+    else
+      out_.not_simulated.push_back(
+          Setting{spelt(n), fmt::format("the '{}' optimizer is simulated as Adam", n.json().value("type", "?"))});
+  }
+
+  void tensor_parallel(const core::Node& n, OrderedJson& plan)
+  {
+    if (!n.json().is_object())
+      n.fail("tensor_parallel is an object", "{\"autotp_size\": 4}");
+    for (const auto& [key, value] : n.json().items()) {
+      const core::Node v = n.element_of(key);
+      if (key == "autotp_size" || key == "tp_size") {
+        tp_ = v.as_integer(1, 1 << 16);
+        plan["tp"] = tp_;
+        out_.origins.emplace_back("/plan/tp", v.pointer());
+      } else {
+        out_.not_simulated.push_back(Setting{spelt(v), "not understood, left out of the scenario"});
+      }
+    }
+  }
+
+  void activation_checkpointing(const core::Node& n)
+  {
+    if (!n.json().is_object())
+      n.fail("activation_checkpointing is an object", "{\"partition_activations\": false, ...}");
+    for (const auto& [key, value] : n.json().items()) {
+      const core::Node v = n.element_of(key);
+      if ((key == "partition_activations" || key == "cpu_checkpointing") && value.is_boolean() && value.get<bool>())
+        out_.not_simulated.push_back(Setting{spelt(v), "not simulated: checkpoints stay whole on the GPU"});
+      else
+        out_.no_effect.push_back(Setting{spelt(v), "how checkpoints are kept; whether there are any is the "
+                                                   "training script's choice (set plan.recompute)"});
+    }
+  }
+
+  void no_effect_or_not(const core::Node& n, const std::string& key)
+  {
+    if (key == "communication_data_type" || key == "data_types")
+      out_.not_simulated.push_back(Setting{spelt(n), "gradients are simulated in the training precision"});
+    else
+      out_.no_effect.push_back(Setting{spelt(n), ""});
+  }
+
+  // DeepSpeed's rule: train_batch_size = micro batch x accumulation steps x data-parallel GPUs; any two give the
+  // third (engine config, _set_batch_related_parameters).
+  void batches(const std::optional<core::Node>& train, const std::optional<core::Node>& micro,
+               const std::optional<core::Node>& accumulation, const DeepSpeedOptions& o, const core::Node& config,
+               OrderedJson& plan)
+  {
+    const std::int64_t dp = gpus_ / tp_;
+    // 0: not given (or "auto").
+    std::int64_t tb = train ? integer_unless_auto(*train, std::int64_t{1} << 40).value_or(0) : 0;
+    std::int64_t mb = micro ? integer_unless_auto(*micro, 1 << 16).value_or(0) : 0;
+    const std::int64_t gas = accumulation ? integer_unless_auto(*accumulation, 1 << 20).value_or(0) : 0;
+    if (tb == 0)
+      tb = o.global_batch.value_or(0);
+    if (mb == 0)
+      mb = o.micro_batch.value_or(0);
+    if (gpus_ % tp_ != 0)
+      config.fail(fmt::format("tensor parallelism {} does not divide the {} GPUs", tp_, gpus_),
+                  "a GPU count that is a multiple of autotp_size");
+    if (tb > 0 && mb > 0 && gas > 0 && tb != mb * gas * dp)
+      train->fail(
+          fmt::format("is not micro batch x accumulation steps x data-parallel GPUs = {} x {} x {}", mb, gas, dp),
+          std::to_string(mb * gas * dp));
+    if (tb == 0 && mb == 0)
+      throw core::InputError(config.location(), "the batch size is not known",
+                             "no train_batch_size or train_micro_batch_size_per_gpu (or \"auto\")",
+                             "one in the config, or --micro-batch / --global-batch");
+    const std::int64_t steps = std::max<std::int64_t>(gas, 1);
+    if (mb == 0)
+      mb = tb / (steps * dp);
+    if (tb == 0)
+      tb = mb * steps * dp;
+    if (mb < 1)
+      config.fail(fmt::format("train_batch_size {} leaves less than one sequence per GPU", tb),
+                  fmt::format("at least {} sequences", dp * steps));
+    plan["micro_batch"] = mb;
+    plan["global_batch"] = tb;
+    out_.origins.emplace_back("/plan/global_batch", train ? train->pointer() : std::string("--global-batch"));
+  }
+
+  Imported& out_;
+  int gpus_;
+  std::int64_t tp_ = 1;
+  int stage_ = 0;
+  double bucket_elements_ = 5e8; // zero_optimization.reduce_bucket_size, DeepSpeed's default
+  bool precision_given_ = false;
+
+ public:
+  int stage() const { return stage_; }
+  double bucket_elements() const { return bucket_elements_; }
+};
+
+} // namespace
+
+Imported import_deepspeed(const core::Node& config, const Target& target, const DeepSpeedOptions& options)
+{
+  Imported out;
+  if (!target.gpus)
+    throw core::InputError(config.location(), "the GPU count is not known",
+                           "a DeepSpeed config, which leaves it to "
+                           "the launcher",
+                           "--gpus N");
+  OrderedJson plan;
+  plan["tp"] = 1;
+  plan["pp"] = 1;
+  DeepSpeedImport ds(out, *target.gpus);
+  ds.read(config, plan, options);
+  if (options.seq_length)
+    plan["seq_length"] = *options.seq_length;
+  const std::string precision = plan.value("precision", "bf16");
+  // Without ZeRO, bf16 runs DeepSpeed's BF16_Optimizer, which accumulates fp32 gradients; the ZeRO optimizers and
+  // fp16 reduce 16-bit ones (DeepSpeed's defaults, without data_types.grad_accum_dtype).
+  const bool fp32_grads = precision == "bf16" && ds.stage() == 0;
+  plan["fp32_grad_accumulation"] = fp32_grads;
+  if (ds.stage() >= 1)
+    plan["dp_bucket_size"] = fmt::format("{:.0f}B", ds.bucket_elements() * (fp32_grads ? 4.0 : 2.0));
+  // A model trained from a PyTorch script: PyTorch's norms, SDPA's FlashAttention-2 kernels, DeepSpeed's optimizer.
+  plan["norm_impl"] = "torch";
+  plan["attention"] = "flash2";
+  plan["optimizer"] = "deepspeed";
+  out.assumptions.push_back("a PyTorch model under DeepSpeed: PyTorch's norms, scaled_dot_product_attention's "
+                            "FlashAttention-2 kernels and DeepSpeed's optimizer step (plan norm_impl, attention, "
+                            "optimizer)");
+  out.assumptions.push_back("no activation recomputation (the training script turns it on; set plan.recompute)");
+  if (!options.seq_length)
+    out.assumptions.push_back("the model's own sequence length (--seq-length to change it)");
+
+  OrderedJson s;
+  s["schema"] = "scenario/v1";
+  s["name"] = target.name;
+  s["description"] = fmt::format("Imported by simtrain import deepspeed from {}", config.location().file);
+  s["model"] = options.model;
+  s["topology"] = target.topology;
+  s["gpus"] = *target.gpus;
+  s["plan"] = std::move(plan);
+  out.origins.emplace_back("/gpus", "--gpus");
+  out.scenario = std::move(s);
+  return out;
+}
+
+} // namespace sim::importer

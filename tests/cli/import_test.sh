@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# simtrain import round-trips the frameworks' published examples (tests/data/import, sources in its README): each
+# becomes a scenario that `check` accepts and `run` simulates. Megatron-LM's scripts run as published, with
+# `torchrun` standing for simtrain import.
+#   import_test.sh SIMTRAIN REPO_ROOT
+set -euo pipefail
+simtrain=$(realpath "$1")
+root=$(realpath "$2")
+data=$root/tests/data/import
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# The scenario passes check and run, and the run's JSON report has a step time.
+simulates() {
+  local file=$1
+  shift
+  "$simtrain" check "$file" "$@" >/dev/null || fail "check refused $file"
+  "$simtrain" run "$file" --quiet --format json "$@" >"$out/report.json" || fail "run failed on $file"
+  grep -q '"step_time_s"' "$out/report.json" || fail "no step time for $file"
+}
+
+# Megatron-LM: each example script, run by bash from a folder with a pretrain_gpt.py, its torchrun a function.
+megatron() {
+  local script=$1 gpus=$2 topology=$3
+  shift 3
+  (
+    cd "$out" && touch pretrain_gpt.py
+    torchrun() {
+      "$simtrain" import megatron --topology "$topology" ${gpus:+--gpus "$gpus"} --out "$out/$script.json" -- \
+        torchrun "$@" 2>"$out/$script.err"
+    }
+    export -f torchrun
+    export simtrain topology gpus out script
+    bash "$data/megatron/$script.sh" "$@" >/dev/null
+  ) || { cat "$out/$script.err"; fail "import megatron $script"; }
+  simulates "$out/$script.json"
+}
+megatron train_gpt3_175b_distributed 1024 dgx-a100 ckpt tb vocab.json merges.txt data
+megatron train_llama3_8b_h100_fp8 "" dgx-h100 # 8 GPUs, from the script's torchrun
+megatron train_mixtral_8x7b_distributed 64 dgx-h100 ckpt tokenizer.model data
+grep -q '"precision": "fp8"' "$out/train_llama3_8b_h100_fp8.json" || fail "llama3 8b is not FP8"
+grep -q '"ep": 8' "$out/train_mixtral_8x7b_distributed.json" || fail "mixtral has no expert parallelism"
+grep -q "assumed 8 GPUs, from the launcher" "$out/train_llama3_8b_h100_fp8.err" || fail "no note on the GPU count"
+
+# DeepSpeed: the examples' configs, with a model and what they leave to the script.
+"$simtrain" import deepspeed "$data/deepspeed/bf16_master_weight_baseline.json" --model llama2-7b --topology dgx-a100 \
+  --gpus 16 --seq-length 2048 --out "$out/zero3.json" 2>/dev/null
+simulates "$out/zero3.json"
+"$simtrain" import deepspeed "$data/deepspeed/autotp_ds_config.json" --model llama2-7b --topology dgx-h100 --gpus 16 \
+  --micro-batch 1 --global-batch 64 --out "$out/autotp.json" 2>/dev/null
+simulates "$out/autotp.json"
+"$simtrain" import deepspeed "$data/deepspeed/zenflow_zf_config.json" --model llama2-7b --topology dgx-a100 --gpus 8 \
+  --out "$out/zenflow.json" 2>"$out/zenflow.err"
+simulates "$out/zenflow.json"
+grep -q "offload_optimizer" "$out/zenflow.err" || fail "the optimizer offload was not reported"
+"$simtrain" import deepspeed "$data/deepspeed/bing_bert_lamb_seq512.json" --model sc21-gpt-1.7b --seq-length 512 \
+  --topology dgx-a100 --gpus 64 --out "$out/lamb.json" 2>/dev/null
+simulates "$out/lamb.json"
+"$simtrain" import deepspeed "$data/deepspeed/autotuning_ds_config_fp16_z3.json" --model llama2-7b \
+  --topology dgx-a100 --gpus 8 --micro-batch 1 --out "$out/fp16z3.json" 2>/dev/null
+simulates "$out/fp16z3.json"
+
+# torchtitan: the Llama 3 and DeepSeek-V3 job files at their published scales.
+for job in llama3_8b:8 llama3_70b:64 llama3_405b:128; do
+  "$simtrain" import torchtitan "$data/torchtitan/${job%%:*}.toml" --topology dgx-h100 --gpus "${job##*:}" \
+    --out "$out/${job%%:*}.json" 2>/dev/null
+  simulates "$out/${job%%:*}.json"
+done
+# DeepSeek-V3 671B without expert parallelism does not fit: refused with the numbers, written only when allowed.
+if "$simtrain" import torchtitan "$data/torchtitan/deepseek_v3_671b.toml" --topology dgx-h100 --gpus 256 \
+  --out "$out/dsv3.json" 2>"$out/dsv3.err"; then
+  fail "an out-of-memory import was written"
+fi
+grep -q "does not fit in GPU memory" "$out/dsv3.err" || fail "no memory verdict: $(cat "$out/dsv3.err")"
+[ ! -e "$out/dsv3.json" ] || fail "a refused scenario was written"
+"$simtrain" import torchtitan "$data/torchtitan/deepseek_v3_671b.toml" --topology dgx-h100 --gpus 256 --allow-oom \
+  --out "$out/dsv3.json" 2>/dev/null
+simulates "$out/dsv3.json" --allow-oom
+
+# Standard output, --strict, and the JSON log format.
+"$simtrain" import deepspeed "$data/deepspeed/zenflow_zf_config.json" --model llama2-7b --topology dgx-a100 --gpus 8 \
+  2>/dev/null | grep -q '"schema": "scenario/v1"' || fail "nothing on standard output"
+if "$simtrain" import deepspeed "$data/deepspeed/zenflow_zf_config.json" --model llama2-7b --topology dgx-a100 \
+  --gpus 8 --strict >/dev/null 2>"$out/strict.err"; then
+  fail "--strict accepted settings that did not carry over"
+fi
+grep -q "(--strict)" "$out/strict.err" || fail "--strict gave no reason"
+"$simtrain" --log-format json import megatron --topology dgx-h100 --gpus 8 -- --num-layers 2 --hidden-size 64 \
+  --num-attention-heads 4 --seq-length 128 --vocab-size 1000 --no-such-flag 2>"$out/log.json" >/dev/null
+grep -q '"level":"warning","message":"--no-such-flag: not understood' "$out/log.json" || fail "$(cat "$out/log.json")"
+echo "all imports round-trip"

@@ -1,0 +1,399 @@
+// The importers: Megatron-LM arguments, DeepSpeed configs and torchtitan job files into scenario/v1, each setting
+// carried over, said to change nothing, or listed as not simulated; the published examples in tests/data/import.
+#include "core/document.hpp"
+#include "importer/deepspeed.hpp"
+#include "importer/megatron.hpp"
+#include "importer/torchtitan.hpp"
+#include "scenario/scenario.hpp"
+
+#include "support.hpp"
+
+#include <algorithm>
+
+namespace {
+
+using sim::importer::Imported;
+
+const std::filesystem::path fixtures = test::source_dir() / "tests" / "data" / "import";
+
+sim::importer::Target target(int gpus, const std::string& topology = "dgx-h100")
+{
+  return {topology, gpus, "imported"};
+}
+
+// The scenario as `check` and `run` read it.
+sim::scenario::Scenario load(const Imported& imported)
+{
+  return sim::scenario::load_scenario(sim::core::Json::parse(imported.scenario.dump()),
+                                      test::scratch_dir() / "imported.json", test::options());
+}
+
+bool listed(const std::vector<sim::importer::Setting>& settings, std::string_view text)
+{
+  return std::any_of(settings.begin(), settings.end(),
+                     [&](const auto& s) { return s.setting.find(text) != std::string::npos; });
+}
+
+Imported deepspeed(const std::string& file, int gpus, sim::importer::DeepSpeedOptions options)
+{
+  static sim::core::Provenance provenance; // outlives the nodes read from it
+  static std::vector<sim::core::Json> documents;
+  provenance.add_source("", file);
+  documents.push_back(sim::core::read_json_file(fixtures / "deepspeed" / file));
+  return sim::importer::import_deepspeed(sim::core::Node(documents.back(), "", provenance), target(gpus), options);
+}
+
+Imported torchtitan(const std::string& file, int gpus, const std::string& model = "")
+{
+  static sim::core::Provenance provenance;
+  static std::vector<sim::core::Json> documents;
+  provenance.add_source("", file);
+  documents.push_back(sim::importer::read_toml_file(fixtures / "torchtitan" / file));
+  return sim::importer::import_torchtitan(sim::core::Node(documents.back(), "", provenance), target(gpus), model);
+}
+
+// examples/llama/train_llama3_8b_h100_fp8.sh's command line, as bash expands it (mock data).
+std::vector<std::string> llama3_8b_fp8()
+{
+  return {"torchrun",
+          "--nproc_per_node",
+          "8",
+          "--nnodes",
+          "1",
+          "pretrain_gpt.py",
+          "--use-mcore-models",
+          "--num-layers",
+          "32",
+          "--hidden-size",
+          "4096",
+          "--ffn-hidden-size",
+          "14336",
+          "--num-attention-heads",
+          "32",
+          "--group-query-attention",
+          "--num-query-groups",
+          "8",
+          "--kv-channels",
+          "128",
+          "--seq-length",
+          "8192",
+          "--max-position-embeddings",
+          "8192",
+          "--position-embedding-type",
+          "rope",
+          "--swiglu",
+          "--normalization",
+          "RMSNorm",
+          "--attention-backend",
+          "fused",
+          "--untie-embeddings-and-output-weights",
+          "--disable-bias-linear",
+          "--attention-dropout",
+          "0.0",
+          "--hidden-dropout",
+          "0.0",
+          "--micro-batch-size",
+          "1",
+          "--global-batch-size",
+          "128",
+          "--lr",
+          "0.00015",
+          "--bf16",
+          "--grad-reduce-in-bf16",
+          "--fp8-format",
+          "hybrid",
+          "--fp8-amax-history-len",
+          "1024",
+          "--fp8-param-gather",
+          "--tensor-model-parallel-size",
+          "1",
+          "--context-parallel-size",
+          "1",
+          "--sequence-parallel",
+          "--use-distributed-optimizer",
+          "--overlap-grad-reduce",
+          "--overlap-param-gather",
+          "--mock-data",
+          "--tokenizer-type",
+          "NullTokenizer",
+          "--vocab-size",
+          "128256",
+          "--split",
+          "'99,1,0'"};
+}
+
+} // namespace
+
+TEST_CASE("Megatron-LM arguments become the model and plan Megatron-LM would build from them")
+{
+  const Imported imported = sim::importer::import_megatron(llama3_8b_fp8(), {"dgx-h100", std::nullopt, "llama"});
+  const auto& m = imported.scenario["model"];
+  CHECK(m["num_kv_heads"] == 8);
+  CHECK(m["ffn_hidden_size"] == 14336);
+  CHECK(m["vocab_size"] == 128256); // already a multiple of 128 x TP 1
+  CHECK(m["ffn_kind"] == "swiglu");
+  CHECK(m["norm"] == "rmsnorm");
+  CHECK(m["tie_embeddings"] == false);
+  CHECK(m["dropout"] == false);
+  CHECK(!m.contains("head_dim")); // 128 = 4096 / 32
+  const auto& p = imported.scenario["plan"];
+  CHECK(imported.scenario["gpus"] == 8); // from torchrun
+  CHECK(p["precision"] == "fp8");
+  CHECK(p["fp8_param_gather"] == true);
+  CHECK(p["fp32_grad_accumulation"] == false); // --grad-reduce-in-bf16
+  CHECK(p["sequence_parallel"] == false);      // Megatron-LM turns it off at TP 1
+  CHECK(p["overlap_grad_reduce"] == true);
+  CHECK(listed(imported.no_effect, "--lr 0.00015"));
+  CHECK(listed(imported.no_effect, "--nproc_per_node 8"));
+  CHECK(imported.not_simulated.empty());
+
+  const auto s = load(imported);
+  CHECK(s.plan.dp == 8);
+  CHECK(s.model.num_kv_heads == 8);
+  CHECK(s.plan.microbatches() == 16);
+}
+
+TEST_CASE(
+    "Megatron-LM's defaults: GeLU of 4h, learned positions, tied embeddings, biases, dropout, a padded vocabulary")
+{
+  const std::vector<std::string> args{"--num-layers",
+                                      "24",
+                                      "--hidden-size",
+                                      "2048",
+                                      "--num-attention-heads",
+                                      "16",
+                                      "--seq-length",
+                                      "2048",
+                                      "--tokenizer-type",
+                                      "GPT2BPETokenizer",
+                                      "--tensor-model-parallel-size",
+                                      "2",
+                                      "--pipeline-model-parallel-size",
+                                      "2",
+                                      "--num-layers-per-virtual-pipeline-stage",
+                                      "3",
+                                      "--global-batch-size",
+                                      "64",
+                                      "--recompute-activations",
+                                      "--fp16"};
+  const Imported imported = sim::importer::import_megatron(args, target(16, "dgx-a100"));
+  const auto& m = imported.scenario["model"];
+  CHECK(m["ffn_hidden_size"] == 4 * 2048);
+  CHECK(m["vocab_size"] == 50432); // 50257 padded to a multiple of 128 x 2
+  CHECK(m["position_embedding"] == "learned");
+  CHECK(m["tie_embeddings"] == true);
+  CHECK(m["linear_bias"] == true);
+  CHECK(m["dropout"] == true);
+  const auto& p = imported.scenario["plan"];
+  CHECK(p["virtual_stages"] == 4); // 24 layers / (2 stages x 3 layers per chunk)
+  CHECK(p["recompute"] == "selective");
+  CHECK(p["overlap_grad_reduce"] == false);
+  CHECK(p["fp32_grad_accumulation"] == false); // fp16 without --accumulate-allreduce-grads-in-fp32
+  const auto s = load(imported);
+  CHECK(s.plan.schedule == sim::plan::Schedule::INTERLEAVED);
+  CHECK(s.plan.dp == 4);
+}
+
+TEST_CASE("Megatron-LM's uneven pipeline split and SwiGLU width come out as Megatron-LM computes them")
+{
+  std::vector<std::string> args{"--num-layers",
+                                "30",
+                                "--hidden-size",
+                                "4096",
+                                "--num-attention-heads",
+                                "32",
+                                "--seq-length",
+                                "4096",
+                                "--vocab-size",
+                                "32000",
+                                "--swiglu",
+                                "--pipeline-model-parallel-size",
+                                "4",
+                                "--decoder-first-pipeline-num-layers",
+                                "6",
+                                "--decoder-last-pipeline-num-layers",
+                                "6",
+                                "--bf16"};
+  Imported imported = sim::importer::import_megatron(args, target(32));
+  CHECK(imported.scenario["model"]["ffn_hidden_size"] == 10880); // int(4h x 2/3 / 64) x 64
+  CHECK(imported.scenario["plan"]["layers_per_stage"] == nlohmann::ordered_json::parse("[6, 9, 9, 6]"));
+  CHECK(imported.scenario["plan"]["fp32_grad_accumulation"] == true); // bf16: Megatron-LM reduces in fp32
+
+  args.resize(args.size() - 5);
+  args.insert(args.end(), {"--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"});
+  imported = sim::importer::import_megatron(args, target(32));
+  CHECK(imported.scenario["plan"]["layers_per_stage"] == nlohmann::ordered_json::parse("[7, 8, 8, 7]"));
+}
+
+TEST_CASE("Megatron-LM MoE and latent-attention arguments become the model's moe and mla objects")
+{
+  const std::vector<std::string> args{"--num-layers",
+                                      "61",
+                                      "--hidden-size",
+                                      "7168",
+                                      "--num-attention-heads",
+                                      "128",
+                                      "--ffn-hidden-size",
+                                      "18432",
+                                      "--seq-length",
+                                      "4096",
+                                      "--vocab-size",
+                                      "129280",
+                                      "--swiglu",
+                                      "--normalization",
+                                      "RMSNorm",
+                                      "--position-embedding-type",
+                                      "rope",
+                                      "--untie-embeddings-and-output-weights",
+                                      "--disable-bias-linear",
+                                      "--multi-latent-attention",
+                                      "--q-lora-rank",
+                                      "1536",
+                                      "--kv-lora-rank",
+                                      "512",
+                                      "--qk-head-dim",
+                                      "128",
+                                      "--qk-pos-emb-head-dim",
+                                      "64",
+                                      "--v-head-dim",
+                                      "128",
+                                      "--num-experts",
+                                      "256",
+                                      "--moe-router-topk",
+                                      "8",
+                                      "--moe-ffn-hidden-size",
+                                      "2048",
+                                      "--moe-shared-expert-intermediate-size",
+                                      "2048",
+                                      "--moe-layer-freq",
+                                      "([0]*3+[1]*58)",
+                                      "--moe-router-score-function",
+                                      "sigmoid",
+                                      "--moe-router-enable-expert-bias",
+                                      "--moe-router-num-groups",
+                                      "8",
+                                      "--moe-router-group-topk",
+                                      "4",
+                                      "--moe-token-dispatcher-type",
+                                      "flex",
+                                      "--moe-enable-deepep",
+                                      "--expert-model-parallel-size",
+                                      "64",
+                                      "--pipeline-model-parallel-size",
+                                      "16",
+                                      "--bf16",
+                                      "--sequence-parallel",
+                                      "--moe-grouped-gemm",
+                                      "--some-future-flag",
+                                      "3"};
+  const Imported imported = sim::importer::import_megatron(args, target(2048));
+  const auto& m = imported.scenario["model"];
+  CHECK(m["mla"]["kv_lora_rank"] == 512);
+  CHECK(m["moe"]["first_dense_layers"] == 3);
+  CHECK(m["moe"]["router"] == "sigmoid");
+  CHECK(m["moe"]["load_balancing"] == "aux_free");
+  CHECK(m["moe"]["groups_per_token"] == 4);
+  CHECK(imported.scenario["plan"]["moe_dispatcher"] == "deepep");
+  CHECK(listed(imported.not_simulated, "--some-future-flag 3")); // never dropped silently
+  const auto s = load(imported);
+  REQUIRE(s.model.moe);
+  CHECK(s.model.moe->num_experts == 256);
+  CHECK(s.plan.ep == 64);
+}
+
+TEST_CASE("a Megatron-LM command line that cannot be read is refused, naming the argument")
+{
+  auto error = [](std::vector<std::string> args, std::optional<int> gpus = 8) {
+    return test::error_of([&] { sim::importer::import_megatron(args, {"dgx-h100", gpus, "x"}); });
+  };
+  const std::vector<std::string> base{"--num-layers", "2",   "--hidden-size", "64",  "--num-attention-heads", "4",
+                                      "--seq-length", "128", "--vocab-size",  "1000"};
+  auto with = [&](std::vector<std::string> more) {
+    auto args = base;
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+  };
+  CHECK_THAT(error(with({"--tensor-model-parallel-size", "two"})),
+             Catch::Contains("megatron argument --tensor-model-parallel-size: not an integer (found two"));
+  CHECK_THAT(error(with({"--normalization", "BatchNorm"})), Catch::Contains("not one of Megatron-LM's choices"));
+  CHECK_THAT(error(with({"--swiglu", "yes"})), Catch::Contains("is a flag and takes no value"));
+  CHECK_THAT(error({"--hidden-size", "64"}), Catch::Contains("--num-layers is missing"));
+  CHECK_THAT(error({"--num-layers", "2", "--hidden-size", "64", "--num-attention-heads", "4", "--seq-length", "8"}),
+             Catch::Contains("the vocabulary size is not known"));
+  CHECK_THAT(error(base, std::nullopt), Catch::Contains("the GPU count is not known"));
+}
+
+TEST_CASE("DeepSpeed configs from DeepSpeedExamples: ZeRO stage, batches by DeepSpeed's rule, precision, AutoTP")
+{
+  Imported z3 = deepspeed("bf16_master_weight_baseline.json", 8, {"llama2-7b", 2048, std::nullopt, std::nullopt});
+  CHECK(z3.scenario["plan"]["zero_stage"] == 3);
+  CHECK(z3.scenario["plan"]["micro_batch"] == 4);
+  CHECK(z3.scenario["plan"]["global_batch"] == 32); // 4 x 1 x 8 GPUs
+  CHECK(z3.scenario["plan"]["precision"] == "bf16");
+  CHECK(z3.scenario["plan"]["dp_bucket_size"] == "100000000B"); // 5e7 16-bit gradients
+  CHECK(load(z3).plan.zero_stage == 3);
+
+  Imported autotp = deepspeed("autotp_ds_config.json", 16, {"llama2-7b", std::nullopt, 2, 64});
+  CHECK(autotp.scenario["plan"]["tp"] == 4);
+  CHECK(autotp.scenario["plan"]["global_batch"] == 64); // "auto", from the command line
+  CHECK(load(autotp).plan.dp == 4);
+
+  Imported lamb = deepspeed("bing_bert_lamb_seq512.json", 64, {"sc21-gpt-1.7b", 512, std::nullopt, std::nullopt});
+  CHECK(lamb.scenario["plan"]["precision"] == "fp16");
+  CHECK(lamb.scenario["plan"]["global_batch"] == 32768);
+  CHECK(listed(lamb.not_simulated, "/optimizer")); // Lamb, simulated as Adam: said so
+
+  Imported offload = deepspeed("zenflow_zf_config.json", 8, {"llama2-7b", std::nullopt, std::nullopt, std::nullopt});
+  CHECK(listed(offload.not_simulated, "/zero_optimization/offload_optimizer"));
+  CHECK(listed(offload.not_simulated, "/zero_optimization/zenflow"));
+  CHECK(offload.scenario["plan"]["micro_batch"] == 1);
+
+  CHECK_THAT(test::error_of([] {
+               deepspeed("autotuning_ds_config_fp16_z3.json", 8, {"llama2-7b", {}, {}, {}});
+             }),
+             Catch::Contains("the batch size is not known"));
+  CHECK_THAT(test::error_of([] {
+               deepspeed("zenflow_zf_config.json", 8, {"llama2-7b", {}, 2, {}});
+             }),
+             Catch::Contains("/train_batch_size: is not micro batch x accumulation steps"));
+}
+
+TEST_CASE("torchtitan job files: FSDP as ZeRO-3, TP with sequence parallelism, float8, recomputation")
+{
+  Imported l405 = torchtitan("llama3_405b.toml", 128);
+  CHECK(l405.scenario["model"] == "llama3-405b");
+  const auto& p = l405.scenario["plan"];
+  CHECK(p["tp"] == 8);
+  CHECK(p["zero_stage"] == 3);
+  CHECK(p["precision"] == "fp8");
+  CHECK(p["fp8_recipe"] == "current");
+  CHECK(p["fp8_param_gather"] == true);
+  CHECK(p["recompute"] == "full");
+  CHECK(p["tp_comm_overlap"] == true);
+  CHECK(p["global_batch"] == 2 * 16);
+  CHECK(listed(l405.no_effect, "[checkpoint]"));
+  CHECK(l405.not_simulated.empty());
+  const auto s = load(l405);
+  CHECK(s.plan.dp == 16);
+
+  Imported l8 = torchtitan("llama3_8b.toml", 8);
+  CHECK(l8.scenario["plan"]["recompute"] == "selective");
+  CHECK(l8.scenario["plan"]["precision"] == "bf16"); // float8 options without the converter
+  CHECK(load(l8).plan.zero_stage == 3);
+
+  CHECK_THAT(test::error_of([] { torchtitan("llama3_70b.toml", 100); }),
+             Catch::Contains("do not multiply to the GPU count"));
+  Imported ds = torchtitan("deepseek_v3_671b.toml", 256);
+  CHECK(ds.scenario["model"] == "deepseek-v3");
+  CHECK(listed(ds.no_effect, "/parallelism/pipeline_parallel_schedule"));
+}
+
+TEST_CASE("a torchtitan file that is not TOML is refused with its line and column")
+{
+  const auto file = test::scratch_dir() / "broken.toml";
+  {
+    std::ofstream out(file);
+    out << "[model]\nname = \"llama3\"\nflavor = 8B\n";
+  }
+  CHECK_THAT(test::error_of([&] { sim::importer::read_toml_file(file); }), Catch::Contains("line 3"));
+}
