@@ -20,10 +20,13 @@ struct Given {
   std::string name; // without the dashes, '_' read as '-'
   std::vector<std::string> values;
   bool used = false;
-  std::string written; // as the command line spells it ("--nproc_per_node")
+  std::string written; // as the command line spells it ("--nproc_per_node", "model.num_layers=32")
+  bool idle = false;   // a NeMo override that changes nothing (a default, a learning rate): never matched
 
   std::string spelt() const
   {
+    if (written.find('=') != std::string::npos)
+      return written; // a NeMo override, as given
     const std::string option = written.empty() ? "--" + name : written;
     return values.empty() ? option : fmt::format("{} {}", option, fmt::join(values, " "));
   }
@@ -34,13 +37,197 @@ bool is_option(std::string_view token)
   return token.size() > 2 && token.starts_with("--");
 }
 
+// NeMo 1.x's Hydra overrides (model.X=V, trainer.X=V) and the Megatron-LM arguments they stand for
+// (nemo/collections/nlp/models/language_modeling/megatron_gpt_model.py, NeMo-Framework-Launcher's training configs).
+// `flag`: a boolean that gives the Megatron-LM flag when it has this value ("True", or "False" for negated ones).
+struct NemoKey {
+  std::string_view key;
+  std::string_view argument;
+  std::string_view flag = {};
+};
+
+constexpr std::array nemo_keys = std::to_array<NemoKey>({
+    {"model.micro_batch_size", "micro-batch-size"},
+    {"model.global_batch_size", "global-batch-size"},
+    {"model.rampup_batch_size", "rampup-batch-size"},
+    {"model.tensor_model_parallel_size", "tensor-model-parallel-size"},
+    {"model.pipeline_model_parallel_size", "pipeline-model-parallel-size"},
+    {"model.virtual_pipeline_model_parallel_size", "virtual-pipeline-model-parallel-size"},
+    {"model.context_parallel_size", "context-parallel-size"},
+    {"model.expert_model_parallel_size", "expert-model-parallel-size"},
+    {"model.expert_tensor_parallel_size", "expert-tensor-parallel-size"},
+    {"model.encoder_seq_length", "seq-length"},
+    {"model.data.seq_length", "seq-length"},
+    {"model.max_position_embeddings", "max-position-embeddings"},
+    {"model.num_layers", "num-layers"},
+    {"model.hidden_size", "hidden-size"},
+    {"model.ffn_hidden_size", "ffn-hidden-size"},
+    {"model.num_attention_heads", "num-attention-heads"},
+    {"model.num_query_groups", "num-query-groups"},
+    {"model.kv_channels", "kv-channels"},
+    {"model.hidden_dropout", "hidden-dropout"},
+    {"model.attention_dropout", "attention-dropout"},
+    {"model.make_vocab_size_divisible_by", "make-vocab-size-divisible-by"},
+    {"model.position_embedding_type", "position-embedding-type"},
+    {"model.activations_checkpoint_granularity", "recompute-granularity"},
+    {"model.activations_checkpoint_method", "recompute-method"},
+    {"model.activations_checkpoint_num_layers", "recompute-num-layers"},
+    {"model.num_moe_experts", "num-experts"},
+    {"model.moe_router_topk", "moe-router-topk"},
+    {"model.moe_token_dispatcher_type", "moe-token-dispatcher-type"},
+    {"model.tokenizer.type", "tokenizer-type"},
+    {"model.sequence_parallel", "sequence-parallel", "True"},
+    {"model.ub_tp_comm_overlap", "tp-comm-overlap", "True"},
+    {"model.bias", "disable-bias-linear", "False"},
+    {"model.share_embeddings_and_output_weights", "untie-embeddings-and-output-weights", "False"},
+    {"model.optim.overlap_grad_sync", "overlap-grad-reduce", "True"},
+    {"model.optim.overlap_param_sync", "overlap-param-gather", "True"},
+    {"model.gradient_accumulation_fusion", "no-gradient-accumulation-fusion", "False"},
+    {"trainer.devices", "nemo-devices"},
+    {"trainer.num_nodes", "nemo-num-nodes"},
+});
+
+// NeMo settings that change nothing in one step (learning rate, data, logging, checkpoints, fusions assumed).
+constexpr std::array nemo_idle_prefixes = std::to_array<std::string_view>({
+    "model.optim.lr",
+    "model.optim.betas",
+    "model.optim.weight_decay",
+    "model.optim.sched.",
+    "model.optim.bucket_cap_mb",
+    "model.optim.contiguous_grad_buffer",
+    "model.data.",
+    "model.tokenizer.",
+    "model.nsys_profile.",
+    "model.seed",
+    "model.init_method_std",
+    "model.layernorm_epsilon",
+    "model.megatron_amp_O2",
+    "model.native_amp_",
+    "model.hysteresis",
+    "model.resume_from_checkpoint",
+    "model.apply_query_key_layer_scaling",
+    "model.persist_layer_norm",
+    "model.gradient_as_bucket_view",
+    "model.grad_div_ar_fusion",
+    "model.bias_activation_fusion",
+    "model.bias_dropout_add_fusion",
+    "model.masked_softmax_fusion",
+    "model.fp8_margin",
+    "model.fp8_interval",
+    "model.fp8_amax_",
+    "model.fp8_hybrid",
+    "model.fp8_e4m3",
+    "model.transformer_engine",
+    "model.use_cpu_initialization",
+    "model.onnx_safe",
+    "model.apex_transformer_log_level",
+    "model.pre_process",
+    "model.post_process",
+    "model.fp32_residual_connection",
+    "model.fp16_lm_cross_entropy",
+    "model.sync_batch_comm",
+    "model.grad_allreduce_chunk_size_mb",
+    "model.use_emha",
+    "model.overlap_p2p_comm",
+    "model.batch_p2p_comm",
+    "trainer.max_steps",
+    "trainer.max_epochs",
+    "trainer.max_time",
+    "trainer.log_every_n_steps",
+    "trainer.val_check_interval",
+    "trainer.limit_val_batches",
+    "trainer.limit_test_batches",
+    "trainer.gradient_clip_val",
+    "trainer.enable_checkpointing",
+    "trainer.logger",
+    "trainer.accelerator",
+    "trainer.use_distributed_sampler",
+    "trainer.accumulate_grad_batches",
+    "exp_manager.",
+    "run.",
+});
+
+bool is_nemo(std::string_view token)
+{
+  const auto eq = token.find('=');
+  while (token.starts_with('+'))
+    token.remove_prefix(1);
+  return eq != std::string_view::npos && (token.starts_with("model.") || token.starts_with("trainer.") ||
+                                          token.starts_with("exp_manager.") || token.starts_with("run."));
+}
+
+// One NeMo override as the Megatron-LM arguments it means.
+std::vector<Given> nemo_override(const std::string& token)
+{
+  std::string_view text = token;
+  while (text.starts_with('+'))
+    text.remove_prefix(1);
+  const auto eq = text.find('=');
+  const std::string key(text.substr(0, eq));
+  const std::string value(text.substr(eq + 1));
+  auto idle = [&] { return std::vector<Given>{Given{"", {}, false, token, true}}; };
+  const bool off = value == "null" || value == "None" || value == "~";
+  if (key == "model.activation") {
+    if (value == "swiglu" || value == "fast-swiglu")
+      return {Given{"swiglu", {}, false, token}};
+    if (value == "squared-relu")
+      return {Given{"squared-relu", {}, false, token}};
+    if (value == "gelu" || value == "fast-gelu")
+      return idle();
+  }
+  if (key == "model.normalization" && (value == "layernorm" || value == "layernorm1p" || value == "rmsnorm"))
+    return {Given{"normalization", {value == "rmsnorm" ? "RMSNorm" : "LayerNorm"}, false, token}};
+  if (key == "model.fp8")
+    return value == "True" || value == "true" ? std::vector<Given>{Given{"fp8-format", {"hybrid"}, false, token}}
+                                              : idle();
+  if (key == "model.optim.name") {
+    if (value == "distributed_fused_adam")
+      return {Given{"use-distributed-optimizer", {}, false, token}};
+    if (value == "fused_adam" || value == "adam" || value == "adamw")
+      return idle();
+  }
+  if (key == "trainer.precision") {
+    if (value == "bf16" || value == "bf16-mixed")
+      return {Given{"bf16", {}, false, token}};
+    if (value == "16" || value == "16-mixed")
+      return {Given{"fp16", {}, false, token}};
+  }
+  for (const auto& k : nemo_keys) {
+    if (k.key != key)
+      continue;
+    if (off)
+      return idle();
+    if (k.flag.empty()) {
+      std::vector<Given> out{Given{std::string(k.argument), {value}, false, token}};
+      if (k.argument == "num-query-groups") // NeMo turns grouped-query attention on with the group count
+        out.push_back(Given{"group-query-attention", {}, false, token});
+      return out;
+    }
+    const bool is_true = value == "True" || value == "true";
+    const bool is_false = value == "False" || value == "false";
+    if (!is_true && !is_false)
+      break;
+    if (is_true == (k.flag == "True"))
+      return {Given{std::string(k.argument), {}, false, token}};
+    return idle();
+  }
+  for (const auto prefix : nemo_idle_prefixes)
+    if (key.starts_with(prefix))
+      return idle();
+  return {Given{key, {value}, false, token}}; // not understood: reported
+}
+
 // argparse's way with a command line that has no positional arguments: an option takes the words up to the next
-// option. Later repeats of an option win.
+// option. Later repeats of an option win. NeMo's overrides stand for the Megatron-LM arguments they mean.
 std::vector<Given> parse(std::span<const std::string> tokens)
 {
   std::vector<Given> given;
   for (const auto& token : tokens) {
-    if (is_option(token)) {
+    if (is_nemo(token)) {
+      const auto meant = nemo_override(token);
+      given.insert(given.end(), meant.begin(), meant.end());
+      given.push_back(Given{"", {}, true, "", true}); // ends the override: a following word is not its value
+    } else if (is_option(token)) {
       Given g;
       const auto eq = token.find('=');
       g.name = token.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
@@ -49,7 +236,7 @@ std::vector<Given> parse(std::span<const std::string> tokens)
       if (eq != std::string::npos)
         g.values.push_back(token.substr(eq + 1));
       given.push_back(std::move(g));
-    } else if (given.empty()) {
+    } else if (given.empty() || given.back().idle) {
       given.push_back(Given{"", {token}, false, ""}); // a stray word: reported as not understood
     } else {
       given.back().values.push_back(token);
@@ -154,7 +341,11 @@ class Arguments {
   [[noreturn]] static void fail(const Given& g, const std::string& problem, const std::string& found,
                                 const std::string& expected)
   {
-    throw core::InputError(core::Location{"megatron argument --" + g.name, "", ""}, problem, found, expected);
+    const bool nemo = g.written.find('=') != std::string::npos;
+    throw core::InputError(core::Location{nemo ? "nemo override " + g.written.substr(0, g.written.find('='))
+                                               : "megatron argument --" + g.name,
+                                          "", ""},
+                           problem, found, expected);
   }
 
   const std::vector<Given>& all() const { return given_; }
@@ -754,13 +945,20 @@ Imported import_megatron(const std::vector<std::string>& arguments, const Target
   const auto layers = model["num_layers"].get<std::int64_t>();
   s["model"] = std::move(model);
   s["topology"] = target.topology;
+  // NeMo's trainer.devices x trainer.num_nodes, where no launcher gave a count.
+  const auto devices = a.integer("nemo-devices", 1, 1 << 16);
+  const auto nodes = a.integer("nemo-num-nodes", 1, 1 << 20);
+  if (!launched_gpus && devices)
+    launched_gpus = static_cast<int>(std::min<std::int64_t>(*devices * nodes.value_or(1), 1 << 24));
   const auto gpus = target.gpus ? target.gpus : launched_gpus;
   if (!gpus)
     throw core::InputError(core::Location{"megatron arguments", "", ""}, "the GPU count is not known",
                            "no --gpus and no launcher (torchrun --nproc_per_node N --nnodes M) before the script",
                            "--gpus N");
   if (!target.gpus)
-    out.assumptions.push_back(fmt::format("{} GPUs, from the launcher's --nproc_per_node x --nnodes", *gpus));
+    out.assumptions.push_back(fmt::format("{} GPUs, from the launcher's --nproc_per_node x --nnodes (NeMo's "
+                                          "trainer.devices x trainer.num_nodes)",
+                                          *gpus));
   s["gpus"] = *gpus;
   s["plan"] = import.plan(tp, layers);
   if (const Given* g = a.find("tensor-model-parallel-size"))
@@ -768,7 +966,9 @@ Imported import_megatron(const std::vector<std::string>& arguments, const Target
   out.origins.emplace_back("/gpus", target.gpus ? "--gpus" : "the launcher's GPU count");
 
   for (const auto& g : a.all()) {
-    if (g.used)
+    if (g.idle && !g.written.empty())
+      out.no_effect.push_back(Setting{g.written, ""});
+    if (g.used || g.idle)
       continue;
     if (std::find(no_effect_arguments.begin(), no_effect_arguments.end(), g.name) != no_effect_arguments.end())
       out.no_effect.push_back(Setting{g.spelt(), ""});

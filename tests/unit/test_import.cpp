@@ -397,3 +397,52 @@ TEST_CASE("a torchtitan file that is not TOML is refused with its line and colum
   }
   CHECK_THAT(test::error_of([&] { sim::importer::read_toml_file(file); }), Catch::Contains("line 3"));
 }
+
+TEST_CASE("NeMo's model.* and trainer.* overrides read as the Megatron-LM arguments they stand for")
+{
+  // NeMo-Framework-Launcher's conf/training/gpt3/175b.yaml, as command-line overrides.
+  const std::vector<std::string> args{"model.micro_batch_size=1",
+                                      "model.global_batch_size=2048",
+                                      "model.tensor_model_parallel_size=4",
+                                      "model.pipeline_model_parallel_size=8",
+                                      "model.virtual_pipeline_model_parallel_size=12",
+                                      "model.encoder_seq_length=2048",
+                                      "model.max_position_embeddings=2048",
+                                      "model.num_layers=96",
+                                      "model.hidden_size=12288",
+                                      "model.num_attention_heads=96",
+                                      "model.activations_checkpoint_granularity=selective",
+                                      "model.activations_checkpoint_num_layers=null",
+                                      "model.sequence_parallel=True",
+                                      "model.tokenizer.type=GPT2BPETokenizer",
+                                      "model.megatron_amp_O2=True",
+                                      "model.ub_tp_comm_overlap=True",
+                                      "model.optim.name=distributed_fused_adam",
+                                      "model.optim.overlap_grad_sync=True",
+                                      "++model.optim.lr=0.9e-4",
+                                      "model.bias=False",
+                                      "trainer.num_nodes=128",
+                                      "trainer.devices=8",
+                                      "trainer.precision=bf16",
+                                      "model.unheard_of=1",
+                                      "stray"};
+  const Imported imported = sim::importer::import_megatron(args, {"dgx-a100", std::nullopt, "gpt3"});
+  CHECK(imported.scenario["gpus"] == 1024);
+  const auto& p = imported.scenario["plan"];
+  CHECK(p["virtual_stages"] == 12);
+  CHECK(p["recompute"] == "selective");
+  CHECK(p["distributed_optimizer"] == true);
+  CHECK(p["tp_comm_overlap"] == true);
+  CHECK(p["precision"] == "bf16");
+  CHECK(imported.scenario["model"]["linear_bias"] == false);
+  CHECK(imported.scenario["model"]["vocab_size"] == 50688); // GPT-2's 50257 padded to 128 x 4
+  CHECK(listed(imported.no_effect, "++model.optim.lr=0.9e-4"));
+  CHECK(listed(imported.no_effect, "model.activations_checkpoint_num_layers=null"));
+  CHECK(listed(imported.not_simulated, "model.unheard_of=1"));
+  CHECK(listed(imported.not_simulated, "stray"));
+  CHECK(load(imported).plan.dp == 32);
+  CHECK_THAT(test::error_of([] {
+               sim::importer::import_megatron({"model.num_layers=many"}, {"dgx-a100", 8, "x"});
+             }),
+             Catch::Contains("nemo override model.num_layers: not an integer"));
+}
