@@ -260,10 +260,14 @@ class DeepSpeedImport {
     if (gpus_ % tp_ != 0)
       config.fail(fmt::format("tensor parallelism {} does not divide the {} GPUs", tp_, gpus_),
                   "a GPU count that is a multiple of autotp_size");
-    if (tb > 0 && mb > 0 && gas > 0 && tb != mb * gas * dp)
-      train->fail(
-          fmt::format("is not micro batch x accumulation steps x data-parallel GPUs = {} x {} x {}", mb, gas, dp),
-          std::to_string(mb * gas * dp));
+    if (tb > 0 && mb > 0 && gas > 0 && tb != mb * gas * dp) {
+      const std::string problem =
+          fmt::format("is not micro batch x accumulation steps x data-parallel GPUs = {} x {} x {}", mb, gas, dp);
+      if (train && !is_auto(*train))
+        train->fail(problem, std::to_string(mb * gas * dp));
+      throw core::InputError(core::Location{"--global-batch", "", ""}, problem, std::to_string(tb),
+                             std::to_string(mb * gas * dp));
+    }
     if (tb == 0 && mb == 0)
       throw core::InputError(config.location(), "the batch size is not known",
                              "no train_batch_size or train_micro_batch_size_per_gpu (or \"auto\")",

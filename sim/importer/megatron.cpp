@@ -1,5 +1,6 @@
 #include "importer/megatron.hpp"
 
+#include "core/document.hpp"
 #include "core/input_error.hpp"
 
 #include <algorithm>
@@ -919,6 +920,11 @@ class MegatronImport {
 Imported import_megatron(const std::vector<std::string>& arguments, const Target& target)
 {
   Imported out;
+  for (std::size_t i = 0; i < arguments.size(); ++i)
+    if (!core::is_valid_utf8(arguments[i]))
+      throw core::InputError(core::Location{"megatron arguments", "", ""},
+                             fmt::format("argument {} is not valid UTF-8", i + 1),
+                             core::escape_invalid_utf8(core::clip(arguments[i], 40)), "text");
   const auto script = std::find_if(arguments.begin(), arguments.end(),
                                    [](const std::string& t) { return !is_option(t) && t.ends_with(".py"); });
   std::span<const std::string> own(arguments);

@@ -214,7 +214,9 @@ Imported import_torchtitan(const core::Node& job, const Target& target, const st
   const std::int64_t cp = t.integer("parallelism", "context_parallel_degree", 1, 1, 1 << 16);
   const std::int64_t replicate = t.integer("parallelism", "data_parallel_replicate_degree", 1, 1, 1 << 20);
   std::int64_t shard = t.integer("parallelism", "data_parallel_shard_degree", -1, -1, 1 << 20);
-  const std::int64_t others = tp * pp * cp * replicate;
+  std::int64_t others = 1; // tp x pp x cp x replicate, kept from overflowing: each must divide the GPUs
+  for (const std::int64_t degree : {tp, pp, cp, replicate})
+    others = degree > gpus || others * degree > gpus ? std::int64_t{gpus} + 1 : others * degree;
   if (shard == -1)
     shard = gpus % others == 0 ? gpus / others : 0;
   if (shard < 1 || others * shard != gpus)
