@@ -5,6 +5,7 @@
 #include "core/input_error.hpp"
 #include "engine/replay.hpp"
 #include "report/analysis.hpp"
+#include "report/html_report.hpp"
 #include "report/kernel_report.hpp"
 #include "report/metrics.hpp"
 #include "report/pipeline_view.hpp"
@@ -152,9 +153,10 @@ int simulate(const fs::path& file, const CommonOptions& o, const RunOptions& r)
     std::ofstream trace(dir / "trace.json");
     sim::report::write_trace(trace, s, tasks, graph, timeline);
     std::ofstream(dir / "timeline.svg") << sim::report::pipeline_svg(s, metrics, boxes);
+    std::ofstream(dir / "report.html") << sim::report::run_html(json, boxes, sim::core::read_json_file(file));
     if (o.format != "json")
       std::cout << "wrote " << (dir / "report.json").string()
-                << ", trace.json (open in ui.perfetto.dev), timeline.svg\n";
+                << ", trace.json (open in ui.perfetto.dev), timeline.svg, report.html (open in a browser)\n";
   }
   return 0;
 }

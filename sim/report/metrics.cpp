@@ -398,11 +398,29 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
   std::vector<const topology::Link*> by_id(boost::num_edges(graph));
   for (auto [e, end] = boost::edges(graph); e != end; ++e)
     by_id[graph[*e].id] = &graph[*e];
+  std::map<std::string, int> tracked; // link directions per class
+  const double bin_s = m.step_time_s / utilization_bins;
   for (const auto& u : tl.usage) {
     const auto* l = by_id[u.link];
     auto& c = m.links[class_name(l->cls)];
     c.peak_util = std::max(c.peak_util.value_or(0.0), u.peak / l->bandwidth);
+    // The rate is piecewise constant between changes: each piece adds its share to the slices it overlaps.
+    c.utilization.resize(utilization_bins, 0.0);
+    ++tracked[class_name(l->cls)];
+    for (std::size_t i = 0; i < u.changes.size() && bin_s > 0; ++i) {
+      const double from = u.changes[i].first;
+      const double to = i + 1 < u.changes.size() ? u.changes[i + 1].first : m.step_time_s;
+      const double util = u.changes[i].second / l->bandwidth;
+      for (int b = std::max(0, static_cast<int>(from / bin_s)); b < utilization_bins && b * bin_s < to; ++b) {
+        const double overlap = std::min(to, (b + 1) * bin_s) - std::max(from, b * bin_s);
+        if (overlap > 0)
+          c.utilization[static_cast<std::size_t>(b)] += util * overlap / bin_s;
+      }
+    }
   }
+  for (auto& [cls, c] : m.links)
+    for (double& u : c.utilization)
+      u /= tracked[cls];
   return m;
 }
 

@@ -60,7 +60,12 @@ struct LinkClassMetrics {
   // tracked (the replay follows the links of each stage's first GPU).
   std::optional<double> peak_util;
   std::vector<BusyLink> busiest;
+  // Utilisation over the step in `utilization_bins` equal slices: the mean over the class's tracked links (both
+  // directions) of the bandwidth SimGrid gave them; empty when none was tracked.
+  std::vector<double> utilization;
 };
+
+inline constexpr int utilization_bins = 100;
 
 struct Metrics {
   double step_time_s = 0;

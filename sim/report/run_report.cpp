@@ -203,11 +203,9 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
     core::Json busiest = core::Json::array();
     for (const auto& l : c.busiest)
       busiest.push_back({{"link", l.name}, {"bytes", l.bytes}, {"avg_util", l.avg_util}});
-    links[cls] = {{"links", c.links},
-                  {"bytes", c.bytes},
-                  {"avg_util", c.avg_util},
-                  {"peak_util", c.peak_util ? core::Json(*c.peak_util) : core::Json()},
-                  {"busiest", busiest}};
+    links[cls] = {{"links", c.links},       {"bytes", c.bytes},
+                  {"avg_util", c.avg_util}, {"peak_util", c.peak_util ? core::Json(*c.peak_util) : core::Json()},
+                  {"busiest", busiest},     {"utilization_over_time", c.utilization}};
   }
   j["links"] = links;
   core::Json mem = core::Json::array();
