@@ -147,6 +147,8 @@ int simulate(const fs::path& file, const CommonOptions& o, const RunOptions& r)
     if (r.view == "pipeline")
       std::cout << "\n" << sim::report::pipeline_text(s, metrics, boxes, r.width);
   }
+  if (!r.passes.empty())
+    std::ofstream(r.passes) << sim::report::passes_json(boxes).dump() << "\n";
   if (!r.out_dir.empty()) {
     const fs::path dir = r.out_dir;
     std::ofstream(dir / "report.json") << json.dump(2) << "\n";

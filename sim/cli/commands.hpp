@@ -44,6 +44,7 @@ struct RunOptions {
   bool no_fold = false;
   std::string memory; // --memory: a cap on the task graph's memory, below the machine's
   bool quiet = false; // --quiet: no progress line
+  std::string passes; // --passes FILE: the step's pipeline passes as JSON (what compare.html draws)
 };
 
 int simulate(const std::filesystem::path& file, const CommonOptions& o, const RunOptions& r);
@@ -86,6 +87,7 @@ int import_config(const ImportArgs& a, const CommonOptions& o);
 
 struct CompareArgs {
   std::vector<std::string> scenarios; // one (compared with itself under two --set values) or two
+  std::string out_dir;                // --out: compare.json and compare.html
 };
 
 int compare(const CompareArgs& a, const CommonOptions& o);

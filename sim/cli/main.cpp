@@ -116,6 +116,8 @@ int main(int argc, char** argv)
   run->add_flag("--no-fold", run_extra.no_fold,
                 "Simulate every GPU even where identical GPUs fold into one per stage (slower, same result)");
   run->add_flag("--quiet,-q", run_extra.quiet, "No progress line on stderr (shown when a run takes over 3 s)");
+  run->add_option("--passes", run_extra.passes,
+                  "Also write the step's pipeline passes as JSON to this file (what compare --out draws)");
   run->add_option("--memory", run_extra.memory,
                   "The most memory the step's task graph may take (default: what the machine has free), e.g. 8GiB")
       ->check(memory_size());
@@ -196,6 +198,8 @@ int main(int argc, char** argv)
   compare_cmd
       ->add_option("--tokens", compare_opts.tokens, "A training budget in tokens: compare time and cost to train")
       ->check(number_in(1, max_tokens));
+  compare_cmd->add_option("--out", compare_args.out_dir,
+                          "Write compare.json and compare.html (both timelines on one time scale) into this folder");
   compare_cmd->add_flag("--allow-oom", compare_opts.allow_oom,
                         "Simulate a side even when its plan does not fit in GPU memory");
   add_common(compare_cmd, compare_opts, {"text", "json"});

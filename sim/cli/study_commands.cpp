@@ -3,6 +3,7 @@
 
 #include "core/input_error.hpp"
 #include "engine/replay.hpp"
+#include "report/html_report.hpp"
 #include "scenario/feasibility.hpp"
 #include "study/compare.hpp"
 #include "study/process_pool.hpp"
@@ -11,6 +12,7 @@
 #include <array>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -20,8 +22,13 @@ namespace {
 
 // A child `simtrain run FILE --format json` with `overrides`; its report, or the error it printed (rethrown with
 // the child's exit code's meaning).
-std::vector<core::Json> run_children(const std::vector<std::pair<std::string, std::vector<std::string>>>& runs,
-                                     const CommonOptions& o, int jobs)
+struct ChildRuns {
+  std::vector<core::Json> reports;
+  std::vector<core::Json> passes; // each step's pipeline passes (report::passes_json), when asked for
+};
+
+ChildRuns run_children(const std::vector<std::pair<std::string, std::vector<std::string>>>& runs,
+                       const CommonOptions& o, int jobs, bool with_passes)
 {
   const study::WorkDir work({}, "simtrain-compare");
   std::vector<study::Command> commands;
@@ -30,6 +37,10 @@ std::vector<core::Json> run_children(const std::vector<std::pair<std::string, st
     c.argv = {study::self_path().string(), "run", runs[i].first, "--format", "json", "--data-dir", o.data_dir};
     if (o.allow_oom)
       c.argv.emplace_back("--allow-oom");
+    if (with_passes) {
+      c.argv.emplace_back("--passes");
+      c.argv.push_back((work.path() / fmt::format("{}.passes.json", i)).string());
+    }
     for (const auto& s : runs[i].second) {
       c.argv.emplace_back("--set");
       c.argv.push_back(s);
@@ -39,7 +50,7 @@ std::vector<core::Json> run_children(const std::vector<std::pair<std::string, st
     commands.push_back(c);
   }
   const auto status = study::run_commands(commands, jobs);
-  std::vector<core::Json> reports;
+  ChildRuns out;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const std::string log = study::read_text(commands[i].stderr_file);
     std::string message = study::first_line(log);
@@ -50,9 +61,11 @@ std::vector<core::Json> run_children(const std::vector<std::pair<std::string, st
       throw core::InputError({runs[i].first, "", ""}, message.empty() ? "could not be loaded" : message);
     if (status[i] != 0)
       throw engine::SimulationError(fmt::format("{}: {}", runs[i].first, message));
-    reports.push_back(core::Json::parse(study::read_text(commands[i].stdout_file)));
+    out.reports.push_back(core::Json::parse(study::read_text(commands[i].stdout_file)));
+    if (with_passes)
+      out.passes.push_back(core::Json::parse(study::read_text(work.path() / fmt::format("{}.passes.json", i))));
   }
-  return reports;
+  return out;
 }
 
 // The --set values of one side that the other does not share, in order.
@@ -99,15 +112,25 @@ core::Json with_validation(core::Json report, const validation::SummaryFile& sum
   return report;
 }
 
+// Prints the comparison; with --out, also writes compare.json and compare.html (each side's timeline from `passes`,
+// null for a saved report).
 void print_comparison(const core::Json& a, const core::Json& b, const std::string& name_a, const std::string& name_b,
-                      const CommonOptions& o)
+                      const CommonOptions& o, const CompareArgs& args, const std::array<core::Json, 2>& passes = {})
 {
   const auto summary = load_validation_summary(o);
   const auto c = study::compare_reports(with_validation(a, summary), with_validation(b, summary), name_a, name_b);
+  const auto json = study::comparison_json(c, a, b);
   if (o.format == "json")
-    std::cout << study::comparison_json(c, a, b).dump(2) << "\n";
+    std::cout << json.dump(2) << "\n";
   else
     std::cout << study::comparison_text(c);
+  if (args.out_dir.empty())
+    return;
+  const fs::path dir = args.out_dir;
+  std::ofstream(dir / "compare.json") << json.dump(2) << "\n";
+  std::ofstream(dir / "compare.html") << report::compare_html(json, passes[0], passes[1]);
+  if (o.format != "json")
+    std::cout << "wrote " << (dir / "compare.json").string() << ", compare.html (open in a browser)\n";
 }
 
 } // namespace
@@ -121,7 +144,9 @@ int compare(const CompareArgs& a, const CommonOptions& o)
       if (!o.overrides.empty() || o.tokens)
         throw core::InputError({"compare", "", ""}, "reports are compared as they are", "--set or --tokens",
                                "two scenarios to simulate under --set, or two reports without it");
-      print_comparison(*ra, *rb, a.scenarios[0], a.scenarios[1], o);
+      if (!a.out_dir.empty())
+        prepare_output_dir(a.out_dir);
+      print_comparison(*ra, *rb, a.scenarios[0], a.scenarios[1], o, a);
       return 0;
     }
     if (ra || rb)
@@ -160,9 +185,14 @@ int compare(const CompareArgs& a, const CommonOptions& o)
           s, own.empty() ? std::string() : fmt::format("{} (side {})", fmt::join(own, " --set "), i == 0 ? 'A' : 'B'));
     }
   }
-  const auto reports = run_children(runs, o, 2);
-  print_comparison(reports[0], reports[1], side_name(runs[0].first, runs[0].second, runs[1].second),
-                   side_name(runs[1].first, runs[1].second, runs[0].second), o);
+  if (!a.out_dir.empty())
+    prepare_output_dir(a.out_dir);
+  const auto children = run_children(runs, o, 2, !a.out_dir.empty());
+  std::array<core::Json, 2> passes{};
+  if (!a.out_dir.empty())
+    passes = {children.passes[0], children.passes[1]};
+  print_comparison(children.reports[0], children.reports[1], side_name(runs[0].first, runs[0].second, runs[1].second),
+                   side_name(runs[1].first, runs[1].second, runs[0].second), o, a, passes);
   return 0;
 }
 

@@ -2,6 +2,7 @@
 #include "cli/commands.hpp"
 #include "cli/progress.hpp"
 #include "core/diagnostics.hpp"
+#include "report/html_report.hpp"
 
 #include "core/input_error.hpp"
 #include "core/units.hpp"
@@ -77,7 +78,9 @@ void write_results(const study::SweepResult& r, const std::string& out_dir)
   if (out_dir.empty())
     return;
   write_file(fs::path(out_dir) / "sweep.csv", study::sweep_csv(r));
-  write_file(fs::path(out_dir) / "sweep.json", study::sweep_json(r).dump(2) + "\n");
+  const auto json = study::sweep_json(r);
+  write_file(fs::path(out_dir) / "sweep.json", json.dump(2) + "\n");
+  write_file(fs::path(out_dir) / "sweep.html", report::sweep_html(json));
 }
 
 void print_result(const study::SweepResult& r, int top, const std::string& format, bool given_order = false)

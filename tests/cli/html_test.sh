@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# report.html in a real browser (Debian's chromium, headless): it loads without a script error, draws every stage in
-# the timeline, the bubble and the memory tables, every pass of the step, and its numbers are report.json's. Opened
-# zoomed (#view=FROM,TO) it draws only the passes in that window. Exits 77 (skipped) where chromium is missing;
-# tools/test installs it, so CI runs it.
+# The HTML pages in a real browser (Debian's chromium, headless). report.html loads without a script error, draws
+# every stage in the timeline, the bubble and the memory tables, every pass of the step, and its numbers are
+# report.json's; opened zoomed (#view=FROM,TO) it draws only the passes in that window. compare.html draws both
+# sides' timelines and compare.json's rows; sweep.html lists every layout in rank order (or sorted, #sort=KEY) and
+# charts the ranked ones. Exits 77 (skipped) where chromium is missing; tools/test installs it, so CI runs it.
 #   html_test.sh SIMTRAIN REPO_ROOT
 set -euo pipefail
 simtrain=$(realpath "$1")
@@ -105,4 +106,72 @@ if [ "$shown" -le 0 ] || [ "$shown" -ge 128 ]; then
   echo "FAIL: zoomed to a tenth of the step, $shown of 128 passes drawn"
   exit 1
 fi
-echo "report.html: loads, draws every stage and pass, shows report.json's numbers; zoom draws $shown of 128 passes"
+# compare.html: both sides' timelines on one scale, every row equal to compare.json's.
+"$simtrain" compare "$root/scenarios/teaching/1f1b.json" --set plan.schedule=1f1b --set plan.schedule=gpipe \
+  --out "$out/compare" >/dev/null
+dom "file://$out/compare/compare.html" >"$out/compare.html"
+grep -E "CONSOLE.*(Uncaught|Error)" "$out/console.txt" && { echo "FAIL: script errors in compare.html"; exit 1; }
+# sweep.html: every layout in the ranking, in rank order, the ranked ones charted; #sort=step_time_s sorts by time.
+"$simtrain" sweep "$root/scenarios/teaching/1f1b.json" --quiet --all --jobs 2 \
+  --vary plan.schedule:plan.virtual_stages=1f1b:1,interleaved:2 --vary plan.global_batch=4,8 --vary plan.tp=1,2 \
+  --out "$out/sweep" >/dev/null
+dom "file://$out/sweep/sweep.html" >"$out/sweep.html"
+dom "file://$out/sweep/sweep.html#sort=step_time_s" >"$out/sorted.html"
+grep -E "CONSOLE.*(Uncaught|Error)" "$out/console.txt" && { echo "FAIL: script errors in sweep.html"; exit 1; }
+python3 - "$out" <<'EOF'
+import json, sys
+from html.parser import HTMLParser
+out = sys.argv[1]
+
+class Page(HTMLParser):
+    def __init__(self, text):
+        super().__init__()
+        self.elements, self.status, self._status, self._svg = [], "", False, None
+        self.feed(text)
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "svg":
+            self._svg = a.get("id")
+        self.elements.append((tag, a, self._svg))
+        self._status = a.get("id") == "status"
+    def handle_data(self, data):
+        if self._status:
+            self.status += data
+def fail(message):
+    print("FAIL: " + message)
+    sys.exit(1)
+
+page = Page(open(f"{out}/compare.html").read())
+compare = json.load(open(f"{out}/compare/compare.json"))
+if page.status.strip() != "ok":
+    fail(f"compare.html did not finish: {page.status!r}")
+for side in ("a", "b"):
+    rows = [a for t, a, svg in page.elements if svg == f"timeline-{side}" and "stage-row" in a.get("class", "")]
+    passes = [a for t, a, svg in page.elements if svg == f"timeline-{side}" and a.get("class") == "pass"]
+    if len(rows) != compare[side]["plan"]["pp"] or len(passes) != 4 * 8 * 2:
+        fail(f"compare.html side {side}: {len(rows)} stage rows, {len(passes)} passes")
+shown = [a for t, a, svg in page.elements if t == "tr" and "data-label" in a]
+if len(shown) != len(compare["rows"]):
+    fail(f"compare.html shows {len(shown)} rows of {len(compare['rows'])}")
+for a, r in zip(shown, compare["rows"]):
+    for side in ("a", "b"):
+        if (r[side] is None and a[f"data-{side}"] != "null") or (r[side] is not None and float(a[f"data-{side}"]) != r[side]):
+            fail(f"compare.html {r['label']}: {side} shows {a[f'data-{side}']}, compare.json has {r[side]}")
+
+sweep = json.load(open(f"{out}/sweep/sweep.json"))
+for name, key in (("sweep.html", "rank"), ("sorted.html", "step_time_s")):
+    page = Page(open(f"{out}/{name}").read())
+    if page.status.strip() != "ok":
+        fail(f"{name} did not finish: {page.status!r}")
+    order = [int(a["data-index"]) for t, a, svg in page.elements if t == "tr" and "data-index" in a]
+    ranked = sorted((r for r in sweep["rows"] if r["outcome"] == "ranked"), key=lambda r: (r[key], r["index"]))
+    expected = [r["index"] for r in ranked] + sorted(r["index"] for r in sweep["rows"] if r["outcome"] != "ranked")
+    if order != expected:
+        fail(f"{name}: rows in the order {order}, expected {expected}")
+    bars = [a for t, a, svg in page.elements if a.get("class") == "ranked-bar"]
+    if len(bars) != min(30, len(ranked)):
+        fail(f"{name}: {len(bars)} bars for {len(ranked)} ranked layouts")
+EOF
+echo "report.html, compare.html and sweep.html: load, draw every stage and pass, show their JSON's numbers; zoom" \
+  "draws $shown of 128 passes"
+
