@@ -4,7 +4,8 @@ set -euo pipefail
 
 SIMTRAIN_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SIMTRAIN_PACKAGES=(g++ cmake ninja-build pkg-config libsimgrid-dev libboost-graph-dev nlohmann-json3-dev
-                   libspdlog-dev libfmt-dev catch2 libcli11-dev libtomlplusplus-dev)
+                   libspdlog-dev libfmt-dev catch2 libcli11-dev libtomlplusplus-dev
+                   libprotobuf-dev protobuf-compiler)
 
 say() { echo "simtrain: $*" >&2; }
 

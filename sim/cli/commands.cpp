@@ -5,6 +5,7 @@
 #include "core/input_error.hpp"
 #include "engine/replay.hpp"
 #include "report/analysis.hpp"
+#include "report/chakra_export.hpp"
 #include "report/html_report.hpp"
 #include "report/kernel_report.hpp"
 #include "report/metrics.hpp"
@@ -214,10 +215,33 @@ int kernels(const fs::path& file, const CommonOptions& o)
   return 0;
 }
 
-int tasks(const fs::path& file, std::optional<int> rank, bool no_fold, const CommonOptions& o)
+int tasks(const fs::path& file, std::optional<int> rank, bool no_fold, const CommonOptions& o, const std::string& out)
 {
   const auto s = sim::scenario::load_scenario(file, load_options(o));
   print_warnings(s.warnings);
+  if (o.format == "chakra") { // every rank's own trace: the unfolded graph
+    if (out.empty())
+      throw sim::core::InputError({"--out", "", ""}, "Chakra traces are files, one per rank", "no --out", "--out DIR");
+    if (rank)
+      throw sim::core::InputError({"--rank", "", ""}, "Chakra traces cover every rank", std::to_string(*rank),
+                                  "no --rank");
+    sim::scenario::refuse_oversized_graph(s, false, sim::scenario::machine_memory());
+    prepare_output_dir(out);
+    const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
+    const auto g = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph, {false});
+    const auto traces = sim::report::chakra_traces(g);
+    sim::report::write_chakra(traces, out, s.name);
+    std::size_t nodes = 0;
+    for (const auto& t : traces.ranks)
+      nodes += t.nodes.size();
+    std::cout << fmt::format(
+        "wrote {} Chakra traces ({}/{}.RANK.et, {} nodes; {} collectives as COLL nodes{}) and "
+        "{}/comm_group.json ({} process groups)\n",
+        traces.ranks.size(), out, s.name, nodes, traces.collectives,
+        traces.split_collectives > 0 ? fmt::format(", {} as their send/receive pairs", traces.split_collectives) : "",
+        out, traces.groups.size());
+    return 0;
+  }
   if (rank && (*rank < 0 || *rank >= s.gpus))
     throw sim::core::InputError({"--rank", "", ""}, "no such rank", std::to_string(*rank),
                                 fmt::format("0 to {}", s.gpus - 1));

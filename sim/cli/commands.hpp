@@ -51,7 +51,9 @@ int simulate(const std::filesystem::path& file, const CommonOptions& o, const Ru
 int print_analysis(const std::filesystem::path& file, const CommonOptions& o);
 int check(const std::vector<std::string>& files, const CommonOptions& o);
 int inspect(const std::string& reference, int gpus, const CommonOptions& o);
-int tasks(const std::filesystem::path& file, std::optional<int> rank, bool no_fold, const CommonOptions& o);
+// `out`: with --format chakra, the folder for the traces.
+int tasks(const std::filesystem::path& file, std::optional<int> rank, bool no_fold, const CommonOptions& o,
+          const std::string& out = {});
 int kernels(const std::filesystem::path& file, const CommonOptions& o);
 
 struct ValidateArgs {

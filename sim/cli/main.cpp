@@ -162,7 +162,10 @@ int main(int argc, char** argv)
   bool tasks_no_fold = false;
   tasks_cmd->add_flag("--no-fold", tasks_no_fold,
                       "Every GPU's tasks (by default identical GPUs fold into one simulated GPU per stage)");
-  add_common(tasks_cmd, tasks_opts, {"text", "json"});
+  std::string tasks_out;
+  tasks_cmd->add_option("--out", tasks_out,
+                        "With --format chakra: the folder for the Chakra traces (PREFIX.RANK.et) and comm_group.json");
+  add_common(tasks_cmd, tasks_opts, {"text", "json", "chakra"});
 
   CommonOptions validate_opts;
   ValidateArgs validate_args;
@@ -392,7 +395,7 @@ int main(int argc, char** argv)
     if (*inspect_cmd)
       return inspect(inspect_ref, inspect_gpus, inspect_opts);
     if (*tasks_cmd)
-      return tasks(tasks_file, tasks_rank, tasks_no_fold, tasks_opts);
+      return tasks(tasks_file, tasks_rank, tasks_no_fold, tasks_opts, tasks_out);
     if (*kernels_cmd)
       return kernels(kernels_file, kernels_opts);
     if (*validate_cmd)

@@ -1,0 +1,395 @@
+#include "report/chakra_export.hpp"
+
+#include "core/input_error.hpp"
+#include "report/chakra_et.pb.h"
+#include "workload/layer_program.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+#include <fstream>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <google/protobuf/util/delimited_message_util.h>
+#include <nlohmann/json.hpp>
+#include <queue>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace sim::report {
+namespace {
+
+using workload::Category;
+using workload::TaskGraph;
+using workload::TaskId;
+using workload::TaskKind;
+
+// What a node of a rank's trace stands for: a compute task, one end of a transfer, or a collective.
+enum class Unit : std::uint8_t { COMPUTE, SEND, RECV, COLLECTIVE };
+
+std::uint64_t key(Unit u, std::uint64_t what)
+{
+  return what * 4 + static_cast<std::uint64_t>(u);
+}
+
+EtCollective comm_type(std::uint8_t kind)
+{
+  switch (static_cast<workload::CollectiveKind>(kind)) {
+    case workload::CollectiveKind::ALL_REDUCE:
+      return EtCollective::ALL_REDUCE;
+    case workload::CollectiveKind::ALL_GATHER:
+      return EtCollective::ALL_GATHER;
+    case workload::CollectiveKind::REDUCE_SCATTER:
+      return EtCollective::REDUCE_SCATTER;
+    case workload::CollectiveKind::ALL_TO_ALL:
+      return EtCollective::ALL_TO_ALL;
+  }
+  return EtCollective::ALL_REDUCE;
+}
+
+std::string category_name(Category c)
+{
+  return std::string(core::choice_name(c, workload::category_choices));
+}
+
+class Exporter {
+ public:
+  explicit Exporter(const TaskGraph& g) : g_(g), ranks_(static_cast<std::size_t>(g.gpus)) {}
+
+  EtExport run()
+  {
+    // Collectives whose steps interleave with a rank's kernels would close a cycle as one node: they are written
+    // as their transfers, and the traces built again, until none does.
+    for (;;) {
+      build();
+      const auto cyclic = order();
+      if (cyclic.empty())
+        break;
+      split_.insert(cyclic.begin(), cyclic.end());
+    }
+    return emit();
+  }
+
+ private:
+  struct Pending {
+    Unit unit;
+    std::uint64_t what;           // task id, or collective id
+    std::uint64_t position;       // the smallest task id it stands for: the order among ready nodes
+    std::set<std::uint64_t> deps; // keys on the same rank
+  };
+
+  bool merged(std::uint32_t collective) const
+  {
+    return collective != workload::no_task && !split_.contains(collective);
+  }
+
+  // The keys on rank `r` that a dependency on task `t` means: its own node there, or, through zero-cost joins, the
+  // nodes it waits for there. Another rank's work means nothing on `r` (its transfers say when it arrives).
+  const std::vector<std::uint64_t>& resolve(TaskId t, int r)
+  {
+    const std::uint64_t memo_key = (static_cast<std::uint64_t>(t) << 24) | static_cast<std::uint64_t>(r);
+    if (const auto it = memo_.find(memo_key); it != memo_.end())
+      return it->second;
+    std::vector<std::uint64_t> out;
+    const auto& task = g_[t];
+    if (task.kind == TaskKind::COMPUTE) {
+      if (task.rank == r)
+        out.push_back(key(Unit::COMPUTE, t));
+    } else if (task.kind == TaskKind::TRANSFER) {
+      const int to = g_.gpu_of(task.peer);
+      if (task.rank == r || to == r)
+        out.push_back(merged(task.collective) ? key(Unit::COLLECTIVE, task.collective)
+                                              : key(task.rank == r ? Unit::SEND : Unit::RECV, t));
+    } else {
+      std::set<std::uint64_t> joined;
+      for (TaskId d : g_.dependencies(t))
+        for (std::uint64_t k : resolve(d, r))
+          joined.insert(k);
+      out.assign(joined.begin(), joined.end());
+    }
+    return memo_.emplace(memo_key, std::move(out)).first->second;
+  }
+
+  Pending& unit(int r, Unit u, std::uint64_t what, std::uint64_t position)
+  {
+    auto& rank = ranks_[static_cast<std::size_t>(r)];
+    const auto [it, added] = rank.index.emplace(key(u, what), rank.pending.size());
+    if (added)
+      rank.pending.push_back(Pending{u, what, position, {}});
+    Pending& p = rank.pending[it->second];
+    p.position = std::min(p.position, position);
+    return p;
+  }
+
+  void depend(Pending& p, int r, TaskId t, std::uint64_t self)
+  {
+    for (TaskId d : g_.dependencies(t))
+      for (std::uint64_t k : resolve(d, r))
+        if (k != self)
+          p.deps.insert(k);
+  }
+
+  void build()
+  {
+    memo_.clear();
+    for (auto& rank : ranks_) {
+      rank.pending.clear();
+      rank.index.clear();
+      rank.order.clear();
+    }
+    members_.clear();
+    for (TaskId t = 0; t < g_.size(); ++t) {
+      const auto& task = g_[t];
+      if (task.kind == TaskKind::COMPUTE) {
+        auto& p = unit(task.rank, Unit::COMPUTE, t, t);
+        depend(p, task.rank, t, key(Unit::COMPUTE, t));
+      } else if (task.kind == TaskKind::TRANSFER) {
+        const int to = g_.gpu_of(task.peer);
+        if (merged(task.collective)) {
+          const std::uint64_t self = key(Unit::COLLECTIVE, task.collective);
+          for (int r : {task.rank, to}) {
+            depend(unit(r, Unit::COLLECTIVE, task.collective, t), r, t, self);
+            members_[task.collective].insert(r);
+          }
+        } else {
+          depend(unit(task.rank, Unit::SEND, t, t), task.rank, t, key(Unit::SEND, t));
+          depend(unit(to, Unit::RECV, t, t), to, t, key(Unit::RECV, t));
+        }
+      }
+    }
+  }
+
+  // Each rank's nodes in a dependency order (the earliest task first among the ready ones); the collectives left
+  // in a cycle, if any.
+  std::set<std::uint32_t> order()
+  {
+    std::set<std::uint32_t> cyclic;
+    for (auto& rank : ranks_) {
+      const std::size_t n = rank.pending.size();
+      std::vector<std::size_t> waiting(n, 0);
+      std::vector<std::vector<std::size_t>> after(n);
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::uint64_t k : rank.pending[i].deps) {
+          ++waiting[i];
+          after[rank.index.at(k)].push_back(i);
+        }
+      using Ready = std::pair<std::uint64_t, std::size_t>;
+      std::priority_queue<Ready, std::vector<Ready>, std::greater<>> ready;
+      for (std::size_t i = 0; i < n; ++i)
+        if (waiting[i] == 0)
+          ready.emplace(rank.pending[i].position, i);
+      while (!ready.empty()) {
+        const std::size_t i = ready.top().second;
+        ready.pop();
+        rank.order.push_back(i);
+        for (std::size_t j : after[i])
+          if (--waiting[j] == 0)
+            ready.emplace(rank.pending[j].position, j);
+      }
+      if (rank.order.size() < n)
+        for (std::size_t i = 0; i < n; ++i)
+          if (waiting[i] > 0 && rank.pending[i].unit == Unit::COLLECTIVE)
+            cyclic.insert(static_cast<std::uint32_t>(rank.pending[i].what));
+      if (rank.order.size() < n && cyclic.empty())
+        throw std::logic_error("chakra export: the task graph has a cycle");
+    }
+    return cyclic;
+  }
+
+  EtExport emit()
+  {
+    EtExport out;
+    // Process groups: one name per distinct set of ranks, numbered as they first appear.
+    std::map<std::set<int>, std::string> names;
+    std::unordered_map<std::uint32_t, std::string> group_of;
+    for (const auto& [collective, ranks] : members_) {
+      auto [it, added] = names.emplace(ranks, "");
+      if (added) {
+        it->second = std::to_string(names.size());
+        out.groups[it->second] = std::vector<int>(ranks.begin(), ranks.end());
+      }
+      group_of[collective] = it->second;
+    }
+    out.collectives = members_.size();
+    out.split_collectives = split_.size();
+    for (std::size_t r = 0; r < ranks_.size(); ++r) {
+      const auto& rank = ranks_[r];
+      EtTrace trace;
+      trace.version = "0.0.4";
+      std::unordered_map<std::uint64_t, std::uint64_t> id_of; // key -> node id
+      for (std::size_t i : rank.order) {
+        const Pending& p = rank.pending[i];
+        EtNode node;
+        node.id = trace.nodes.size();
+        id_of[key(p.unit, p.what)] = node.id;
+        for (std::uint64_t k : p.deps)
+          node.deps.push_back(id_of.at(k));
+        std::sort(node.deps.begin(), node.deps.end());
+        node.attrs["is_cpu_op"] = false;
+        if (p.unit == Unit::COLLECTIVE) {
+          const auto& info = g_.collectives()[p.what];
+          node.type = EtNodeType::COLL;
+          node.name = g_.label_text(info.label);
+          node.attrs["comm_type"] = static_cast<std::int64_t>(comm_type(info.kind));
+          node.attrs["comm_size"] = static_cast<std::int64_t>(std::llround(info.bytes));
+          node.attrs["pg_name"] = group_of.at(static_cast<std::uint32_t>(p.what));
+          node.attrs["category"] = category_name(info.category);
+        } else {
+          const auto& task = g_[static_cast<TaskId>(p.what)];
+          node.name = g_.label_text(task.label);
+          node.attrs["category"] = category_name(task.category);
+          if (task.microbatch >= 0)
+            node.attrs["microbatch"] = static_cast<std::int64_t>(task.microbatch);
+          if (task.stage >= 0)
+            node.attrs["stage"] = static_cast<std::int64_t>(task.stage);
+          if (p.unit == Unit::COMPUTE) {
+            node.type = EtNodeType::COMP;
+            node.duration_micros = static_cast<std::uint64_t>(std::llround(task.duration_s * 1e6));
+            node.attrs["num_ops"] = static_cast<std::int64_t>(std::llround(task.flops));
+            node.attrs["duration_s"] = task.duration_s;
+            if (task.layer >= 0)
+              node.attrs["layer"] = static_cast<std::int64_t>(task.layer);
+          } else {
+            node.type = p.unit == Unit::SEND ? EtNodeType::SEND : EtNodeType::RECV;
+            node.attrs["comm_src"] = static_cast<std::int32_t>(task.rank);
+            node.attrs["comm_dst"] = static_cast<std::int32_t>(g_.gpu_of(task.peer));
+            node.attrs["comm_size"] = static_cast<std::int64_t>(std::llround(task.bytes));
+            node.attrs["comm_tag"] = static_cast<std::int32_t>(p.what % 2147483647);
+            if (task.collective != workload::no_task)
+              node.attrs["collective"] = g_.label_text(g_.collectives()[task.collective].label);
+          }
+        }
+        trace.nodes.push_back(std::move(node));
+      }
+      out.ranks.push_back(std::move(trace));
+    }
+    return out;
+  }
+
+  struct Rank {
+    std::vector<Pending> pending;
+    std::unordered_map<std::uint64_t, std::size_t> index; // key -> pending
+    std::vector<std::size_t> order;
+  };
+
+  const TaskGraph& g_;
+  std::vector<Rank> ranks_;
+  std::unordered_map<std::uint64_t, std::vector<std::uint64_t>> memo_;
+  std::map<std::uint32_t, std::set<int>> members_; // merged collective -> its ranks
+  std::set<std::uint32_t> split_;
+};
+
+void set_attribute(ChakraProtoMsg::AttributeProto& a, const std::string& name, const EtAttribute& value)
+{
+  a.set_name(name);
+  std::visit(
+      [&a](const auto& v) {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, bool>)
+          a.set_bool_val(v);
+        else if constexpr (std::is_same_v<V, std::int32_t>)
+          a.set_int32_val(v);
+        else if constexpr (std::is_same_v<V, std::int64_t>)
+          a.set_int64_val(v);
+        else if constexpr (std::is_same_v<V, std::uint64_t>)
+          a.set_uint64_val(v);
+        else if constexpr (std::is_same_v<V, double>)
+          a.set_double_val(v);
+        else
+          a.set_string_val(v);
+      },
+      value);
+}
+
+} // namespace
+
+EtExport chakra_traces(const TaskGraph& g)
+{
+  if (g.folded)
+    throw std::logic_error("chakra export needs the unfolded task graph");
+  return Exporter(g).run();
+}
+
+void write_chakra(const EtExport& traces, const std::filesystem::path& dir, const std::string& prefix)
+{
+  for (std::size_t r = 0; r < traces.ranks.size(); ++r) {
+    const auto file = dir / fmt::format("{}.{}.et", prefix, r);
+    std::ofstream out(file, std::ios::binary);
+    ChakraProtoMsg::GlobalMetadata meta;
+    meta.set_version(traces.ranks[r].version);
+    google::protobuf::util::SerializeDelimitedToOstream(meta, &out);
+    for (const auto& n : traces.ranks[r].nodes) {
+      ChakraProtoMsg::Node node;
+      node.set_id(n.id);
+      node.set_name(n.name);
+      node.set_type(static_cast<ChakraProtoMsg::NodeType>(n.type));
+      for (auto d : n.deps)
+        node.add_data_deps(d);
+      node.set_duration_micros(n.duration_micros);
+      for (const auto& [name, value] : n.attrs)
+        set_attribute(*node.add_attr(), name, value);
+      google::protobuf::util::SerializeDelimitedToOstream(node, &out);
+    }
+    if (!out)
+      throw core::InputError({file.string(), "", ""}, "cannot be written");
+  }
+  nlohmann::ordered_json groups = nlohmann::ordered_json::object();
+  for (const auto& [name, ranks] : traces.groups)
+    groups[name] = ranks;
+  std::ofstream(dir / "comm_group.json") << groups.dump(2) << "\n";
+}
+
+EtTrace read_chakra(const std::filesystem::path& file)
+{
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    throw core::InputError({file.string(), "", ""}, "cannot be read");
+  google::protobuf::io::IstreamInputStream stream(&in);
+  EtTrace trace;
+  bool clean_eof = false;
+  ChakraProtoMsg::GlobalMetadata meta;
+  if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&meta, &stream, &clean_eof))
+    throw core::InputError({file.string(), "", ""}, "not a Chakra trace (no global metadata)");
+  trace.version = meta.version();
+  for (;;) {
+    ChakraProtoMsg::Node node;
+    if (!google::protobuf::util::ParseDelimitedFromZeroCopyStream(&node, &stream, &clean_eof)) {
+      if (clean_eof)
+        break;
+      throw core::InputError({file.string(), "", ""},
+                             fmt::format("not a Chakra trace (node {} cannot be read)", trace.nodes.size()));
+    }
+    EtNode n;
+    n.id = node.id();
+    n.name = node.name();
+    n.type = static_cast<EtNodeType>(node.type());
+    n.deps.assign(node.data_deps().begin(), node.data_deps().end());
+    n.duration_micros = node.duration_micros();
+    for (const auto& a : node.attr()) {
+      using A = ChakraProtoMsg::AttributeProto;
+      switch (a.value_case()) {
+        case A::kBoolVal:
+          n.attrs[a.name()] = a.bool_val();
+          break;
+        case A::kInt32Val:
+          n.attrs[a.name()] = a.int32_val();
+          break;
+        case A::kInt64Val:
+          n.attrs[a.name()] = a.int64_val();
+          break;
+        case A::kUint64Val:
+          n.attrs[a.name()] = a.uint64_val();
+          break;
+        case A::kDoubleVal:
+          n.attrs[a.name()] = a.double_val();
+          break;
+        default:
+          n.attrs[a.name()] = a.string_val();
+      }
+    }
+    trace.nodes.push_back(std::move(n));
+  }
+  return trace;
+}
+
+} // namespace sim::report
