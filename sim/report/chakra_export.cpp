@@ -231,7 +231,11 @@ class Exporter {
           node.type = EtNodeType::COLL;
           node.name = g_.label_text(info.label);
           node.attrs["comm_type"] = static_cast<std::int64_t>(comm_type(info.kind));
-          node.attrs["comm_size"] = static_cast<std::int64_t>(std::llround(info.bytes));
+          // ASTRA-sim reads an all-gather's size as each rank's input (its ring gathers n of them); the other kinds'
+          // as the whole buffer each rank holds.
+          const double ranks = static_cast<double>(std::max<std::uint32_t>(info.ranks, 1));
+          const double size = comm_type(info.kind) == EtCollective::ALL_GATHER ? info.bytes / ranks : info.bytes;
+          node.attrs["comm_size"] = static_cast<std::int64_t>(std::llround(size));
           node.attrs["pg_name"] = group_of.at(static_cast<std::uint32_t>(p.what));
           node.attrs["category"] = category_name(info.category);
         } else {

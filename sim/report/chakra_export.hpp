@@ -38,7 +38,8 @@ struct EtTrace {
 };
 
 // Every rank's trace. Compute tasks become COMP nodes (duration, FLOPs as num_ops); a collective becomes one COLL
-// node per rank it involves (comm_type, comm_size = its buffer, pg_name = its group in `groups`); a pipeline
+// node per rank it involves (comm_type; comm_size as ASTRA-sim reads it: each rank's buffer, for an all-gather each
+// rank's input, 1/n of the gathered buffer; pg_name = its group in `groups`); a pipeline
 // transfer a SEND node on its sender and a RECV node on its receiver (the same comm_tag). Zero-cost joins are
 // folded into the dependencies. A collective whose steps interleave with a rank's own kernels (communication
 // pipelined with its GEMMs) is written as the SEND/RECV pairs it is lowered to. The graph must be unfolded.

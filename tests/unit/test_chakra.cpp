@@ -42,6 +42,9 @@ void check_export(const test::Built& built, const sim::report::EtExport& et)
     }
   std::map<std::tuple<int, int, int>, std::pair<int, std::int64_t>> sends, receives; // (src, dst, tag) -> count, size
   std::map<std::string, std::map<int, int>> collectives;                             // pg_name -> rank -> nodes
+  std::set<std::pair<std::string, long long>> buffers; // each collective's label and buffer
+  for (const auto& c : g.collectives())
+    buffers.insert({g.label_text(c.label), std::llround(c.bytes)});
   for (std::size_t r = 0; r < et.ranks.size(); ++r) {
     double f = 0, s = 0;
     std::size_t comp = 0;
@@ -56,7 +59,15 @@ void check_export(const test::Built& built, const sim::report::EtExport& et)
         f += static_cast<double>(attr<std::int64_t>(n, "num_ops"));
         s += attr<double>(n, "duration_s");
       } else if (n.type == EtNodeType::COLL) {
-        ++collectives[attr<std::string>(n, "pg_name")][static_cast<int>(r)];
+        const auto group = attr<std::string>(n, "pg_name");
+        ++collectives[group][static_cast<int>(r)];
+        // ASTRA-sim's sizes: an all-gather's is each rank's input, the others' the whole buffer.
+        const auto size = static_cast<double>(attr<std::int64_t>(n, "comm_size"));
+        const bool gather = attr<std::int64_t>(n, "comm_type") == 2;
+        const auto buffer = std::llround(gather ? size * static_cast<double>(et.groups.at(group).size()) : size);
+        CHECK(buffers.count({n.name, buffer}) + buffers.count({n.name, buffer - 1}) +
+                  buffers.count({n.name, buffer + 1}) >
+              0);
       } else {
         auto& side = n.type == EtNodeType::SEND ? sends : receives;
         auto& [count, size] = side[{attr<std::int32_t>(n, "comm_src"), attr<std::int32_t>(n, "comm_dst"),
