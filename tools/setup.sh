@@ -5,7 +5,7 @@ set -euo pipefail
 SIMTRAIN_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SIMTRAIN_PACKAGES=(g++ cmake ninja-build pkg-config libsimgrid-dev libboost-graph-dev nlohmann-json3-dev
                    libspdlog-dev libfmt-dev catch2 libcli11-dev libtomlplusplus-dev
-                   libprotobuf-dev protobuf-compiler)
+                   libprotobuf-dev protobuf-compiler libyaml-cpp-dev)
 
 say() { echo "simtrain: $*" >&2; }
 

@@ -5,6 +5,7 @@
 #include "core/document.hpp"
 #include "importer/deepspeed.hpp"
 #include "importer/megatron.hpp"
+#include "importer/nemo.hpp"
 #include "importer/torchtitan.hpp"
 #include "scenario/feasibility.hpp"
 
@@ -70,6 +71,9 @@ int import_config(const ImportArgs& a, const CommonOptions& o)
   importer::Imported imported;
   if (a.framework == "megatron") {
     imported = importer::import_megatron(a.arguments, target);
+  } else if (a.framework == "nemo") {
+    imported =
+        importer::import_nemo(importer::read_yaml_file(a.config), core::display_path(a.config), target, a.arguments);
   } else if (a.framework == "deepspeed") {
     const core::Json config = core::read_json_file(a.config);
     core::Provenance provenance;

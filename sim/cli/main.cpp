@@ -289,6 +289,11 @@ int main(int argc, char** argv)
   add_target(import_megatron);
   import_megatron->footer("Everything after -- is pretrain_gpt.py's: simtrain import megatron --topology dgx-h100 "
                           "--gpus 64 -- --num-layers 32 --hidden-size 4096 ...");
+  auto* import_nemo = import_cmd->add_subcommand(
+      "nemo", "A NeMo 1.x training configuration (YAML, as NeMo-Framework-Launcher's conf/training files), and after "
+              "-- any NeMo overrides (model.x=y) or Megatron-LM arguments to apply on top");
+  add_target(import_nemo);
+  import_nemo->add_option("config", import_args.config, "The configuration's .yaml")->required();
   auto* import_deepspeed = import_cmd->add_subcommand("deepspeed", "A DeepSpeed config (ds_config.json)");
   add_target(import_deepspeed);
   import_deepspeed->add_option("config", import_args.config, "ds_config.json")->required();
@@ -334,7 +339,8 @@ int main(int argc, char** argv)
   }
   // `import megatron ... -- ARGS`: ARGS are Megatron-LM's, not simtrain's (CLI11 would read options among them).
   if (const auto verb = std::find(args.begin(), args.end(), "import");
-      verb != args.end() && std::next(verb) != args.end() && *std::next(verb) == "megatron") {
+      verb != args.end() && std::next(verb) != args.end() &&
+      (*std::next(verb) == "megatron" || *std::next(verb) == "nemo")) {
     if (const auto dashes = std::find(verb, args.end(), "--"); dashes != args.end()) {
       import_args.arguments.assign(std::next(dashes), args.end());
       args.erase(dashes, args.end());
@@ -407,7 +413,10 @@ int main(int argc, char** argv)
     if (*merge_cmd)
       return merge(merge_args, merge_opts);
     if (*import_cmd) {
-      import_args.framework = *import_megatron ? "megatron" : *import_deepspeed ? "deepspeed" : "torchtitan";
+      import_args.framework = *import_megatron    ? "megatron"
+                              : *import_nemo      ? "nemo"
+                              : *import_deepspeed ? "deepspeed"
+                                                  : "torchtitan";
       if (*import_megatron && import_args.arguments.empty())
         throw sim::core::InputError(sim::core::Location{"import megatron", "", ""}, "no Megatron-LM arguments",
                                     "nothing after --", "-- followed by pretrain_gpt.py's arguments");

@@ -86,6 +86,12 @@ constexpr std::array nemo_keys = std::to_array<NemoKey>({
     {"model.gradient_accumulation_fusion", "no-gradient-accumulation-fusion", "False"},
     {"trainer.devices", "nemo-devices"},
     {"trainer.num_nodes", "nemo-num-nodes"},
+    {"model.moe_expert_capacity_factor", "moe-expert-capacity-factor"},
+    {"model.moe_grouped_gemm", "moe-grouped-gemm", "True"},
+    {"model.moe_aux_loss_coeff", "moe-aux-loss-coeff"},
+    {"model.rotary_base", "rotary-base"},
+    {"model.fsdp", "use-torch-fsdp2", "True"},
+    {"model.sharp", "nemo-sharp", "True"},
 });
 
 // NeMo settings that change nothing in one step (learning rate, data, logging, checkpoints, fusions assumed).
@@ -131,6 +137,35 @@ constexpr std::array nemo_idle_prefixes = std::to_array<std::string_view>({
     "model.use_emha",
     "model.overlap_p2p_comm",
     "model.batch_p2p_comm",
+    "model.apply_rope_fusion",
+    "model.attention_type",
+    "model.cross_entropy_loss_fusion",
+    "model.defer_embedding_wgrad_compute",
+    "model.wgrad_deferral_limit",
+    "model.deterministic_mode",
+    "model.do_layer_norm_weight_decay",
+    "model.ffn_dropout",
+    "model.gc_interval",
+    "model.get_attention_mask_from_fusion",
+    "model.headscale",
+    "model.mcore_customization_config.",
+    "model.mcore_gpt",
+    "model.normalize_attention_scores",
+    "model.num_micro_batches_with_partial_activation_checkpoints",
+    "model.activations_checkpoint_layers_per_pipeline",
+    "model.openai_gelu",
+    "model.rotary_percentage",
+    "model.scale_positional_embedding",
+    "model.seq_len_interpolation_factor",
+    "model.transformer_block_type",
+    "model.use_scaled_init_method",
+    "model.ub_tp_comm_overlap_cfg",
+    "model.optim.contiguous_param_buffer",
+    "model.fsdp_",
+    "model.fp8_wgrad",
+    "model.reduce_amax",
+    "model.moe_pad_expert_input_to_capacity",
+    "model.use_flash_attention",
     "trainer.max_steps",
     "trainer.max_epochs",
     "trainer.max_time",
@@ -182,12 +217,15 @@ std::vector<Given> nemo_override(const std::string& token)
     return value == "True" || value == "true" ? std::vector<Given>{Given{"fp8-format", {"hybrid"}, false, token}}
                                               : idle();
   if (key == "model.optim.name") {
-    if (value == "distributed_fused_adam")
+    if (value == "distributed_fused_adam" || value == "mcore_distributed_optim")
       return {Given{"use-distributed-optimizer", {}, false, token}};
     if (value == "fused_adam" || value == "adam" || value == "adamw")
       return idle();
   }
-  if (key == "trainer.precision") {
+  if (key == "model.optim.grad_sync_dtype")
+    return value == "bf16" || value == "bfloat16" ? std::vector<Given>{Given{"grad-reduce-in-bf16", {}, false, token}}
+                                                  : idle();
+  if (key == "trainer.precision" || key == "model.precision") {
     if (value == "bf16" || value == "bf16-mixed")
       return {Given{"bf16", {}, false, token}};
     if (value == "16" || value == "16-mixed")
@@ -497,6 +535,16 @@ std::optional<std::int64_t> tokenizer_vocabulary(std::string_view type)
     return 30522;
   if (type == "BertWordPieceCase")
     return 28996;
+  // HuggingFace tokenizers by name (NeMo's huggingface library): each model's config.json vocab_size.
+  for (const auto& [prefix, size] : {std::pair<std::string_view, std::int64_t>{"meta-llama/Meta-Llama-3", 128256},
+                                     {"meta-llama/Llama-3", 128256},
+                                     {"meta-llama/Llama-2", 32000},
+                                     {"mistralai/Mixtral-8x7B", 32000},
+                                     {"mistralai/Mixtral-8x22B", 32768},
+                                     {"mistralai/Mistral-7B", 32000},
+                                     {"gpt2", 50257}})
+    if (type.starts_with(prefix))
+      return size;
   return std::nullopt;
 }
 
@@ -894,6 +942,12 @@ class MegatronImport {
     if (const auto opt = a_.choice("optimizer", {"adam", "sgd", "muon", "dist_muon", "lion", "soap", "adaptive_muon"});
         opt && *opt != "adam")
       not_simulated("optimizer", fmt::format("the '{}' optimizer is simulated as Adam", *opt));
+    for (const char* fsdp : {"use-torch-fsdp2", "use-megatron-fsdp"})
+      if (a_.flag(fsdp))
+        not_simulated(fsdp, "FSDP is not carried over: the plan keeps Megatron-LM's data parallelism (set "
+                            "plan.zero_stage 3 for FSDP's sharding)");
+    if (a_.flag("nemo-sharp"))
+      not_simulated("nemo-sharp", "InfiniBand SHARP is not simulated: collectives run as NCCL's rings");
     for (const char* offload : {"optimizer-cpu-offload", "use-precision-aware-optimizer"})
       if (a_.flag(offload))
         not_simulated(offload, "not simulated: the optimizer runs on the GPU in mixed precision");

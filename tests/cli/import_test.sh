@@ -43,6 +43,17 @@ grep -q '"precision": "fp8"' "$out/train_llama3_8b_h100_fp8.json" || fail "llama
 grep -q '"ep": 8' "$out/train_mixtral_8x7b_distributed.json" || fail "mixtral has no expert parallelism"
 grep -q "assumed 8 GPUs, from the launcher" "$out/train_llama3_8b_h100_fp8.err" || fail "no note on the GPU count"
 
+# NeMo: NeMo-Framework-Launcher's training files, at their own scale (trainer.num_nodes x devices).
+for config in gpt3_175b mixtral_8x7b; do
+  "$simtrain" import nemo "$data/nemo/$config.yaml" --topology dgx-h100 --out "$out/$config.json" 2>/dev/null
+  simulates "$out/$config.json"
+done
+"$simtrain" import nemo "$data/nemo/llama3_1_405b.yaml" --topology dgx-h100 --out "$out/nemo405.json" -- \
+  trainer.num_nodes=288 --recompute-activations 2>/dev/null
+simulates "$out/nemo405.json"
+grep -q '"gpus": 2304' "$out/nemo405.json" || fail "the override after -- did not win"
+grep -q '"recompute": "selective"' "$out/nemo405.json" || fail "the Megatron-LM argument after -- was not read"
+
 # DeepSpeed: the examples' configs, with a model and what they leave to the script.
 "$simtrain" import deepspeed "$data/deepspeed/bf16_master_weight_baseline.json" --model llama2-7b --topology dgx-a100 \
   --gpus 16 --seq-length 2048 --out "$out/zero3.json" 2>/dev/null

@@ -3,12 +3,14 @@
 #include "core/document.hpp"
 #include "importer/deepspeed.hpp"
 #include "importer/megatron.hpp"
+#include "importer/nemo.hpp"
 #include "importer/torchtitan.hpp"
 #include "scenario/scenario.hpp"
 
 #include "support.hpp"
 
 #include <algorithm>
+#include <fstream>
 
 namespace {
 
@@ -445,4 +447,45 @@ TEST_CASE("NeMo's model.* and trainer.* overrides read as the Megatron-LM argume
                sim::importer::import_megatron({"model.num_layers=many"}, {"dgx-a100", 8, "x"});
              }),
              Catch::Contains("nemo override model.num_layers: not an integer"));
+}
+
+TEST_CASE("a NeMo-Framework-Launcher YAML reads as its overrides, interpolations resolved")
+{
+  const auto gpt3 = sim::importer::read_yaml_file(fixtures / "nemo" / "gpt3_175b.yaml");
+  const auto overrides = sim::importer::nemo_overrides(gpt3);
+  auto has = [&](const std::string& o) { return std::find(overrides.begin(), overrides.end(), o) != overrides.end(); };
+  CHECK(has("model.ffn_hidden_size=49152")); // ${multiply:4, ${.hidden_size}}
+  CHECK(has("trainer.num_nodes=128"));
+  const Imported imported = sim::importer::import_nemo(gpt3, "gpt3_175b.yaml", {"dgx-h100", std::nullopt, "gpt3"}, {});
+  CHECK(imported.scenario["gpus"] == 1024);
+  CHECK(imported.scenario["plan"]["virtual_stages"] == 6);
+  CHECK(imported.scenario["plan"]["distributed_optimizer"] == true);
+  CHECK(imported.not_simulated.empty());
+  CHECK(load(imported).plan.pp == 8);
+
+  // Hugging Face tokenizers by name; overrides after the file win.
+  const auto llama = sim::importer::read_yaml_file(fixtures / "nemo" / "llama3_1_405b.yaml");
+  const Imported l405 = sim::importer::import_nemo(llama, "llama3_1_405b.yaml", {"dgx-h100", std::nullopt, "l"},
+                                                   {"model.context_parallel_size=1", "trainer.num_nodes=288"});
+  CHECK(l405.scenario["model"]["vocab_size"] == 129024); // 128256, padded to 128 x TP 8
+  CHECK(l405.scenario["model"]["num_kv_heads"] == 16);
+  CHECK(l405.scenario["gpus"] == 2304);
+  CHECK(!l405.scenario["plan"].contains("cp"));
+
+  const auto mixtral = sim::importer::read_yaml_file(fixtures / "nemo" / "mixtral_8x7b.yaml");
+  const Imported moe = sim::importer::import_nemo(mixtral, "mixtral_8x7b.yaml", {"dgx-h100", std::nullopt, "m"}, {});
+  CHECK(moe.scenario["model"]["moe"]["num_experts"] == 8);
+  CHECK(moe.scenario["plan"]["ep"] == 8);
+
+  CHECK_THAT(test::error_of([] {
+               sim::importer::import_nemo(nlohmann::json{{"trainer", nlohmann::json::object()}}, "x.yaml",
+                                          {"dgx-h100", 8, "x"}, {});
+             }),
+             Catch::Contains("not a NeMo training configuration"));
+  const auto broken = test::scratch_dir() / "broken.yaml";
+  {
+    std::ofstream out(broken);
+    out << "model:\n  num_layers: [1, 2\n";
+  }
+  CHECK_THAT(test::error_of([&] { sim::importer::read_yaml_file(broken); }), Catch::Contains("not valid YAML"));
 }

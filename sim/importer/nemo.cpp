@@ -1,0 +1,190 @@
+#include "importer/nemo.hpp"
+
+#include "core/document.hpp"
+#include "importer/megatron.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <optional>
+#include <yaml-cpp/yaml.h>
+
+namespace sim::importer {
+namespace {
+
+// YAML text that JSON (UTF-8) can carry, or the line it is on refused.
+std::string text_of(const YAML::Node& node, const std::string& file)
+{
+  const std::string& text = node.Scalar();
+  if (!core::is_valid_utf8(text))
+    throw core::InputError(core::Location{file, "", ""},
+                           fmt::format("line {}: not valid UTF-8 text", node.Mark().line + 1),
+                           core::escape_invalid_utf8(core::clip(text, 40)), "text");
+  return text;
+}
+
+core::Json to_json(const YAML::Node& node, const std::string& file)
+{
+  switch (node.Type()) {
+    case YAML::NodeType::Map: {
+      core::Json object = core::Json::object();
+      for (const auto& item : node)
+        object[text_of(item.first, file)] = to_json(item.second, file);
+      return object;
+    }
+    case YAML::NodeType::Sequence: {
+      core::Json list = core::Json::array();
+      for (const auto& item : node)
+        list.push_back(to_json(item, file));
+      return list;
+    }
+    case YAML::NodeType::Scalar:
+      return text_of(node, file);
+    default:
+      return "null";
+  }
+}
+
+// The value at a dotted path from `root`, if it is a scalar.
+std::optional<std::string> lookup(const core::Json& root, const std::string& path)
+{
+  const core::Json* at = &root;
+  std::size_t from = 0;
+  while (from <= path.size()) {
+    const auto dot = path.find('.', from);
+    const std::string key = path.substr(from, dot == std::string::npos ? std::string::npos : dot - from);
+    if (!at->is_object() || !at->contains(key))
+      return std::nullopt;
+    at = &(*at)[key];
+    if (dot == std::string::npos)
+      break;
+    from = dot + 1;
+  }
+  return at->is_string() ? std::optional<std::string>(at->get<std::string>()) : std::nullopt;
+}
+
+std::optional<double> number_of(const std::string& text)
+{
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size() && std::isfinite(v))
+      return v;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+std::string integer_text(double v)
+{
+  return v == std::floor(v) && std::abs(v) < 9e15 ? fmt::format("{:.0f}", v) : fmt::format("{}", v);
+}
+
+// One interpolation's body ("multiply:4, 12288", ".hidden_size", "training.model.num_layers"): its value, if known.
+std::optional<std::string> evaluate(const std::string& body, const core::Json& root, const std::string& parent)
+{
+  if (const auto colon = body.find(':'); colon != std::string::npos) {
+    const std::string name = body.substr(0, colon);
+    const auto comma = body.find(',', colon);
+    if (comma == std::string::npos)
+      return std::nullopt;
+    const auto a =
+        number_of(std::string(body.begin() + static_cast<long>(colon) + 1, body.begin() + static_cast<long>(comma)));
+    auto rest = body.substr(comma + 1);
+    rest.erase(0, rest.find_first_not_of(' '));
+    const auto b = number_of(rest);
+    if (!a || !b)
+      return std::nullopt;
+    if (name == "multiply")
+      return integer_text(*a * *b);
+    if (name == "divide_ceil" && *b != 0)
+      return integer_text(std::ceil(*a / *b));
+    if (name == "divide_floor" && *b != 0)
+      return integer_text(std::floor(*a / *b));
+    return std::nullopt;
+  }
+  std::string path = body;
+  if (path.starts_with("."))
+    path = parent.empty() ? path.substr(1) : parent + path;
+  else if (path.starts_with("training."))
+    path = path.substr(9); // the launcher composes each training file under `training`
+  return lookup(root, path);
+}
+
+// `text` with its ${...} resolved from the innermost out; an unknown one is left as written.
+std::string resolve(std::string text, const core::Json& root, const std::string& parent)
+{
+  for (int guard = 0; guard < 16; ++guard) {
+    const auto open = text.rfind("${");
+    if (open == std::string::npos)
+      break;
+    const auto close = text.find('}', open);
+    if (close == std::string::npos)
+      break;
+    const auto value = evaluate(text.substr(open + 2, close - open - 2), root, parent);
+    if (!value)
+      break;
+    text.replace(open, close - open + 1, *value);
+  }
+  return text;
+}
+
+void flatten(const core::Json& node, const std::string& path, const core::Json& root, std::vector<std::string>& out)
+{
+  if (node.is_object()) {
+    for (const auto& [key, value] : node.items())
+      flatten(value, path + "." + key, root, out);
+    return;
+  }
+  if (node.is_array()) {
+    out.push_back(path + "=" + core::clip(node.dump(), 60)); // data blends and the like: listed, never matched
+    return;
+  }
+  const std::string parent = path.substr(0, path.rfind('.'));
+  out.push_back(path + "=" + resolve(node.get<std::string>(), root, parent));
+}
+
+} // namespace
+
+core::Json read_yaml_file(const std::filesystem::path& file)
+{
+  try {
+    return to_json(YAML::LoadFile(file.string()), core::display_path(file));
+  } catch (const YAML::ParserException& e) {
+    throw core::InputError(
+        core::Location{core::display_path(file), "", ""},
+        fmt::format("line {}, column {}: not valid YAML: {}", e.mark.line + 1, e.mark.column + 1, e.msg));
+  } catch (const YAML::Exception& e) {
+    throw core::InputError(core::Location{core::display_path(file), "", ""},
+                           fmt::format("cannot be read as YAML: {}", e.msg));
+  }
+}
+
+std::vector<std::string> nemo_overrides(const core::Json& config)
+{
+  std::vector<std::string> out;
+  if (!config.is_object())
+    return out;
+  for (const char* section : {"trainer", "model"})
+    if (config.contains(section))
+      flatten(config[section], section, config, out);
+  return out;
+}
+
+Imported import_nemo(const core::Json& config, const std::string& file, const Target& target,
+                     const std::vector<std::string>& extra)
+{
+  if (!config.is_object() || !config.contains("model"))
+    throw core::InputError(core::Location{file, "", ""}, "not a NeMo training configuration",
+                           config.is_object() ? "no model section" : "not a mapping",
+                           "a YAML file with model: (and trainer:) sections");
+  auto arguments = nemo_overrides(config);
+  arguments.insert(arguments.end(), extra.begin(), extra.end());
+  Imported imported = import_megatron(arguments, target);
+  imported.scenario["description"] = fmt::format("Imported by simtrain import nemo from {}", file);
+  for (const auto& [section, value] : config.items()) // the launcher's run:, exp_manager:, hydra settings
+    if (section != "model" && section != "trainer")
+      imported.no_effect.push_back(Setting{fmt::format("{}:", section), ""});
+  return imported;
+}
+
+} // namespace sim::importer

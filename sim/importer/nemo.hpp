@@ -1,0 +1,27 @@
+// `simtrain import nemo`: a NeMo 1.x training configuration (YAML, as NeMo-Framework-Launcher's conf/training files
+// and megatron_gpt_config.yaml write it) into a scenario/v1, read as the Megatron-LM arguments its keys set.
+#pragma once
+
+#include "core/json_reader.hpp"
+#include "importer/imported.hpp"
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace sim::importer {
+
+// The YAML file as a JSON document of strings (scalars as written), so that its values are reported by pointer.
+// A syntax error names the line and column.
+core::Json read_yaml_file(const std::filesystem::path& file);
+
+// The configuration's model.* and trainer.* values as NeMo command-line overrides ("model.num_layers=96"), with
+// OmegaConf's interpolations resolved where they can be (${.key}, ${model.key} and ${training.model.key}, the
+// launcher's multiply / divide_ceil / divide_floor); the others stay as written.
+std::vector<std::string> nemo_overrides(const core::Json& config);
+
+// `extra`: more overrides or Megatron-LM arguments from the command line, read after the file's (they win).
+Imported import_nemo(const core::Json& config, const std::string& file, const Target& target,
+                     const std::vector<std::string>& extra);
+
+} // namespace sim::importer
