@@ -335,15 +335,16 @@ void write_trace(const EtTrace& trace, const std::filesystem::path& file)
   ChakraProtoMsg::GlobalMetadata meta;
   meta.set_version(trace.version);
   google::protobuf::util::SerializeDelimitedToOstream(meta, &out);
+  ChakraProtoMsg::Node node; // cleared and refilled: its allocations serve every node
   for (const auto& n : trace.nodes) {
-    ChakraProtoMsg::Node node;
+    node.Clear();
     node.set_id(n.id);
     node.set_name(n.name);
     node.set_type(static_cast<ChakraProtoMsg::NodeType>(n.type));
     for (auto d : n.deps)
       node.add_data_deps(d);
     node.set_duration_micros(n.duration_micros);
-    for (const auto& [name, value] : n.attrs)
+    for (const auto& [name, value] : n.attrs.items)
       set_attribute(*node.add_attr(), name, value);
     google::protobuf::util::SerializeDelimitedToOstream(node, &out);
   }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -20,6 +21,27 @@ enum class EtCollective { ALL_REDUCE = 0, ALL_GATHER = 2, ALL_TO_ALL = 6, REDUCE
 
 using EtAttribute = std::variant<bool, std::int32_t, std::int64_t, std::uint64_t, double, std::string>;
 
+// A node's attributes, in the order written (a handful each: a list, not a map, keeps the export fast).
+struct EtAttributes {
+  std::vector<std::pair<std::string, EtAttribute>> items;
+
+  EtAttribute& operator[](std::string_view name) // the attribute, added if missing
+  {
+    for (auto& [n, v] : items)
+      if (n == name)
+        return v;
+    return items.emplace_back(std::string(name), EtAttribute{}).second;
+  }
+  const EtAttribute* find(std::string_view name) const
+  {
+    for (const auto& [n, v] : items)
+      if (n == name)
+        return &v;
+    return nullptr;
+  }
+  bool operator==(const EtAttributes&) const = default;
+};
+
 // One node of a rank's trace, as written and as read back.
 struct EtNode {
   std::uint64_t id = 0;
@@ -27,7 +49,7 @@ struct EtNode {
   EtNodeType type = EtNodeType::COMP;
   std::vector<std::uint64_t> deps; // data dependencies, on nodes of the same rank with smaller ids
   std::uint64_t duration_micros = 0;
-  std::map<std::string, EtAttribute> attrs;
+  EtAttributes attrs;
 
   bool operator==(const EtNode&) const = default;
 };

@@ -22,8 +22,9 @@ nlohmann::json model_of(const std::string& name)
 template <class T>
 T attr(const sim::report::EtNode& n, const std::string& name)
 {
-  REQUIRE(n.attrs.count(name) == 1);
-  return std::get<T>(n.attrs.at(name));
+  const auto* value = n.attrs.find(name);
+  REQUIRE(value != nullptr);
+  return std::get<T>(*value);
 }
 
 // The checks every export must pass, against the graph it came from.
