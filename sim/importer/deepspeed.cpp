@@ -147,7 +147,8 @@ class DeepSpeedImport {
         if (!is_auto(v))
           bucket_elements_ = v.as_number(1.0, 1e12);
       } else if (key == "offload_optimizer" || key == "offload_param") {
-        const auto device = value.is_object() ? value.value("device", "none") : std::string("none");
+        const auto device =
+            value.is_object() && value.contains("device") ? v.element_of("device").as_string() : std::string("none");
         if (device != "none")
           out_.not_simulated.push_back(Setting{spelt(v), fmt::format("offload to {} is not simulated: the scenario "
                                                                      "keeps everything on the GPUs",
@@ -195,13 +196,14 @@ class DeepSpeedImport {
   {
     if (!n.json().is_object())
       n.fail("optimizer is an object", "{\"type\": \"AdamW\", \"params\": {...}}");
-    std::string type = n.json().value("type", "");
+    const std::string given = n.json().contains("type") ? n.element_of("type").as_string() : std::string();
+    std::string type = given;
     std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
     if (type == "adam" || type == "adamw" || type == "fusedadam")
       out_.no_effect.push_back(Setting{spelt(n), "Adam, as simulated"});
     else
       out_.not_simulated.push_back(
-          Setting{spelt(n), fmt::format("the '{}' optimizer is simulated as Adam", n.json().value("type", "?"))});
+          Setting{spelt(n), fmt::format("the '{}' optimizer is simulated as Adam", given.empty() ? "?" : given)});
   }
 
   void tensor_parallel(const core::Node& n, OrderedJson& plan)
