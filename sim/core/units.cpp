@@ -96,6 +96,15 @@ std::string trim_number(double v, int significant)
 
 } // namespace
 
+std::optional<double> parse_number(std::string_view text)
+{
+  double number = 0.0;
+  const auto [rest, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
+  if (ec != std::errc{} || rest != text.data() + text.size() || text.empty() || !std::isfinite(number))
+    return std::nullopt;
+  return number;
+}
+
 std::optional<double> parse_quantity(std::string_view text, Dimension dimension)
 {
   const char* begin = text.data();

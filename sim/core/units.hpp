@@ -13,6 +13,8 @@ enum class Dimension { BYTES, BANDWIDTH, TIME, FLOP_RATE, POWER };
 // The value in SI units (bytes, bytes/s, seconds, FLOP/s), or nullopt when `text` is not a number followed by a
 // unit of `dimension`. Accepts SimGrid's spellings (decimal kB..PB, binary KiB..PiB, bits b..Tb, "ps" or "/s" for
 // rates, s/ms/us/ns, f..Ef or flops, W/kW/MW) with an optional space between number and unit.
+// The whole of `text` as a finite number ("0.1", "1e-2", "128"), without a unit.
+std::optional<double> parse_number(std::string_view text);
 std::optional<double> parse_quantity(std::string_view text, Dimension dimension);
 
 // How to write one, for error messages: `a bandwidth such as "450GBps" or "400Gbps"`.

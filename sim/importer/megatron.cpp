@@ -2,6 +2,7 @@
 
 #include "core/document.hpp"
 #include "core/input_error.hpp"
+#include "core/units.hpp"
 
 #include <algorithm>
 #include <array>
@@ -293,18 +294,6 @@ std::optional<std::int64_t> parse_integer(const std::string& text)
   return v;
 }
 
-std::optional<double> parse_number(const std::string& text)
-{
-  try {
-    std::size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size() && std::isfinite(v))
-      return v;
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
-}
-
 class Arguments {
  public:
   explicit Arguments(std::vector<Given> given) : given_(std::move(given)) {}
@@ -363,7 +352,7 @@ class Arguments {
     const auto t = text(name);
     if (!t)
       return std::nullopt;
-    const auto v = parse_number(*t);
+    const auto v = core::parse_number(*t);
     if (!v || *v < min || *v > max)
       fail(*find(name), v ? "out of range" : "not a number", *t, fmt::format("a number from {} to {}", min, max));
     return v;

@@ -1,6 +1,7 @@
 #include "importer/nemo.hpp"
 
 #include "core/document.hpp"
+#include "core/units.hpp"
 #include "importer/megatron.hpp"
 
 #include <cmath>
@@ -62,18 +63,6 @@ std::optional<std::string> lookup(const core::Json& root, const std::string& pat
   return at->is_string() ? std::optional<std::string>(at->get<std::string>()) : std::nullopt;
 }
 
-std::optional<double> number_of(const std::string& text)
-{
-  try {
-    std::size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size() && std::isfinite(v))
-      return v;
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
-}
-
 std::string integer_text(double v)
 {
   return v == std::floor(v) && std::abs(v) < 9e15 ? fmt::format("{:.0f}", v) : fmt::format("{}", v);
@@ -87,11 +76,14 @@ std::optional<std::string> evaluate(const std::string& body, const core::Json& r
     const auto comma = body.find(',', colon);
     if (comma == std::string::npos)
       return std::nullopt;
-    const auto a =
-        number_of(std::string(body.begin() + static_cast<long>(colon) + 1, body.begin() + static_cast<long>(comma)));
-    auto rest = body.substr(comma + 1);
-    rest.erase(0, rest.find_first_not_of(' '));
-    const auto b = number_of(rest);
+    auto operand = [](std::string_view text) { // an argument, spaces around it
+      const auto first = text.find_first_not_of(' ');
+      const auto last = text.find_last_not_of(' ');
+      return first == std::string_view::npos ? std::nullopt : core::parse_number(text.substr(first, last - first + 1));
+    };
+    const std::string_view whole(body);
+    const auto a = operand(whole.substr(colon + 1, comma - colon - 1));
+    const auto b = operand(whole.substr(comma + 1));
     if (!a || !b)
       return std::nullopt;
     if (name == "multiply")

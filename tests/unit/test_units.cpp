@@ -52,3 +52,14 @@ TEST_CASE("did-you-mean finds typos and prefixes but not unrelated words")
   CHECK_FALSE(sim::core::closest_match("optimizer", keys));
   CHECK(sim::core::edit_distance("1f1b", "1fb1") == 1);
 }
+
+TEST_CASE("a plain number is the whole text, finite, without a unit")
+{
+  CHECK(sim::core::parse_number("128") == 128.0);
+  CHECK(sim::core::parse_number("1e-2") == 0.01);
+  CHECK(sim::core::parse_number("-0.5") == -0.5);
+  CHECK_FALSE(sim::core::parse_number(""));
+  CHECK_FALSE(sim::core::parse_number("12GB"));
+  CHECK_FALSE(sim::core::parse_number(" 4"));
+  CHECK_FALSE(sim::core::parse_number("inf"));
+}
