@@ -582,6 +582,15 @@ class MegatronImport {
     m["num_layers"] = layers;
     m["hidden_size"] = hidden;
     m["num_attention_heads"] = heads;
+    for (const auto& [key, argument] : {std::pair<const char*, const char*>{"/model/num_layers", "num-layers"},
+                                        {"/model/hidden_size", "hidden-size"},
+                                        {"/model/num_attention_heads", "num-attention-heads"},
+                                        {"/model/num_kv_heads", "num-query-groups"},
+                                        {"/model/ffn_hidden_size", "ffn-hidden-size"},
+                                        {"/model/head_dim", "kv-channels"},
+                                        {"/model/moe", "num-experts"},
+                                        {"/model/mla", "multi-latent-attention"}})
+      origin(key, argument);
     const bool gqa = a_.flag("group-query-attention");
     const auto groups = a_.integer("num-query-groups", 1, heads);
     if (!mla) {

@@ -147,6 +147,9 @@ TEST_CASE("Megatron-LM arguments become the model and plan Megatron-LM would bui
   CHECK(p["overlap_grad_reduce"] == true);
   CHECK(listed(imported.no_effect, "--lr 0.00015"));
   CHECK(listed(imported.no_effect, "--nproc_per_node 8"));
+  // A refusal of the scenario can name the argument a value came from.
+  CHECK(std::count(imported.origins.begin(), imported.origins.end(),
+                   std::pair<std::string, std::string>{"/model/hidden_size", "--hidden-size 4096"}) == 1);
   CHECK(imported.not_simulated.empty());
 
   const auto s = load(imported);
