@@ -138,6 +138,8 @@ int simulate(const fs::path& file, const CommonOptions& o, const RunOptions& r)
   cost.peak_rss_bytes = peak_rss_bytes();
   cost.tasks = tasks.size();
   cost.folded = tasks.folded;
+  cost.simulated_gpus = static_cast<int>(tasks.simulated.size());
+  cost.multiplicity = tasks.multiplicity;
   const auto validation = validation::gpu_validation(load_validation_summary(o), s.cluster.gpu.name);
   const auto json = sim::report::run_json(s, metrics, cost, validation);
   const auto boxes = sim::report::pass_boxes(s, tasks, timeline);
@@ -251,7 +253,7 @@ int tasks(const fs::path& file, std::optional<int> rank, bool no_fold, const Com
   const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
   const auto g = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph, {!no_fold});
   if (rank && g.folded && std::find(g.simulated.begin(), g.simulated.end(), *rank) == g.simulated.end())
-    throw sim::core::InputError({"--rank", "", ""}, "this rank is folded into its stage's simulated GPU",
+    throw sim::core::InputError({"--rank", "", ""}, "this rank is folded into the simulated GPU of its class",
                                 std::to_string(*rank),
                                 fmt::format("a simulated rank ({}), or --no-fold to list every rank's own tasks",
                                             fmt::join(g.simulated, ", ")));

@@ -10,18 +10,21 @@ using Direction = sg4::LinkInRoute::Direction;
 
 namespace {
 
+// A GPU host's pstates: speed_levels steps down from host_speed.
+std::vector<double> host_speeds()
+{
+  std::vector<double> speeds;
+  for (int k = 0; k < speed_levels; ++k)
+    speeds.push_back(host_speed * (speed_levels - k) / speed_levels);
+  return speeds;
+}
+
 class PlatformBuilder {
  public:
-  PlatformBuilder(const ClusterGraph& cg, Platform& p, const std::vector<int>& active) : cg_(cg), p_(p)
+  PlatformBuilder(const ClusterGraph& cg, Platform& p) : cg_(cg), p_(p), speeds_(host_speeds())
   {
-    p_.gpu.resize(static_cast<std::size_t>(topology::endpoint_count(cg)));
+    p_.gpu.resize(cg.gpu.size());
     p_.link.resize(boost::num_edges(cg.graph));
-    folded_ = !active.empty();
-    active_.assign(cg.gpu.size(), !folded_);
-    for (int g : active)
-      active_[static_cast<std::size_t>(g)] = true;
-    for (int k = 0; k < speed_levels; ++k)
-      speeds_.push_back(host_speed * (speed_levels - k) / speed_levels);
   }
 
   // The split-duplex SimGrid link of a graph edge, created on first use in `zone`.
@@ -55,15 +58,10 @@ class PlatformBuilder {
       zone->set_parent(parent);
     const int per_node = cg_.gpus_per_node;
     std::vector<int> gpus;
-    for (int g = first_node * per_node; g < (first_node + nodes) * per_node; ++g)
-      if (active_[static_cast<std::size_t>(g)])
-        gpus.push_back(g);
-    for (int g : gpus) {
-      const std::string name = cg_.device_name(cg_.gpu[static_cast<std::size_t>(g)]);
-      p_.gpu[static_cast<std::size_t>(g)] = zone->create_host(name, speeds_)->seal();
-      if (folded_)
-        for (int m : mirrors(g))
-          p_.gpu[static_cast<std::size_t>(m)] = zone->create_host(mirror_name(name, g, m), 1e9)->seal();
+    for (int g = first_node * per_node; g < (first_node + nodes) * per_node; ++g) {
+      gpus.push_back(g);
+      p_.gpu[static_cast<std::size_t>(g)] =
+          zone->create_host(cg_.device_name(cg_.gpu[static_cast<std::size_t>(g)]), speeds_)->seal();
     }
     auto* gw = zone->create_router(fmt::format("rack{}.gw", first_node));
     for (std::size_t i = 0; i < gpus.size(); ++i) {
@@ -76,35 +74,10 @@ class PlatformBuilder {
       if (cg_.nodes > nodes)
         zone->add_route(ha->get_netpoint(), gw, nullptr, nullptr,
                         links_of(zone, from, topology::route_to_network(cg_, a)), true);
-      if (folded_) // out and back through the GPU's NIC, its NVLink port or each of its mesh links: folded peers
-        for (int m : mirrors(a))
-          if (const auto loop = topology::route(cg_, a, m); !loop.empty())
-            zone->add_route(ha->get_netpoint(), p_.gpu[static_cast<std::size_t>(m)]->get_netpoint(), nullptr, nullptr,
-                            links_of(zone, from, loop), false);
     }
     zone->seal();
     *gateway = gw;
     return zone;
-  }
-
-  // The endpoints that stand for a folded GPU's peers: through its NIC, its NVSwitch port, its mesh links.
-  std::vector<int> mirrors(int gpu) const
-  {
-    std::vector<int> out{topology::network_mirror(cg_, gpu), topology::nvlink_mirror(cg_, gpu)};
-    if (cg_.full_mesh)
-      for (int k = 0; k < cg_.gpus_per_node; ++k)
-        if (k != gpu % cg_.gpus_per_node)
-          out.push_back(topology::peer_mirror(cg_, gpu, k));
-    return out;
-  }
-
-  std::string mirror_name(const std::string& gpu_name, int gpu, int mirror) const
-  {
-    if (mirror == topology::network_mirror(cg_, gpu))
-      return gpu_name + ".network-mirror";
-    if (mirror == topology::nvlink_mirror(cg_, gpu))
-      return gpu_name + ".nvlink-mirror";
-    return fmt::format("{}.peer{}-mirror", gpu_name, topology::peer_of_mirror(cg_, mirror));
   }
 
   // A star zone whose children reach its centre through `uplinks` (empty: a non-blocking switch).
@@ -130,22 +103,12 @@ class PlatformBuilder {
   // Up to 64 GPUs per rack zone: few zones, and each zone's full routing table stays small.
   int rack_nodes() const { return std::max(1, std::min(cg_.nodes_per_leaf, 64 / cg_.gpus_per_node)); }
 
-  bool any_active(int first_node, int nodes) const
-  {
-    for (int g = first_node * cg_.gpus_per_node; g < (first_node + nodes) * cg_.gpus_per_node; ++g)
-      if (active_[static_cast<std::size_t>(g)])
-        return true;
-    return false;
-  }
-
   void leaf_children(sg4::NetZone* leaf, int group)
   {
     const int first = group * cg_.nodes_per_leaf;
     const int last = std::min(cg_.nodes, first + cg_.nodes_per_leaf);
     for (int n = first; n < last; n += rack_nodes()) {
       const int nodes = std::min(rack_nodes(), last - n);
-      if (!any_active(n, nodes))
-        continue;
       simgrid::kernel::routing::NetPoint* gw = nullptr;
       auto* rz = rack_zone(n, nodes, leaf, &gw);
       leaf->add_route(rz->get_netpoint(), nullptr, gw, nullptr, {}, true);
@@ -176,9 +139,6 @@ class PlatformBuilder {
       }
     }
     for (std::size_t g = 0; g < groups; ++g) {
-      const int group_first = static_cast<int>(g) * cg_.nodes_per_leaf;
-      if (!any_active(group_first, std::min(cg_.nodes_per_leaf, cg_.nodes - group_first)))
-        continue;
       const std::size_t pod = g / static_cast<std::size_t>(cg_.leaves_per_pod);
       sg4::NetZone* parent = pods ? pod_zone[pod] : top;
       auto* leaf = star(fmt::format("leaf{}", g), parent);
@@ -190,11 +150,6 @@ class PlatformBuilder {
     }
     if (pods) {
       for (std::size_t p = 0; p < pod_zone.size(); ++p) {
-        const int pod_first = static_cast<int>(p) * cg_.leaves_per_pod * cg_.nodes_per_leaf;
-        if (!any_active(pod_first, std::min(cg_.leaves_per_pod * cg_.nodes_per_leaf, cg_.nodes - pod_first))) {
-          pod_zone[p]->seal();
-          continue;
-        }
         auto* gw = gateway_zone(pod_zone[p], fmt::format("pod{}", p));
         pod_zone[p]->seal();
         const EdgeId up = boost::edge(cg_.spine[p], *cg_.core, cg_.graph).first;
@@ -207,12 +162,55 @@ class PlatformBuilder {
  private:
   const ClusterGraph& cg_;
   Platform& p_;
-  bool folded_ = false;
-  std::vector<bool> active_;
   std::vector<double> speeds_; // a GPU host's pstates
 };
 
 } // namespace
+
+// One star zone holding the simulated GPUs and the classes' links, and full zones of up to 64 endpoints, each a pair
+// of hosts and its route (a star zone would keep a link that a route crosses twice only once).
+Platform build_folded_platform(const ClusterGraph& cg, const std::vector<int>& simulated,
+                               const std::vector<std::vector<std::uint32_t>>& routes)
+{
+  Platform p;
+  p.gpu.resize(cg.gpu.size());
+  p.link.resize(boost::num_edges(cg.graph));
+  auto* root = sg4::create_star_zone("folded");
+  const auto speeds = host_speeds();
+  for (int g : simulated)
+    p.gpu[static_cast<std::size_t>(g)] =
+        root->create_host(cg.device_name(cg.gpu[static_cast<std::size_t>(g)]), speeds)->seal();
+  std::vector<EdgeId> by_id(p.link.size());
+  for (auto [e, end] = boost::edges(cg.graph); e != end; ++e)
+    by_id[cg.graph[*e].id] = *e;
+  auto link = [&](std::uint32_t directed) {
+    const std::size_t id = directed / 2;
+    auto*& l = p.link[id];
+    if (l == nullptr) {
+      const auto& edge = cg.graph[by_id[id]];
+      l = root->create_split_duplex_link(cg.link_name(by_id[id]), edge.bandwidth * edge.efficiency);
+      l->set_latency(0)->seal();
+    }
+    return sg4::LinkInRoute(l, directed % 2 == 0 ? Direction::UP : Direction::DOWN);
+  };
+  constexpr std::size_t per_zone = 64;
+  for (std::size_t first = 0; first < routes.size(); first += per_zone) {
+    auto* zone = sg4::create_full_zone(fmt::format("endpoints{}", first / per_zone));
+    zone->set_parent(root);
+    auto* sink = zone->create_host(fmt::format("endpoints{}.sink", first / per_zone), 1e9)->seal();
+    for (std::size_t i = first; i < std::min(routes.size(), first + per_zone); ++i) {
+      auto* source = zone->create_host(fmt::format("endpoint{}", i), 1e9)->seal();
+      std::vector<sg4::LinkInRoute> links;
+      for (std::uint32_t d : routes[i])
+        links.push_back(link(d));
+      zone->add_route(source->get_netpoint(), sink->get_netpoint(), nullptr, nullptr, links, false);
+      p.endpoint.emplace_back(source, sink);
+    }
+    zone->seal();
+  }
+  root->seal();
+  return p;
+}
 
 void configure_network_model()
 {
@@ -221,10 +219,10 @@ void configure_network_model()
   sg4::Engine::set_config("network/TCP-gamma:0");
 }
 
-Platform build_platform(const ClusterGraph& g, const std::vector<int>& active)
+Platform build_platform(const ClusterGraph& g)
 {
   Platform p;
-  PlatformBuilder(g, p, active).build();
+  PlatformBuilder(g, p).build();
   return p;
 }
 

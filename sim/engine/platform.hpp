@@ -6,6 +6,7 @@
 
 #include "topology/cluster_graph.hpp"
 
+#include <cstdint>
 #include <simgrid/s4u.hpp>
 #include <vector>
 
@@ -17,13 +18,19 @@ inline constexpr double host_speed = 1e9;
 inline constexpr int speed_levels = 256;
 
 struct Platform {
-  std::vector<simgrid::s4u::Host*> gpu;             // by GPU index, then each GPU's mirror (topology::mirror)
-  std::vector<simgrid::s4u::SplitDuplexLink*> link; // by graph link id (UP: from -> to)
+  std::vector<simgrid::s4u::Host*> gpu;             // by GPU index (folded: the simulated GPUs only)
+  std::vector<simgrid::s4u::SplitDuplexLink*> link; // by graph link id (UP: from -> to); folded: the classes' links
+  // Folded: per endpoint (workload::TaskGraph::Endpoint), the two hosts its flows go between.
+  std::vector<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>> endpoint;
 };
 
-// Builds the platform in the current SimGrid engine (one per process), with hosts for every GPU, or only for
-// `active` ones (a folded simulation), which then also get a mirror host and loopback routes.
-Platform build_platform(const topology::ClusterGraph& g, const std::vector<int>& active = {});
+// Builds the platform in the current SimGrid engine (one per process), with a host for every GPU.
+Platform build_platform(const topology::ClusterGraph& g);
+
+// A folded simulation's platform: hosts for the simulated GPUs, and per endpoint two hosts whose route crosses
+// `routes[i]`, link directions (topology::directed), each as many times as its weight.
+Platform build_folded_platform(const topology::ClusterGraph& g, const std::vector<int>& simulated,
+                               const std::vector<std::vector<std::uint32_t>>& routes);
 
 // SimGrid settings for exact latency-free max-min sharing; must run before any zone is created.
 void configure_network_model();

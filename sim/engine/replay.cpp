@@ -1,12 +1,14 @@
 #include "engine/replay.hpp"
 
 #include "engine/platform.hpp"
+#include "topology/symmetry.hpp"
 
 #include <algorithm>
 #include <array>
 #include <deque>
 #include <fmt/format.h>
 #include <limits>
+#include <map>
 #include <set>
 #include <simgrid/kernel/Timer.hpp>
 #include <unordered_map>
@@ -50,7 +52,8 @@ double slowdown(const GpuLoad& l, const topology::ClusterGraph& cg)
 class Replayer {
  public:
   Replayer(const workload::TaskGraph& g, const topology::ClusterGraph& cluster, const ProgressFn& progress)
-      : g_(g), cluster_(cluster), platform_(build_platform(cluster, g.folded ? g.simulated : std::vector<int>{})),
+      : g_(g), cluster_(cluster),
+        platform_(g.folded ? build_folded_platform(cluster, g.simulated, folded_routes()) : build_platform(cluster)),
         progress_(progress)
   {
     const std::size_t n = g.size();
@@ -58,7 +61,7 @@ class Replayer {
     timeline_.tasks.resize(n);
     running_.resize(n);
     ids_.resize(n);
-    load_.assign(platform_.gpu.size(), GpuLoad{});
+    load_.assign(cluster.gpu.size(), GpuLoad{});
     for (int gpu = 0; gpu < cluster.gpus(); ++gpu) {
       const auto v = cluster.gpu[static_cast<std::size_t>(gpu)];
       auto& port = load_[static_cast<std::size_t>(gpu)].port;
@@ -84,8 +87,8 @@ class Replayer {
       const double from = sg4::Engine::get_clock() - delta;
       for (std::uint32_t i : busy_) {
         const double usage = tracked_[i]->get_usage();
-        timeline_.usage[i].peak = std::max(timeline_.usage[i].peak, usage);
-        record(timeline_.usage[i], from, usage);
+        usage_[i].peak = std::max(usage_[i].peak, usage);
+        record(usage_[i], from, usage);
       }
     });
     sg4::Activity::on_completion_cb([this](const sg4::Activity& a) {
@@ -100,6 +103,13 @@ class Replayer {
     sg4::Engine::get_instance()->run();
     check_complete();
     timeline_.step_time_s = timeline_.tasks[g_.step_end].end_s;
+    for (const auto& [id, forward, i] : reported_) {
+      timeline_.usage.push_back(i == idle ? LinkUsage{0, true, 0.0, {{0.0, 0.0}}} : usage_[i]);
+      timeline_.usage.back().link = id;
+      timeline_.usage.back().forward = forward;
+    }
+    if (g_.folded)
+      spread_link_bytes();
     return std::move(timeline_);
   }
 
@@ -193,9 +203,9 @@ class Replayer {
   void account(const workload::Task& task, double rate, int sign)
   {
     const auto [sender, receiver] = ends(task);
-    // A loop to a mirror is the folded GPU's own flow and the same flow from its symmetric peer to it: both ways.
-    const bool loop = task.peer >= g_.cluster_gpus;
-    for (int gpu : {sender, receiver}) {
+    // Folded, a flow received by its own sender's GPU is that GPU's flow and the same flow from its class's peer to it.
+    const bool loop = receiver == sender;
+    for (int gpu : {sender, loop ? -1 : receiver}) {
       if (gpu < 0)
         continue;
       auto& load = load_[static_cast<std::size_t>(gpu)];
@@ -216,8 +226,8 @@ class Replayer {
       finish(t);
       return;
     }
-    sg4::CommPtr comm = sg4::Comm::sendto_init(platform_.gpu[static_cast<std::size_t>(task.rank)],
-                                               platform_.gpu[static_cast<std::size_t>(task.peer)]);
+    const auto [from, to] = hosts(task);
+    sg4::CommPtr comm = sg4::Comm::sendto_init(from, to);
     comm->set_payload_size(static_cast<std::uint64_t>(task.bytes));
     comm->set_data(&ids_[t]);
     comm->vetoable_start();
@@ -230,12 +240,40 @@ class Replayer {
     account(task, route_of(task).rate, +1);
   }
 
-  // The GPUs whose NCCL kernels move a transfer's bytes: its sender and, unless a mirror, its receiver.
+  // The GPUs whose NCCL kernels move a transfer's bytes: its sender and its receiver (-1 for none).
   std::array<int, 2> ends(const workload::Task& task) const
   {
-    const bool gpu_peer = task.peer < g_.cluster_gpus && task.peer != task.rank &&
-                          platform_.gpu[static_cast<std::size_t>(task.peer)] != nullptr;
-    return {task.rank, gpu_peer ? task.peer : -1};
+    if (g_.folded)
+      return {task.rank, g_.gpu_of(task.peer)};
+    return {task.rank, task.peer != task.rank ? task.peer : -1};
+  }
+
+  // The hosts a transfer's flow goes between.
+  std::pair<sg4::Host*, sg4::Host*> hosts(const workload::Task& task) const
+  {
+    if (g_.folded)
+      return platform_.endpoint[static_cast<std::size_t>(task.peer - g_.cluster_gpus)];
+    return {platform_.gpu[static_cast<std::size_t>(task.rank)], platform_.gpu[static_cast<std::size_t>(task.peer)]};
+  }
+
+  // A folded flow's route: the class of each link direction its flow crosses, as many times as its weight.
+  std::vector<std::uint32_t> folded_route(const workload::TaskGraph::Endpoint& e) const
+  {
+    const auto path = topology::route(cluster_, e.sender, e.target);
+    const auto forward = topology::link_directions(cluster_, cluster_.gpu[static_cast<std::size_t>(e.sender)], path);
+    std::vector<std::uint32_t> out;
+    for (std::size_t k = 0; k < path.size(); ++k) {
+      const auto d = topology::directed(cluster_.graph[path[k]].id, forward[k]);
+      out.insert(out.end(), g_.link_weight[d], g_.link_class[d]);
+    }
+    return out;
+  }
+  std::vector<std::vector<std::uint32_t>> folded_routes() const
+  {
+    std::vector<std::vector<std::uint32_t>> out;
+    for (const auto& e : g_.endpoints)
+      out.push_back(folded_route(e));
+    return out;
   }
 
   void finish(TaskId t)
@@ -257,7 +295,7 @@ class Replayer {
           busy_[busy_at_[i]] = last;
           busy_at_[last] = busy_at_[i];
           busy_.pop_back();
-          record(timeline_.usage[i], timeline_.tasks[t].end_s, 0.0);
+          record(usage_[i], timeline_.tasks[t].end_s, 0.0);
         }
       account(task, route.rate, -1);
     }
@@ -279,8 +317,9 @@ class Replayer {
         ready_.push_back(s);
   }
 
-  // A transfer's route, computed once per pair of GPUs: the graph links with their direction, and the indices (into
-  // tracked_) of the tracked links on its SimGrid route.
+  // A transfer's route, computed once per pair of GPUs (folded: per endpoint): the graph links with their direction
+  // (folded: the classes' links, each as many times as its weight), and the indices (into tracked_) of the tracked
+  // links on its SimGrid route.
   struct Route {
     std::vector<std::pair<std::size_t, bool>> graph;
     std::vector<std::uint32_t> tracked;
@@ -294,21 +333,28 @@ class Replayer {
     if (it != routes_.end())
       return it->second;
     Route r;
-    const auto path = topology::route(cluster_, task.rank, task.peer);
+    const int target =
+        g_.folded ? g_.endpoints[static_cast<std::size_t>(task.peer - g_.cluster_gpus)].target : task.peer;
+    const auto path = topology::route(cluster_, task.rank, target);
     const auto forward = topology::link_directions(cluster_, cluster_.gpu[static_cast<std::size_t>(task.rank)], path);
     r.rate = path.empty() ? 0.0 : std::numeric_limits<double>::infinity();
     for (std::size_t k = 0; k < path.size(); ++k) {
       const auto& link = cluster_.graph[path[k]];
-      r.graph.emplace_back(link.id, forward[k]);
       r.rate = std::min(r.rate, link.bandwidth * link.efficiency);
+      if (!g_.folded) {
+        r.graph.emplace_back(link.id, forward[k]);
+        continue;
+      }
+      const auto d = topology::directed(link.id, forward[k]);
+      for (std::uint32_t w = 0; w < g_.link_weight[d]; ++w)
+        r.graph.emplace_back(g_.link_class[d] / 2, g_.link_class[d] % 2 == 0);
+      if (g_.link_weight[d] == 0) // not simulated: the flow's class is taken to cross it as this flow does
+        for (int m = 0; m < g_.multiplicity; ++m)
+          r.graph.emplace_back(link.id, forward[k]);
     }
-    // A loop to a mesh peer's mirror comes back over the same link: that way stands for the peer's own flow to the
-    // folded GPU, which its multiplicity already counts on the link it takes.
-    if (topology::is_peer_mirror(cluster_, task.peer))
-      r.graph.resize(1);
     std::vector<sg4::Link*> links;
-    platform_.gpu[static_cast<std::size_t>(task.rank)]->route_to(platform_.gpu[static_cast<std::size_t>(task.peer)],
-                                                                 links, nullptr);
+    const auto [from, to] = hosts(task);
+    from->route_to(to, links, nullptr);
     for (const auto* link : links)
       if (const auto found = tracked_index_.find(link); found != tracked_index_.end())
         r.tracked.push_back(found->second);
@@ -340,19 +386,44 @@ class Replayer {
     for (auto [e, end] = boost::edges(graph); e != end; ++e)
       if (graph[graph[*e].from].node < 0 && graph[graph[*e].to].node < 0)
         ids.insert(graph[*e].id);
-    for (std::size_t id : ids) {
-      auto* link = platform_.link[id];
-      if (link == nullptr) // not in this (folded) platform
-        continue;
+    std::map<std::uint32_t, std::uint32_t> tracked_class; // folded: a class's link direction -> its tracked index
+    for (std::size_t id : ids)
       for (bool forward : {true, false}) {
-        tracked_index_[forward ? link->get_link_up() : link->get_link_down()] =
-            static_cast<std::uint32_t>(tracked_.size());
-        tracked_.push_back(forward ? link->get_link_up() : link->get_link_down());
-        timeline_.usage.push_back(LinkUsage{id, forward, 0.0, {{0.0, 0.0}}});
+        const auto d = topology::directed(id, forward);
+        if (g_.folded && g_.link_weight[d] == 0) // not in this folded platform
+          continue;
+        const auto c = g_.folded ? g_.link_class[d] : d;
+        auto* link = platform_.link[c / 2];
+        if (link == nullptr) { // a folded platform has only the links its flows cross: this one carries nothing
+          reported_.emplace_back(id, forward, idle);
+          continue;
+        }
+        const auto [at, added] = tracked_class.try_emplace(c, static_cast<std::uint32_t>(tracked_.size()));
+        if (added) {
+          auto* direction = c % 2 == 0 ? link->get_link_up() : link->get_link_down();
+          tracked_index_[direction] = at->second;
+          tracked_.push_back(direction);
+          usage_.push_back(LinkUsage{c / 2, c % 2 == 0, 0.0, {{0.0, 0.0}}});
+        }
+        reported_.emplace_back(id, forward, at->second);
       }
-    }
     flows_.assign(tracked_.size(), 0);
     busy_at_.assign(tracked_.size(), 0);
+  }
+
+  // Folded, each link carries what the link standing for its class carried (a link between the switches of a
+  // non-blocking network, not simulated, what the simulated flows' classes would carry over it: an estimate).
+  void spread_link_bytes()
+  {
+    auto& forward = timeline_.link_bytes_forward;
+    auto& backward = timeline_.link_bytes_backward;
+    for (std::size_t id = 0; id < forward.size(); ++id)
+      for (bool f : {true, false}) {
+        const auto d = topology::directed(id, f);
+        const auto c = g_.link_class[d];
+        if (g_.link_weight[d] > 0)
+          (f ? forward : backward)[id] = (c % 2 == 0 ? forward : backward)[c / 2];
+      }
   }
 
   void check_complete() const
@@ -393,6 +464,9 @@ class Replayer {
   std::vector<std::uint32_t> flows_;   // per tracked link, flows on it now
   std::vector<std::uint32_t> busy_;    // the tracked links with flows, in no order
   std::vector<std::uint32_t> busy_at_; // per tracked link with flows, its place in busy_
+  std::vector<LinkUsage> usage_;       // per tracked link
+  static constexpr std::uint32_t idle = std::numeric_limits<std::uint32_t>::max(); // a reported link without flows
+  std::vector<std::tuple<std::size_t, bool, std::uint32_t>> reported_; // (link, direction, tracked index) reported
   Timeline timeline_;
 };
 

@@ -368,8 +368,7 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
     m.per_stage.push_back(st);
   }
 
-  // Links: traffic and utilisation per class. Folded, each simulated GPU's links stand for those of every GPU of
-  // its stage.
+  // Links: traffic and utilisation per class (folded, the replay gives every link what its class's link carried).
   const auto& graph = cluster.graph;
   std::map<std::string, std::vector<BusyLink>> candidates;
   std::map<std::string, double> capacity;
@@ -379,7 +378,7 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
     const double bytes = tl.link_bytes_forward[l.id] + tl.link_bytes_backward[l.id];
     auto& c = m.links[cls];
     ++c.links;
-    c.bytes += bytes * g.multiplicity;
+    c.bytes += bytes;
     capacity[cls] += 2.0 * l.bandwidth;
     if (bytes > 0)
       candidates[cls].push_back({cluster.link_name(*e), bytes, bytes / (2.0 * l.bandwidth * m.step_time_s)});

@@ -337,7 +337,8 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
     line(l);
   line(fmt::format("simulated {} tasks in {} (peak memory {}){}", cost.tasks, core::format_time(cost.wall_s),
                    core::format_bytes(cost.peak_rss_bytes),
-                   cost.folded ? fmt::format("; one GPU per stage stood for its {} identical GPUs", p.tp * p.dp_cp())
+                   cost.folded ? fmt::format("; {} simulated GPUs each stood for {} interchangeable GPUs",
+                                             cost.simulated_gpus, cost.multiplicity)
                                : ""));
   for (const auto& w : s.warnings)
     line(core::format_warning(w));

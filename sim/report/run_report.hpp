@@ -13,6 +13,8 @@ struct RunCost {
   double peak_rss_bytes = 0; // and memory
   std::size_t tasks = 0;
   bool folded = false;
+  int simulated_gpus = 0; // folded: one per class of interchangeable GPUs
+  int multiplicity = 1;   // GPUs per class
 };
 
 // `validation`: how close simtrain came to published runs on the scenario's GPU (validation::gpu_validation).

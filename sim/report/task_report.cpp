@@ -64,8 +64,8 @@ std::string task_summary_text(const workload::TaskGraph& g, std::optional<int> r
   }
   std::string out = fmt::format("{} tasks on {} GPUs, {} dependencies{}\n", g.size(), g.gpus, g.dependency_count(),
                                 rank ? fmt::format(" (showing rank {})", *rank) : "");
-  out += g.folded ? fmt::format("folded: {} simulated GPUs, one per pipeline stage, each standing for its {} "
-                                "identical GPUs (--no-fold: every GPU)\n\n",
+  out += g.folded ? fmt::format("folded: {} simulated GPUs, each standing for its class of {} interchangeable "
+                                "GPUs (--no-fold: every GPU)\n\n",
                                 g.simulated.size(), g.multiplicity)
                   : "every GPU simulated (not folded)\n\n";
   out += fmt::format("{:<10} {:<10} {:>12} {:>14} {:>14}\n", "kind", "category", "tasks", "compute time", "bytes");

@@ -107,7 +107,7 @@ void refuse_oversized_graph(const Scenario& s, bool fold, const MachineMemory& m
       fmt::format("the step's task graph would not fit in this machine's memory: about {} tasks ({} micro-batches "
                   "of {} layers on {} simulated GPUs), {}, with {} available ({})",
                   core::format_count(size.tasks), core::format_count(microbatches), s.model.num_layers,
-                  size.folded ? s.plan.pp : s.plan.gpus(), core::format_bytes(size.bytes),
+                  size.simulated_gpus, core::format_bytes(size.bytes),
                   core::format_bytes(machine.available_bytes), machine.source),
       {},
       fitting >= 1 ? fmt::format("a step that fits: a global_batch of at most {} sequences (in the steady state every "

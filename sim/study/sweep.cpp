@@ -361,9 +361,7 @@ class Sweep {
     const auto folded = workload::estimate_graph_size(s.model, s.plan, s.cluster, true);
     Footprint& f = it->second;
     f.bytes = whole.bytes;
-    if (!folded.folded) {
-      f.not_folded = workload::fold_precondition(s.plan, s.cluster);
-    } else if (o_.fold_only || whole.bytes > o_.memory.available_bytes / (2.0 * o_.jobs)) {
+    if (!folded.folded || o_.fold_only || whole.bytes > o_.memory.available_bytes / (2.0 * o_.jobs)) {
       f.not_folded = workload::fold_blocker(s.model, s.plan, s.cluster, topology::build_graph(s.cluster, s.nodes));
       if (f.not_folded.empty())
         f.bytes = folded.bytes;

@@ -203,8 +203,6 @@ ClusterGraph build_graph(const ClusterSpec& spec, int nodes)
   cg.nccl_memory_traffic = spec.node.nccl_memory_traffic;
   if (const auto* sw = spec.node.nvlink ? std::get_if<NvSwitchFabric>(&*spec.node.nvlink) : nullptr)
     cg.nvls_rate = sw->bandwidth * spec.gpu.nccl_nvls_efficiency;
-  if (const auto* mesh = spec.node.nvlink ? std::get_if<NvLinkMeshFabric>(&*spec.node.nvlink) : nullptr)
-    cg.full_mesh = mesh->uniform_full_mesh(spec.node.gpus);
   cg.nic_of_gpu.assign(static_cast<std::size_t>(spec.node.gpus), 0);
   for (std::size_t k = 0; k < spec.node.nics.gpus.size(); ++k)
     for (int g : spec.node.nics.gpus[k])
@@ -218,26 +216,7 @@ ClusterGraph build_graph(const ClusterSpec& spec, int nodes)
 
 std::vector<EdgeId> route(const ClusterGraph& cg, int src_gpu, int dst_gpu)
 {
-  if (dst_gpu == network_mirror(cg, src_gpu) || dst_gpu == nvlink_mirror(cg, src_gpu)) {
-    std::vector<EdgeId> out;
-    if (dst_gpu == nvlink_mirror(cg, src_gpu)) {
-      const VertexId v = cg.gpu[static_cast<std::size_t>(src_gpu)];
-      for (auto [e, end] = boost::out_edges(v, cg.graph); e != end; ++e)
-        if (cg.graph[*e].cls == LinkClass::NVLINK && cg.graph[boost::target(*e, cg.graph)].kind == DeviceKind::NVSWITCH)
-          out = {*e, *e};
-      return out;
-    }
-    out = route_to_network(cg, src_gpu);
-    const std::vector<EdgeId> back(out.rbegin(), out.rend());
-    out.insert(out.end(), back.begin(), back.end());
-    return out;
-  }
   const int src_node = src_gpu / cg.gpus_per_node;
-  if (is_peer_mirror(cg, dst_gpu)) { // out over the direct link to that peer and back
-    const int peer = src_node * cg.gpus_per_node + peer_of_mirror(cg, dst_gpu);
-    const std::vector<EdgeId> link = route(cg, src_gpu, peer);
-    return {link.front(), link.front()};
-  }
   const int dst_node = dst_gpu / cg.gpus_per_node;
   const VertexId src = cg.gpu[static_cast<std::size_t>(src_gpu)];
   const VertexId dst = cg.gpu[static_cast<std::size_t>(dst_gpu)];

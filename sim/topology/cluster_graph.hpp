@@ -66,9 +66,6 @@ struct ClusterGraph {
   // Bytes/s each GPU of an NVSwitch node sends (and receives) in an NVLink SHARP all-reduce, which moves the whole
   // buffer once each way (the switch reduces and multicasts); 0 without NVLS.
   double nvls_rate = 0;
-  // The node's GPUs on a uniform full mesh (topology::NvLinkMeshFabric::uniform_full_mesh): folded, a GPU's peers
-  // inside its node stand in through loopbacks over its own direct links (peer_mirror).
-  bool full_mesh = false;
 
   int gpus() const { return nodes * gpus_per_node; }
   std::string device_name(VertexId v) const;
@@ -78,42 +75,7 @@ struct ClusterGraph {
 ClusterGraph build_graph(const ClusterSpec& spec, int nodes);
 
 // The links a transfer from one GPU to another crosses, in order (fewest hops; GPUs never forward traffic).
-// Two loopbacks stand in for a symmetric peer when the simulation folds identical GPUs into one:
-// `dst == network_mirror(src)` goes out through the GPU's NIC to its leaf switch and back in,
-// `dst == nvlink_mirror(src)` out through its NVSwitch port and back (empty without an NVSwitch); on a full mesh,
-// `dst == peer_mirror(src, k)` out over the direct link to GPU k of its node and back.
 std::vector<EdgeId> route(const ClusterGraph& g, int src_gpu, int dst_gpu);
-inline int network_mirror(const ClusterGraph& g, int gpu)
-{
-  return g.gpus() + gpu;
-}
-inline int nvlink_mirror(const ClusterGraph& g, int gpu)
-{
-  return 2 * g.gpus() + gpu;
-}
-inline int peer_mirror(const ClusterGraph& g, int gpu, int peer_local)
-{
-  return (3 + peer_local) * g.gpus() + gpu;
-}
-inline bool is_peer_mirror(const ClusterGraph& g, int endpoint)
-{
-  return endpoint >= 3 * g.gpus();
-}
-// The local index (in its node) of the peer a peer mirror stands for.
-inline int peer_of_mirror(const ClusterGraph& g, int endpoint)
-{
-  return endpoint / g.gpus() - 3;
-}
-// How many endpoints (GPUs and their mirrors) a folded simulation may address.
-inline int endpoint_count(const ClusterGraph& g)
-{
-  return (g.full_mesh ? 3 + g.gpus_per_node : 3) * g.gpus();
-}
-// The GPU an endpoint (a GPU or one of its mirrors) belongs to.
-inline int gpu_of(const ClusterGraph& g, int endpoint)
-{
-  return endpoint % g.gpus();
-}
 // From a GPU to its leaf switch: to its NIC, then the NIC's cable.
 std::vector<EdgeId> route_to_network(const ClusterGraph& g, int gpu);
 // Whether `links`, walked from `from`, crosses each link from its source to its target (true) or back.

@@ -3,7 +3,9 @@
 #include "memory/memory_model.hpp"
 #include "model/param_count.hpp"
 #include "plan/plan_reader.hpp"
+#include "topology/symmetry.hpp"
 #include "workload/collectives.hpp"
+#include "workload/fold.hpp"
 #include "workload/layer_program.hpp"
 #include "workload/schedule.hpp"
 
@@ -39,9 +41,13 @@ constexpr int head_item = -2;
 class Builder {
  public:
   Builder(const model::ModelSpec& m, const plan::ParallelPlan& p, const topology::ClusterSpec& cluster,
-          const topology::ClusterGraph& graph, bool fold)
+          const topology::ClusterGraph& graph, const Fold* fold)
       : m_(m), p_(p), cluster_(cluster), graph_(graph), lowering_(graph), programs_(build_programs(m, p, cluster.gpu)),
-        counts_(model::count_params(m)), fold_(fold)
+        counts_(model::count_params(m)), fold_(fold != nullptr),
+        tp_fold_(fold ? fold->tp : CoordinateFold{p.tp, 1, p.tp}),
+        dp_fold_(fold ? fold->dp : CoordinateFold{p.dp_cp(), 1, p.dp_cp()}),
+        tp_simulated_(fold ? tp_fold_.simulated() : all(p.tp)),
+        dp_simulated_(fold ? dp_fold_.simulated() : all(p.dp_cp()))
   {
     const int gpus = p.gpus();
     tail_.resize(static_cast<std::size_t>(gpus));
@@ -50,8 +56,13 @@ class Builder {
     grad_ready_.resize(static_cast<std::size_t>(gpus));
     params_ready_.resize(static_cast<std::size_t>(gpus));
     g_.gpus = gpus;
-    g_.folded = fold;
-    g_.multiplicity = fold ? p.tp * p.dp_cp() : 1;
+    g_.folded = fold_;
+    if (fold) {
+      g_.multiplicity = fold->multiplicity;
+      g_.link_class = fold->link_class;
+      g_.link_weight = fold->link_weight;
+      private_links_ = *std::max_element(fold->link_weight.begin(), fold->link_weight.end()) <= 1;
+    }
     g_.cluster_gpus = graph.gpus();
     for (int s = 0; s < p.pp; ++s)
       g_.stage_leaders.push_back(rank(0, 0, s));
@@ -103,11 +114,35 @@ class Builder {
 
  private:
   int rank(int t, int d, int s) const { return plan::rank_of(p_, plan::RankCoords{t, d, s}); }
-  // Folded, the first GPU of stage s (tp 0, dp 0) stands for every GPU of its stage.
-  int representative(int r) const { return fold_ ? rank(0, 0, plan::coords_of(p_, r).pp) : r; }
+  // Folded, one GPU stands for each class (workload/fold).
+  int representative(int r) const
+  {
+    if (!fold_)
+      return r;
+    plan::RankCoords c = plan::coords_of(p_, r);
+    c.tp = tp_fold_.representative(c.tp);
+    c.dp = dp_fold_.representative(c.dp);
+    return plan::rank_of(p_, c);
+  }
+  // GPU y as the simulated GPU of x's class sees it: moved as x is to reach that GPU.
+  int shifted(int x, int y) const
+  {
+    const plan::RankCoords cx = plan::coords_of(p_, x);
+    plan::RankCoords c = plan::coords_of(p_, y);
+    c.tp = tp_fold_.relative(cx.tp, c.tp);
+    c.dp = dp_fold_.relative(cx.dp, c.dp);
+    return plan::rank_of(p_, c);
+  }
   bool simulated(int r) const { return representative(r) == r; }
-  int dp_simulated() const { return fold_ ? 1 : p_.dp_cp(); }
-  int tp_simulated() const { return fold_ ? 1 : p_.tp; }
+  // The tensor- and data-parallel coordinates simulated.
+  const std::vector<int>& dp_simulated() const { return dp_simulated_; }
+  const std::vector<int>& tp_simulated() const { return tp_simulated_; }
+  static std::vector<int> all(int n)
+  {
+    std::vector<int> out(static_cast<std::size_t>(n));
+    std::iota(out.begin(), out.end(), 0);
+    return out;
+  }
   std::vector<int> simulated_of(const std::vector<int>& group) const
   {
     std::vector<int> out;
@@ -196,7 +231,7 @@ class Builder {
     t.kind = TaskKind::TRANSFER;
     t.category = category;
     t.rank = f.src;
-    t.peer = f.dst;
+    t.peer = fold_ ? endpoint(f.src, f.dst) : f.dst;
     t.bytes = p_.ideal ? 0.0 : f.bytes; // the ideal pipeline's transfers are free
     t.latency_s = p_.ideal ? 0.0 : f.latency_s;
     t.collective = collective;
@@ -227,7 +262,7 @@ class Builder {
                                            static_cast<std::uint32_t>(ranks.size()), deduplicated ? sent : bytes});
       const TaskId previous = sync(category, deps, id);
       std::vector<TaskId> flows;
-      for (const Flow& f : folded_all_to_all(phase))
+      for (const Flow& f : phase)
         flows.push_back(transfer(f, category, id, text, w, {previous}));
       return flows.empty() ? previous : sync(category, flows, id);
     }
@@ -245,100 +280,67 @@ class Builder {
     return previous;
   }
 
-  // Flows between symmetric GPUs become the representatives' flows: to itself through its NVLink port when the peers
-  // share a node (over its own direct link to that peer on a full mesh), to its mirror through its NIC when they do
-  // not. Every GPU must send what its stage's representative sends (the same stand-ins, bytes and latencies, and on
-  // a mesh each to a peer of its own), and each flow must cross the same kinds of private links as the original (the
-  // network above the leaf being non-blocking).
+  // A phase's flows as the simulated GPUs send them: every GPU must send what the simulated GPU of its class sends,
+  // moved as it is (the same receivers, bytes and latencies); the simulated GPUs' own flows stand for them all. Where
+  // no two flows of a class share a link (every weight 1: each GPU's links its own, a non-blocking network), a flow
+  // need only cross the same classes of links as its counterpart: every GPU of a symmetric collective sends and
+  // receives alike, whichever peer it pairs with.
   std::vector<Flow> folded(const std::vector<Flow>& phase)
   {
-    std::map<int, std::vector<Flow>> sent; // per sender: its flows as its representative sends them
+    using Sent = std::vector<std::tuple<int, double, double>>;
+    std::map<int, Sent> sent; // per sender: its flows as the simulated GPU of its class sends them
+    std::map<int, Sent> keys; // and what must match
     for (const Flow& f : phase) {
-      const Flow g = stand_in(f);
-      if (private_links(f.src, f.dst) != private_links(g.src, g.dst))
-        throw NotFoldable{};
-      sent[f.src].push_back(g);
+      sent[f.src].emplace_back(shifted(f.src, f.dst), f.bytes, f.latency_s);
+      keys[f.src].emplace_back(private_links_ ? route_class(f.src, f.dst) : shifted(f.src, f.dst), f.bytes,
+                               f.latency_s);
+    }
+    std::map<int, Sent> sorted;
+    for (const auto& [src, flows] : keys) {
+      Sent s = flows;
+      std::sort(s.begin(), s.end());
+      sorted.emplace(src, std::move(s));
     }
     std::vector<Flow> out;
-    for (const auto& [src, flows] : sent) {
-      const auto own = sent.find(representative(src));
-      if (own == sent.end() || signature(flows) != signature(own->second))
+    for (const auto& [src, flows] : sorted) {
+      const auto own = sorted.find(representative(src));
+      if (own == sorted.end() || flows != own->second)
         throw NotFoldable{};
       if (own->first == src)
-        out.insert(out.end(), flows.begin(), flows.end());
+        for (const auto& [dst, bytes, latency] : sent.at(src))
+          out.push_back(Flow{src, dst, bytes, latency});
     }
     return out;
   }
 
-  // A flow as the representative of its sender sends it: to the representative of its receiver, or, inside one
-  // stage, to the mirror that stands for the receiver.
-  Flow stand_in(const Flow& f) const
-  {
-    const int a = representative(f.src);
-    const int b = representative(f.dst);
-    return Flow{a, a == b ? mirror(f.src, f.dst, a) : b, f.bytes, f.latency_s};
-  }
-
-  // The endpoint that stands for `dst`'s traffic from `src` at `a`, the GPU simulated for `src`. On a mesh, the peer
-  // as far from `a` in its node as `dst` is from `src`: `dst` itself when `a` is `src`, never `a`.
-  int mirror(int src, int dst, int a) const
-  {
-    const int per_node = graph_.gpus_per_node;
-    if (src / per_node != dst / per_node)
-      return topology::network_mirror(graph_, a);
-    if (!graph_.full_mesh)
-      return topology::nvlink_mirror(graph_, a);
-    return topology::peer_mirror(graph_, a, (a + dst - src + per_node) % per_node);
-  }
-
-  // What a sender's flows are up to which mesh peer each goes to: a multiset of (stand-in, bytes, latency), with
-  // every peer mirror as one stand-in. Two flows of one sender to the same mesh peer share a link: not compared.
-  std::vector<std::tuple<int, double, double>> signature(const std::vector<Flow>& flows) const
-  {
-    std::vector<std::tuple<int, double, double>> out;
-    std::set<int> peers;
-    for (const Flow& f : flows) {
-      const bool peer = topology::is_peer_mirror(graph_, f.dst);
-      if (peer && !peers.insert(f.dst).second)
-        throw NotFoldable{};
-      out.emplace_back(peer ? topology::nvlink_mirror(graph_, f.src) : f.dst, f.bytes, f.latency_s);
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
-  // An all-to-all's flows from the simulated GPUs: folded, each goes to its receiver's stand-in (NVLink inside the
-  // node, NIC across) and stands for the flow every symmetric GPU sends to its own peer.
-  std::vector<Flow> folded_all_to_all(std::vector<Flow> flows)
-  {
-    if (!fold_)
-      return flows;
-    for (Flow& f : flows) {
-      const int b = mirror(f.src, f.dst, f.src);
-      if (private_links(f.src, f.dst) != private_links(f.src, b))
-        throw NotFoldable{};
-      f.dst = b;
-    }
-    return flows;
-  }
-
-  // The classes of a route's links, leaving out the switch-to-switch links of the (non-blocking) network; a loop to a
-  // mesh peer's mirror counts its way out only.
-  const std::vector<topology::LinkClass>& private_links(int a, int b)
+  // The classes of the link directions a flow from a to b crosses, with their weights, as a number (interned).
+  int route_class(int a, int b)
   {
     const std::uint64_t key = (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b);
-    auto [it, inserted] = signatures_.try_emplace(key);
-    if (inserted) {
-      auto path = topology::route(graph_, a, b);
-      if (topology::is_peer_mirror(graph_, b))
-        path.resize(1);
-      for (auto e : path) {
-        const auto& l = graph_.graph[e];
-        if (graph_.graph[l.from].node >= 0 || graph_.graph[l.to].node >= 0)
-          it->second.push_back(l.cls);
-      }
+    const auto found = route_classes_.find(key);
+    if (found != route_classes_.end())
+      return found->second;
+    const auto path = topology::route(graph_, a, b);
+    const auto forward = topology::link_directions(graph_, graph_.gpu[static_cast<std::size_t>(a)], path);
+    std::vector<std::uint32_t> classes;
+    for (std::size_t k = 0; k < path.size(); ++k) {
+      const auto d = topology::directed(graph_.graph[path[k]].id, forward[k]);
+      classes.insert(classes.end(), g_.link_weight[d], g_.link_class[d]);
     }
-    return it->second;
+    const auto [it, added] = route_ids_.try_emplace(classes, static_cast<int>(route_ids_.size()));
+    return route_classes_[key] = it->second;
+  }
+
+  // The endpoint of a folded flow from a simulated GPU to `target` (workload/task_graph).
+  std::int32_t endpoint(int sender, int target)
+  {
+    if (!simulated(sender))
+      throw std::logic_error("a folded flow from a GPU that is not simulated");
+    const std::uint64_t key = (static_cast<std::uint64_t>(sender) << 32) | static_cast<std::uint32_t>(target);
+    const auto [it, inserted] = endpoints_.try_emplace(key, static_cast<std::int32_t>(g_.endpoints.size()));
+    if (inserted)
+      g_.endpoints.push_back(TaskGraph::Endpoint{sender, target, representative(target)});
+    return g_.cluster_gpus + it->second;
   }
 
   std::vector<TaskId> tails_of(const std::vector<int>& gpus) const
@@ -397,7 +399,7 @@ class Builder {
   // rank received a 1/tp slice, gathered inside the TP group.
   void wait_input(int s, Pass pass, int vs, const Where& w)
   {
-    for (int d = 0; d < dp_simulated(); ++d) {
+    for (int d : dp_simulated()) {
       const TaskId ready = input(pass, d, vs, w.microbatch);
       const auto group = tp_group(d, s);
       const auto members = simulated_of(group);
@@ -431,9 +433,9 @@ class Builder {
     const int to_vs = pass == Pass::FORWARD ? vs + 1 : vs - 1;
     const int to_stage = p_.stage_of(to_vs);
     const std::uint32_t label = g_.label(pass == Pass::FORWARD ? "pp send activations" : "pp send gradients");
-    for (int d = 0; d < dp_simulated(); ++d) {
+    for (int d : dp_simulated()) {
       const TaskId ready = input(pass, d, to_vs, w.microbatch);
-      for (int t = 0; t < tp_simulated(); ++t) {
+      for (int t : tp_simulated()) {
         const int src = rank(t, d, s);
         const int dst = rank(t, d, to_stage);
         const double bytes = scatter_gather() || p_.sequence_parallel ? act_bytes_ / p_.tp : act_bytes_;
@@ -666,7 +668,7 @@ class Builder {
         send(s, pass, vs, w);
       return;
     }
-    for (int d = 0; d < dp_simulated(); ++d) {
+    for (int d : dp_simulated()) {
       const TaskId ready = input(pass, d, to_vs, w.microbatch);
       for (int r : simulated_of(tp_group(d, s)))
         g_.depend(ready, join(r));
@@ -689,7 +691,7 @@ class Builder {
                     op.pass.microbatch, -1};
       switch (op.kind) {
         case PipelineOp::Kind::RECEIVE:
-          for (int d = 0; d < dp_simulated(); ++d) {
+          for (int d : dp_simulated()) {
             const TaskId ready = input(op.pass.pass, d, vs, op.pass.microbatch);
             for (int r : simulated_of(tp_group(d, s)))
               posted.emplace_back(r, ready);
@@ -778,8 +780,8 @@ class Builder {
   std::vector<int> stage_gpus(int s) const
   {
     std::vector<int> r;
-    for (int d = 0; d < dp_simulated(); ++d)
-      for (int t = 0; t < tp_simulated(); ++t)
+    for (int d : dp_simulated())
+      for (int t : tp_simulated())
         r.push_back(rank(t, d, s));
     return r;
   }
@@ -998,8 +1000,8 @@ class Builder {
           items.push_back(item);
           params += item_params(item, s) + item_expert_params(item);
         }
-      for (int d = 0; d < dp_simulated(); ++d)
-        for (int t = 0; t < tp_simulated(); ++t) {
+      for (int d : dp_simulated())
+        for (int t : tp_simulated()) {
           const std::vector<int> pair{rank(t, d, s), rank(t, d, mirror)};
           std::vector<TaskId> deps;
           for (int r : pair) {
@@ -1022,8 +1024,8 @@ class Builder {
     if (!m_.tie_embeddings || p_.pp == 1 || p_.dualpipe())
       return;
     const Where w{Category::DP, -1, -1, -1, -1};
-    for (int d = 0; d < dp_simulated(); ++d)
-      for (int t = 0; t < tp_simulated(); ++t) {
+    for (int d : dp_simulated())
+      for (int t : tp_simulated()) {
         const std::vector<int> group{rank(t, d, 0), rank(t, d, p_.pp - 1)};
         std::vector<TaskId> deps;
         for (int r : group) {
@@ -1095,7 +1097,14 @@ class Builder {
   const LayerPrograms programs_;
   const model::ParamCount counts_;
   const bool fold_;
-  std::unordered_map<std::uint64_t, std::vector<topology::LinkClass>> signatures_;
+  const CoordinateFold tp_fold_;
+  const CoordinateFold dp_fold_;
+  const std::vector<int> tp_simulated_;
+  const std::vector<int> dp_simulated_;
+  std::unordered_map<std::uint64_t, std::int32_t> endpoints_;
+  bool private_links_ = false; // folded with every link weight 1
+  std::unordered_map<std::uint64_t, int> route_classes_;
+  std::map<std::vector<std::uint32_t>, int> route_ids_;
   double act_bytes_ = 0;
   double grad_bytes_ = 0;
   std::vector<memory::RankParams> layer_params_;                     // per layer, on one GPU
@@ -1115,51 +1124,38 @@ class Builder {
 
 } // namespace
 
-std::string fold_precondition(const plan::ParallelPlan& plan, const topology::ClusterSpec& cluster)
-{
-  if (plan.tp * plan.dp_cp() == 1)
-    return "one GPU per stage already";
-  const auto* mesh = cluster.node.nvlink ? std::get_if<topology::NvLinkMeshFabric>(&*cluster.node.nvlink) : nullptr;
-  if (!cluster.node.nvlink || (mesh != nullptr && !mesh->uniform_full_mesh(cluster.node.gpus)))
-    return "GPUs share NVLink lanes (neither an NVSwitch nor a uniform full mesh)";
-  if (cluster.node.pcie)
-    return "GPUs share a PCIe tree";
-  for (const auto& gpus : cluster.node.nics.gpus)
-    if (gpus.size() != 1)
-      return "GPUs share NICs";
-  if (cluster.network.kind != topology::NetworkKind::SINGLE_SWITCH &&
-      (cluster.network.oversubscription > 1 || cluster.network.core_oversubscription > 1))
-    return "the network is oversubscribed";
-  if (!cluster.stragglers.empty())
-    return fmt::format("node {} runs slower than the others (stragglers)", cluster.stragglers.front().node);
-  return "";
-}
-
 std::string fold_blocker(const model::ModelSpec& model, const plan::ParallelPlan& plan,
                          const topology::ClusterSpec& cluster, const topology::ClusterGraph& graph)
 {
-  if (auto why = fold_precondition(plan, cluster); !why.empty())
-    return why;
-  try {
-    Builder(model, plan, cluster, graph, true).build();
-  } catch (const NotFoldable&) {
-    return "a group's GPUs are not interchangeable (spread unevenly over nodes or NICs)";
+  FoldSearch search(plan, cluster, graph);
+  bool symmetric = false;
+  while (auto fold = search.next()) {
+    symmetric = true;
+    try {
+      Builder(model, plan, cluster, graph, &*fold).build();
+      return "";
+    } catch (const NotFoldable&) {
+      // a collective is not symmetric under this fold: try one with fewer GPUs per class
+    }
   }
-  return "";
+  return symmetric ? "a group's GPUs are not interchangeable (spread unevenly over nodes or NICs)" : search.why_not();
 }
 
 TaskGraph build_task_graph(const model::ModelSpec& model, const plan::ParallelPlan& plan,
                            const topology::ClusterSpec& cluster, const topology::ClusterGraph& graph,
                            const BuildOptions& options)
 {
-  if (options.fold && fold_precondition(plan, cluster).empty()) {
-    try {
-      return Builder(model, plan, cluster, graph, true).build();
-    } catch (const NotFoldable&) {
-      // some flow is not symmetric after all: simulate every GPU
+  if (options.fold) {
+    FoldSearch search(plan, cluster, graph);
+    while (auto fold = search.next()) {
+      try {
+        return Builder(model, plan, cluster, graph, &*fold).build();
+      } catch (const NotFoldable&) {
+        // some flow is not symmetric under this fold after all: try one with fewer GPUs per class
+      }
     }
   }
-  return Builder(model, plan, cluster, graph, false).build();
+  return Builder(model, plan, cluster, graph, nullptr).build();
 }
 
 } // namespace sim::workload

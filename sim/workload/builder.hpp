@@ -13,8 +13,8 @@
 namespace sim::workload {
 
 struct BuildOptions {
-  // Simulate one GPU per stage when every GPU's links are its own (NVSwitch, a NIC per GPU) and the network is
-  // non-blocking, so that identical GPUs see identical traffic: exact, and far fewer tasks.
+  // Simulate one GPU of each class of GPUs that the cluster's and the plan's symmetries exchange (workload/fold):
+  // exact, and far fewer tasks.
   bool fold = true;
 };
 
@@ -22,10 +22,7 @@ TaskGraph build_task_graph(const model::ModelSpec& model, const plan::ParallelPl
                            const topology::ClusterSpec& cluster, const topology::ClusterGraph& graph,
                            const BuildOptions& options = {});
 
-// Why folding does not apply to this cluster (empty when it may: the builder still verifies every flow).
-std::string fold_precondition(const plan::ParallelPlan& plan, const topology::ClusterSpec& cluster);
-
-// Why this plan's graph does not fold (empty when it does), from the folded graph alone: the precondition, or a
+// Why this plan's graph does not fold (empty when it does), from folded graphs alone: no symmetry of the cluster, or a
 // collective whose groups are not symmetric (a group spread unevenly over nodes). Never builds the unfolded graph.
 std::string fold_blocker(const model::ModelSpec& model, const plan::ParallelPlan& plan,
                          const topology::ClusterSpec& cluster, const topology::ClusterGraph& graph);

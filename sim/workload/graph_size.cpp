@@ -2,7 +2,7 @@
 
 #include "memory/memory_model.hpp"
 #include "plan/plan_reader.hpp"
-#include "workload/builder.hpp"
+#include "workload/fold.hpp"
 #include "workload/layer_program.hpp"
 
 #include <algorithm>
@@ -30,7 +30,7 @@ bool on_full_mesh(const topology::ClusterSpec& cluster)
   return mesh != nullptr && mesh->uniform_full_mesh(cluster.node.gpus);
 }
 
-GroupShape group_shape(const plan::ParallelPlan& p, int gpus_per_node, plan::ParallelDim dim, bool folded,
+GroupShape group_shape(const plan::ParallelPlan& p, int gpus_per_node, plan::ParallelDim dim, int simulated,
                        bool full_mesh)
 {
   int stride = 1;
@@ -42,7 +42,7 @@ GroupShape group_shape(const plan::ParallelPlan& p, int gpus_per_node, plan::Par
   const int size = p.size(dim);
   const int per_node = std::clamp(gpus_per_node / stride, 1, size);
   GroupShape shape;
-  shape.simulated = folded ? 1.0 : size;
+  shape.simulated = simulated;
   shape.phases = per_node > 1 && per_node < size ? 3 : 1;
   shape.mesh_peers = full_mesh && per_node >= 3 ? per_node - 1 : 0;
   return shape;
@@ -62,12 +62,13 @@ double collective_tasks(const GroupShape& g, CollectiveKind kind = CollectiveKin
 
 // Tasks of one pass through a program on one TP group. An all-to-all over an expert-parallel group has a flow from
 // each simulated member to every other member, and a sync before and after; per TP group (of which there are dp
-// per stage, tp x dp / ep expert-parallel groups), tp x (ep - 1) flows; folded, one member's ep - 1. A TP group's
-// GPUs make tp / etp expert-tensor-parallel groups (one ring each, taken as inside a node).
-double program_tasks(const Program& program, const GroupShape& tp, const plan::ParallelPlan& p, bool folded)
+// per stage, tp x dp / ep expert-parallel groups), tp x (ep - 1) flows; folded, its simulated members' ep - 1 each.
+// A TP group's GPUs make tp / etp expert-tensor-parallel groups (one ring each, taken as inside a node).
+double program_tasks(const Program& program, const GroupShape& tp, const plan::ParallelPlan& p)
 {
   const double ep = p.ep;
-  const double all_to_all = folded ? ep + 1.0 : p.tp * (ep - 1.0) + 2.0 * p.tp / ep;
+  const bool folded = tp.simulated < p.tp;
+  const double all_to_all = folded ? tp.simulated * (ep - 1.0) + 2.0 : p.tp * (ep - 1.0) + 2.0 * p.tp / ep;
   const double expert_tp = folded ? collective_tasks(GroupShape{})
                                   : static_cast<double>(p.tp) / p.etp * collective_tasks(GroupShape{1.0 * p.etp, 1});
   double tasks = 0;
@@ -88,12 +89,21 @@ GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::Paralle
                               const topology::ClusterSpec& cluster, bool fold)
 {
   GraphSize size;
-  size.folded = fold && fold_precondition(plan, cluster).empty();
+  // The fold the builder tries first (it may take one with more simulated GPUs where a collective is not symmetric).
+  std::optional<Fold> first;
+  if (fold) {
+    const auto graph = topology::build_graph(cluster, (plan.gpus() + cluster.node.gpus - 1) / cluster.node.gpus);
+    first = FoldSearch(plan, cluster, graph).next();
+  }
+  size.folded = first.has_value();
+  const int tp_simulated = first ? first->tp.classes() : plan.tp;
+  const int dp_simulated = first ? first->dp.classes() : plan.dp_cp();
+  size.simulated_gpus = plan.pp * tp_simulated * dp_simulated;
   const bool folded = size.folded;
   const int gpn = cluster.node.gpus;
-  const GroupShape tp = group_shape(plan, gpn, plan::ParallelDim::TP, folded, on_full_mesh(cluster));
-  const GroupShape dp = group_shape(plan, gpn, plan::ParallelDim::DP, folded, on_full_mesh(cluster));
-  const double groups = folded ? 1.0 : plan.dp_cp(); // TP groups per stage that have tasks
+  const GroupShape tp = group_shape(plan, gpn, plan::ParallelDim::TP, tp_simulated, on_full_mesh(cluster));
+  const GroupShape dp = group_shape(plan, gpn, plan::ParallelDim::DP, dp_simulated, on_full_mesh(cluster));
+  const double groups = dp_simulated; // TP groups per stage that have tasks
   const double stage_gpus = groups * tp.simulated;
   const double stages = plan.pp;
   const double chunks = plan.chunks();
@@ -102,7 +112,7 @@ GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::Paralle
 
   // Costing a layer's kernels is cheap, and the programs' lengths are what the builder repeats.
   const LayerPrograms programs = build_programs(model, plan, cluster.gpu);
-  auto tasks_of = [&](const Program& program) { return program_tasks(program, tp, plan, folded); };
+  auto tasks_of = [&](const Program& program) { return program_tasks(program, tp, plan); };
   double all_layers = 0; // every layer's forward and backward pass
   double stage_bytes = 0;
   const double grad_bytes = plan.fp32_grad_accumulation ? 4.0 : 2.0;

@@ -12,6 +12,7 @@ struct GraphSize {
   double tasks = 0;
   double bytes = 0; // the graph, its dependencies and the replay's state per task
   bool folded = false;
+  int simulated_gpus = 0; // the GPUs that have tasks
 };
 
 // An estimate within a factor of about two (collectives are counted as hierarchical rings over their simulated

@@ -89,15 +89,28 @@ class TaskGraph {
   TaskId step_end = no_task;      // depends on everything
   bool concurrent_passes = false; // some GPU runs two passes side by side (compute tasks of both may be ready at once)
 
-  // Folded graphs simulate one GPU per pipeline stage (tp 0 of data-parallel replica 0), standing for the
-  // `multiplicity` identical GPUs of its stage; their symmetric peers are reached through loopbacks to the
-  // GPU's mirrors (topology::route): a transfer's peer may be such a mirror endpoint.
+  // Folded graphs (workload/fold) simulate one GPU of each class of interchangeable GPUs, standing for the
+  // `multiplicity` GPUs of its class. A folded transfer's peer is an endpoint (cluster_gpus + its index in
+  // `endpoints`): the flow from `sender` to `target` as its class of flows crosses the cluster, received by the GPU
+  // simulated for `target`'s class. `link_class` and `link_weight` are the fold's classes of link directions.
+  struct Endpoint {
+    std::int32_t sender = 0;
+    std::int32_t target = 0;
+    std::int32_t receiver = 0;
+  };
   bool folded = false;
   int multiplicity = 1;
   std::vector<int> simulated;     // the GPUs that have tasks
-  int cluster_gpus = 0;           // GPUs in the cluster graph (endpoints above it are mirrors)
+  int cluster_gpus = 0;           // GPUs in the cluster graph (peers above it are endpoints)
   std::vector<int> stage_leaders; // per pipeline stage, its first GPU (tp 0, dp 0): measured in detail
-  int gpu_of(int endpoint) const { return endpoint % cluster_gpus; }
+  std::vector<Endpoint> endpoints;
+  std::vector<std::uint32_t> link_class;  // per link direction (topology::directed); empty unless folded
+  std::vector<std::uint32_t> link_weight; // 0: not simulated
+  // The GPU at the receiving end of a transfer's peer.
+  int gpu_of(int peer) const
+  {
+    return peer < cluster_gpus ? peer : endpoints[static_cast<std::size_t>(peer - cluster_gpus)].receiver;
+  }
 
  private:
   std::vector<Task> tasks_;

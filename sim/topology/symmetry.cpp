@@ -1,0 +1,213 @@
+#include "topology/symmetry.hpp"
+
+#include <deque>
+#include <limits>
+#include <set>
+
+namespace sim::topology {
+namespace {
+
+constexpr VertexId unmapped = std::numeric_limits<VertexId>::max();
+
+bool is_switch(const Device& d)
+{
+  return d.kind == DeviceKind::LEAF || d.kind == DeviceKind::SPINE || d.kind == DeviceKind::CORE;
+}
+
+bool same_link(const Link& a, const Link& b)
+{
+  return a.cls == b.cls && a.bandwidth == b.bandwidth && a.latency == b.latency && a.efficiency == b.efficiency;
+}
+
+class Extension {
+ public:
+  Extension(const ClusterGraph& g, bool network) : g_(g), network_(network)
+  {
+    const auto n = boost::num_vertices(g.graph);
+    map_.assign(n, unmapped);
+    used_.assign(n, false);
+  }
+
+  // Maps the GPUs as given, then every other device (the switches only when the network counts) onto the one
+  // adjacent to the images of its mapped neighbours, the first such where several are.
+  bool extend(const std::vector<int>& gpu_perm)
+  {
+    std::deque<VertexId> queue;
+    node_map_.assign(static_cast<std::size_t>(g_.nodes), -1);
+    for (std::size_t i = 0; i < gpu_perm.size(); ++i) {
+      const VertexId from = g_.gpu[i];
+      const VertexId to = g_.gpu[static_cast<std::size_t>(gpu_perm[i])];
+      if (used_[to])
+        return false;
+      auto& node = node_map_[static_cast<std::size_t>(g_.graph[from].node)];
+      if (node >= 0 && node != g_.graph[to].node)
+        return false; // a node's GPUs must stay together
+      node = g_.graph[to].node;
+      map_[from] = to;
+      used_[to] = true;
+      queue.push_back(from);
+    }
+    while (!queue.empty()) {
+      const VertexId u = queue.front();
+      queue.pop_front();
+      for (auto [e, end] = boost::out_edges(u, g_.graph); e != end; ++e) {
+        const VertexId v = boost::target(*e, g_.graph);
+        if (map_[v] != unmapped || (!network_ && is_switch(g_.graph[v])))
+          continue;
+        const VertexId w = image_of(v, map_[u]);
+        if (w == unmapped)
+          return false;
+        map_[v] = w;
+        used_[w] = true;
+        queue.push_back(v);
+      }
+    }
+    return true;
+  }
+
+  // The link directions' permutation, if every link has an image of the same kind.
+  std::optional<std::vector<std::uint32_t>> links() const
+  {
+    const auto& graph = g_.graph;
+    std::vector<std::uint32_t> perm(2 * boost::num_edges(graph));
+    for (auto [e, end] = boost::edges(graph); e != end; ++e) {
+      const Link& l = graph[*e];
+      const bool from_switch = is_switch(graph[l.from]);
+      const bool to_switch = is_switch(graph[l.to]);
+      if (!network_ && from_switch && to_switch) {
+        perm[directed(l.id, true)] = directed(l.id, true);
+        perm[directed(l.id, false)] = directed(l.id, false);
+        continue;
+      }
+      std::optional<EdgeId> image;
+      VertexId anchor = l.from; // an end that is mapped
+      if (!network_ && (from_switch || to_switch)) {
+        anchor = from_switch ? l.to : l.from;
+        image = switch_link(map_[anchor]);
+      } else if (map_[l.from] != unmapped && map_[l.to] != unmapped) {
+        const auto [found, exists] = boost::edge(map_[l.from], map_[l.to], graph);
+        if (exists)
+          image = found;
+      }
+      if (!image || !same_link(l, graph[*image]))
+        return std::nullopt;
+      const Link& m = graph[*image];
+      const bool kept = (anchor == l.from) == (map_[anchor] == m.from); // its `from` end maps onto the image's
+      perm[directed(l.id, true)] = directed(m.id, kept);
+      perm[directed(l.id, false)] = directed(m.id, !kept);
+    }
+    return perm;
+  }
+
+  const std::vector<int>& node_map() const { return node_map_; }
+
+ private:
+  // The device `v` maps onto: a neighbour of `near` (the image of a neighbour of v) of v's kind, in v's node's image,
+  // not taken, adjacent to the image of every mapped neighbour of v.
+  VertexId image_of(VertexId v, VertexId near) const
+  {
+    const auto& graph = g_.graph;
+    const Device& d = graph[v];
+    for (auto [e, end] = boost::out_edges(near, graph); e != end; ++e) {
+      const VertexId w = boost::target(*e, graph);
+      if (used_[w] || graph[w].kind != d.kind)
+        continue;
+      if (d.node >= 0 && graph[w].node != node_map_[static_cast<std::size_t>(d.node)])
+        continue;
+      bool fits = true;
+      for (auto [f, fend] = boost::out_edges(v, graph); f != fend && fits; ++f) {
+        const VertexId x = boost::target(*f, graph);
+        if (map_[x] != unmapped)
+          fits = boost::edge(map_[x], w, graph).second;
+      }
+      if (fits)
+        return w;
+    }
+    return unmapped;
+  }
+
+  // The link from a device in a node to the switch it hangs from.
+  std::optional<EdgeId> switch_link(VertexId v) const
+  {
+    for (auto [e, end] = boost::out_edges(v, g_.graph); e != end; ++e)
+      if (is_switch(g_.graph[boost::target(*e, g_.graph)]))
+        return *e;
+    return std::nullopt;
+  }
+
+  const ClusterGraph& g_;
+  const bool network_;
+  std::vector<VertexId> map_;
+  std::vector<bool> used_;
+  std::vector<int> node_map_;
+};
+
+// A route as link directions.
+std::vector<std::uint32_t> directions(const ClusterGraph& g, int from_gpu, const std::vector<EdgeId>& path)
+{
+  const auto forward = link_directions(g, g.gpu[static_cast<std::size_t>(from_gpu)], path);
+  std::vector<std::uint32_t> out;
+  for (std::size_t k = 0; k < path.size(); ++k)
+    out.push_back(directed(g.graph[path[k]].id, forward[k]));
+  return out;
+}
+
+// Whether the routes the cluster picks (the NIC a GPU uses, the first of several shortest paths inside a node) map
+// onto the routes it picks between the images: checked inside one node per distinct way the permutation moves a
+// node's GPUs (every node is built alike, and the network above the NICs is a tree).
+bool routes_follow(const ClusterGraph& g, const std::vector<int>& gpu_perm, const std::vector<std::uint32_t>& links)
+{
+  const int per_node = g.gpus_per_node;
+  std::set<std::vector<int>> seen; // local permutations checked
+  for (int n = 0; n < g.nodes; ++n) {
+    std::vector<int> local;
+    for (int i = 0; i < per_node; ++i)
+      local.push_back(gpu_perm[static_cast<std::size_t>(n * per_node + i)] % per_node);
+    if (!seen.insert(local).second)
+      continue;
+    for (int i = 0; i < per_node; ++i) {
+      const int a = n * per_node + i;
+      const int pa = gpu_perm[static_cast<std::size_t>(a)];
+      auto mapped = [&](std::vector<std::uint32_t> path) {
+        for (auto& d : path)
+          d = links[d];
+        return path;
+      };
+      if (g.nodes > 1 && mapped(directions(g, a, route_to_network(g, a))) != directions(g, pa, route_to_network(g, pa)))
+        return false;
+      for (int j = 0; j < per_node; ++j) {
+        const int b = n * per_node + j;
+        const int pb = gpu_perm[static_cast<std::size_t>(b)];
+        if (i != j && mapped(directions(g, a, route(g, a, b))) != directions(g, pa, route(g, pa, pb)))
+          return false;
+      }
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+bool network_blocking(const ClusterSpec& spec, const ClusterGraph& g)
+{
+  return g.leaf.size() > 1 && (spec.network.oversubscription > 1 || spec.network.core_oversubscription > 1);
+}
+
+std::optional<std::vector<std::uint32_t>> link_permutation(const ClusterGraph& g, const ClusterSpec& spec,
+                                                           const std::vector<int>& gpu_perm)
+{
+  if (gpu_perm.size() != g.gpu.size())
+    return std::nullopt;
+  for (std::size_t i = 0; i < gpu_perm.size(); ++i)
+    if (compute_share(spec, static_cast<int>(i)) != compute_share(spec, gpu_perm[i]))
+      return std::nullopt;
+  Extension x(g, network_blocking(spec, g));
+  if (!x.extend(gpu_perm))
+    return std::nullopt;
+  auto links = x.links();
+  if (links && !routes_follow(g, gpu_perm, *links))
+    return std::nullopt;
+  return links;
+}
+
+} // namespace sim::topology

@@ -1,0 +1,31 @@
+// Symmetries of a cluster: permutations of its GPUs that extend to an automorphism of the whole graph (every device
+// onto one of its kind, every link onto one of the same class, bandwidth, latency and efficiency, every GPU onto one
+// that computes as fast). A simulation may fold GPUs that such permutations exchange (workload/fold).
+#pragma once
+
+#include "topology/cluster_graph.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace sim::topology {
+
+// A direction of a link: 2 * id from its `from` end to its `to` end, 2 * id + 1 back.
+inline std::uint32_t directed(std::size_t link_id, bool forward)
+{
+  return static_cast<std::uint32_t>(2 * link_id + (forward ? 0 : 1));
+}
+
+// Whether a flow's rate can depend on the links between switches: an oversubscribed leaf-spine or fat tree. Above
+// a non-blocking network's leaves every link carries at least what its leaves' NIC cables can, so no flow is limited
+// there and a node's place in the network does not matter.
+bool network_blocking(const ClusterSpec& spec, const ClusterGraph& g);
+
+// The permutation of link directions (topology::directed) that `gpu_perm` (GPU i goes to gpu_perm[i]) induces, if it
+// extends to an automorphism of the cluster; nothing if it does not. Unless the network is blocking, a node's leaf
+// does not count and the links between switches are left where they are.
+std::optional<std::vector<std::uint32_t>> link_permutation(const ClusterGraph& g, const ClusterSpec& spec,
+                                                           const std::vector<int>& gpu_perm);
+
+} // namespace sim::topology

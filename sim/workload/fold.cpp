@@ -1,0 +1,156 @@
+#include "workload/fold.hpp"
+
+#include "plan/plan_reader.hpp"
+#include "topology/symmetry.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace sim::workload {
+namespace {
+
+std::vector<int> divisors(int n)
+{
+  std::vector<int> out;
+  for (int d = 1; d <= n; ++d)
+    if (n % d == 0)
+      out.push_back(d);
+  return out;
+}
+
+// Every fold of a coordinate of `size` values: blocks dividing steps dividing the size.
+std::vector<CoordinateFold> coordinate_folds(int size)
+{
+  std::vector<CoordinateFold> out;
+  for (int step : divisors(size))
+    for (int block : divisors(step))
+      out.push_back(CoordinateFold{size, block, step});
+  return out;
+}
+
+// Union-find over link directions.
+std::uint32_t find(std::vector<std::uint32_t>& parent, std::uint32_t x)
+{
+  while (parent[x] != x) {
+    parent[x] = parent[parent[x]];
+    x = parent[x];
+  }
+  return x;
+}
+
+} // namespace
+
+std::vector<int> CoordinateFold::simulated() const
+{
+  std::vector<int> out;
+  for (int j = 0; j < classes(); ++j)
+    out.push_back(j * block);
+  return out;
+}
+
+int CoordinateFold::relative(int x, int c) const
+{
+  const int shifted = (c - x / step * step + size) % size;
+  return shifted / block * block + (shifted % block - x % block + block) % block;
+}
+
+FoldSearch::FoldSearch(const plan::ParallelPlan& plan, const topology::ClusterSpec& spec,
+                       const topology::ClusterGraph& graph)
+    : plan_(plan), spec_(spec), graph_(graph)
+{
+  for (const auto& tp : coordinate_folds(plan.tp))
+    for (const auto& dp : coordinate_folds(plan.dp_cp()))
+      if (tp.classes() * dp.classes() < plan.tp * plan.dp_cp())
+        candidates_.emplace_back(tp, dp);
+  // Fewest classes first; among equals, the data-parallel coordinate folded first, shifts before rotations.
+  std::stable_sort(candidates_.begin(), candidates_.end(), [](const auto& x, const auto& y) {
+    return x.first.classes() * x.second.classes() < y.first.classes() * y.second.classes();
+  });
+}
+
+const std::optional<std::vector<std::uint32_t>>& FoldSearch::symmetry(bool tp, bool block, int by)
+{
+  const auto [it, added] = cache_.try_emplace(std::make_tuple(tp, block, by));
+  if (!added)
+    return it->second;
+  const int size = tp ? plan_.tp : plan_.dp_cp();
+  if (by == (block ? 1 : size)) { // the identity
+    it->second.emplace(2 * boost::num_edges(graph_.graph));
+    std::iota(it->second->begin(), it->second->end(), 0U);
+    return it->second;
+  }
+  if (plan_.gpus() != graph_.gpus())
+    return it->second;
+  std::vector<int> gpus(static_cast<std::size_t>(plan_.gpus()));
+  for (int r = 0; r < plan_.gpus(); ++r) {
+    plan::RankCoords c = plan::coords_of(plan_, r);
+    int& x = tp ? c.tp : c.dp;
+    x = block ? x / by * by + (x % by + 1) % by : (x + by) % size;
+    gpus[static_cast<std::size_t>(r)] = plan::rank_of(plan_, c);
+  }
+  it->second = topology::link_permutation(graph_, spec_, gpus);
+  return it->second;
+}
+
+Fold FoldSearch::fold(const CoordinateFold& tp, const CoordinateFold& dp)
+{
+  Fold f;
+  f.tp = tp;
+  f.dp = dp;
+  f.multiplicity = plan_.tp / tp.classes() * (plan_.dp_cp() / dp.classes());
+  std::vector<std::uint32_t> parent(2 * boost::num_edges(graph_.graph));
+  std::iota(parent.begin(), parent.end(), 0U);
+  for (const auto& [on_tp, block, by] :
+       {std::make_tuple(true, true, tp.block), std::make_tuple(true, false, tp.step),
+        std::make_tuple(false, true, dp.block), std::make_tuple(false, false, dp.step)}) {
+    const auto& perm = *symmetry(on_tp, block, by);
+    for (std::uint32_t x = 0; x < perm.size(); ++x) {
+      const auto a = find(parent, x);
+      const auto b = find(parent, perm[x]);
+      if (a != b) // the smaller index stands for the class
+        parent[std::max(a, b)] = std::min(a, b);
+    }
+  }
+  std::vector<std::uint32_t> size(parent.size(), 0);
+  f.link_class.resize(parent.size());
+  for (std::uint32_t x = 0; x < parent.size(); ++x)
+    ++size[f.link_class[x] = find(parent, x)];
+  f.link_weight.resize(parent.size());
+  const bool blocking = topology::network_blocking(spec_, graph_);
+  const auto& graph = graph_.graph;
+  for (auto [e, end] = boost::edges(graph); e != end; ++e) {
+    const auto& l = graph[*e];
+    const bool between_switches = graph[l.from].node < 0 && graph[l.to].node < 0;
+    for (bool forward : {true, false}) {
+      const auto x = topology::directed(l.id, forward);
+      // The group (multiplicity elements, acting freely on GPUs) moves a link onto each link of its class as often:
+      // each link of the class carries multiplicity / class size of a flow class's flows per crossing.
+      f.link_weight[x] =
+          between_switches && !blocking ? 0U : static_cast<std::uint32_t>(f.multiplicity) / size[f.link_class[x]];
+    }
+  }
+  return f;
+}
+
+std::optional<Fold> FoldSearch::next()
+{
+  while (at_ < candidates_.size()) {
+    const auto [tp, dp] = candidates_[at_++];
+    if (symmetry(true, true, tp.block) && symmetry(true, false, tp.step) && symmetry(false, true, dp.block) &&
+        symmetry(false, false, dp.step))
+      return fold(tp, dp);
+  }
+  return std::nullopt;
+}
+
+std::string FoldSearch::why_not() const
+{
+  if (plan_.tp * plan_.dp_cp() == 1)
+    return "one GPU per stage already";
+  if (!spec_.stragglers.empty())
+    return "no other GPU of the cluster is interchangeable with a straggler's";
+  return "no rotation or shift of the tensor- or data-parallel rank maps the cluster onto itself (GPUs that share "
+         "links unevenly, or stages spread unevenly over the network)";
+}
+
+} // namespace sim::workload
