@@ -2,6 +2,7 @@
 
 #include "engine/platform.hpp"
 #include "topology/symmetry.hpp"
+#include "workload/fold.hpp"
 
 #include <algorithm>
 #include <array>
@@ -52,7 +53,7 @@ double slowdown(const GpuLoad& l, const topology::ClusterGraph& cg)
 class Replayer {
  public:
   Replayer(const workload::TaskGraph& g, const topology::ClusterGraph& cluster, const ProgressFn& progress)
-      : g_(g), cluster_(cluster),
+      : g_(g), cluster_(cluster), crossings_(folded_crossings()),
         platform_(g.folded ? build_folded_platform(cluster, g.simulated, folded_routes()) : build_platform(cluster)),
         progress_(progress)
   {
@@ -256,23 +257,24 @@ class Replayer {
     return {platform_.gpu[static_cast<std::size_t>(task.rank)], platform_.gpu[static_cast<std::size_t>(task.peer)]};
   }
 
-  // A folded flow's route: the class of each link direction its flow crosses, as many times as its weight.
-  std::vector<std::uint32_t> folded_route(const workload::TaskGraph::Endpoint& e) const
+  // Per folded endpoint, what its flows cross.
+  std::vector<std::vector<workload::Crossing>> folded_crossings() const
   {
-    const auto path = topology::route(cluster_, e.sender, e.target);
-    const auto forward = topology::link_directions(cluster_, cluster_.gpu[static_cast<std::size_t>(e.sender)], path);
-    std::vector<std::uint32_t> out;
-    for (std::size_t k = 0; k < path.size(); ++k) {
-      const auto d = topology::directed(cluster_.graph[path[k]].id, forward[k]);
-      out.insert(out.end(), g_.link_weight[d], g_.link_class[d]);
-    }
+    std::vector<std::vector<workload::Crossing>> out;
+    for (const auto& e : g_.endpoints)
+      out.push_back(workload::crossings(cluster_, g_.link_class, g_.link_weight, e.sender, e.target));
     return out;
   }
+  // Per folded endpoint, its SimGrid route: the class of each link direction its flows cross, as many times as its
+  // weight.
   std::vector<std::vector<std::uint32_t>> folded_routes() const
   {
     std::vector<std::vector<std::uint32_t>> out;
-    for (const auto& e : g_.endpoints)
-      out.push_back(folded_route(e));
+    for (const auto& route : crossings_) {
+      out.emplace_back();
+      for (const auto& c : route)
+        out.back().insert(out.back().end(), c.weight, c.cls);
+    }
     return out;
   }
 
@@ -287,8 +289,8 @@ class Replayer {
     if (task.kind == TaskKind::TRANSFER && task.bytes > 0) {
       const Route& route = route_of(task);
       // Own bookkeeping of the bytes on each link (exact, unlike SimGrid's link-load plugin).
-      for (const auto& [id, forward] : route.graph)
-        (forward ? timeline_.link_bytes_forward : timeline_.link_bytes_backward)[id] += task.bytes;
+      for (const auto& [id, forward, times] : route.graph)
+        (forward ? timeline_.link_bytes_forward : timeline_.link_bytes_backward)[id] += task.bytes * times;
       for (std::uint32_t i : route.tracked)
         if (--flows_[i] == 0) {
           const std::uint32_t last = busy_.back();
@@ -321,7 +323,7 @@ class Replayer {
   // (folded: the classes' links, each as many times as its weight), and the indices (into tracked_) of the tracked
   // links on its SimGrid route.
   struct Route {
-    std::vector<std::pair<std::size_t, bool>> graph;
+    std::vector<std::tuple<std::size_t, bool, double>> graph; // link, direction, flows it stands for there
     std::vector<std::uint32_t> tracked;
     double rate = 0; // its slowest link's achievable bandwidth: the flow's rate when alone
   };
@@ -341,17 +343,16 @@ class Replayer {
     for (std::size_t k = 0; k < path.size(); ++k) {
       const auto& link = cluster_.graph[path[k]];
       r.rate = std::min(r.rate, link.bandwidth * link.efficiency);
-      if (!g_.folded) {
-        r.graph.emplace_back(link.id, forward[k]);
-        continue;
-      }
-      const auto d = topology::directed(link.id, forward[k]);
-      for (std::uint32_t w = 0; w < g_.link_weight[d]; ++w)
-        r.graph.emplace_back(g_.link_class[d] / 2, g_.link_class[d] % 2 == 0);
-      if (g_.link_weight[d] == 0) // not simulated: the flow's class is taken to cross it as this flow does
-        for (int m = 0; m < g_.multiplicity; ++m)
-          r.graph.emplace_back(link.id, forward[k]);
+      if (!g_.folded)
+        r.graph.emplace_back(link.id, forward[k], 1.0);
     }
+    if (g_.folded)
+      for (const auto& c : crossings_[static_cast<std::size_t>(task.peer - g_.cluster_gpus)]) {
+        if (c.weight > 0)
+          r.graph.emplace_back(c.cls / 2, c.cls % 2 == 0, c.weight);
+        else // not simulated: the flow's class is taken to cross it as this flow does
+          r.graph.emplace_back(c.link / 2, c.link % 2 == 0, g_.multiplicity);
+      }
     std::vector<sg4::Link*> links;
     const auto [from, to] = hosts(task);
     from->route_to(to, links, nullptr);
@@ -449,6 +450,7 @@ class Replayer {
 
   const workload::TaskGraph& g_;
   const topology::ClusterGraph& cluster_;
+  const std::vector<std::vector<workload::Crossing>> crossings_; // per folded endpoint
   Platform platform_;
   const ProgressFn& progress_;
   std::vector<std::uint32_t> pending_;

@@ -320,13 +320,9 @@ class Builder {
     const auto found = route_classes_.find(key);
     if (found != route_classes_.end())
       return found->second;
-    const auto path = topology::route(graph_, a, b);
-    const auto forward = topology::link_directions(graph_, graph_.gpu[static_cast<std::size_t>(a)], path);
     std::vector<std::uint32_t> classes;
-    for (std::size_t k = 0; k < path.size(); ++k) {
-      const auto d = topology::directed(graph_.graph[path[k]].id, forward[k]);
-      classes.insert(classes.end(), g_.link_weight[d], g_.link_class[d]);
-    }
+    for (const Crossing& c : crossings(graph_, g_.link_class, g_.link_weight, a, b))
+      classes.insert(classes.end(), c.weight, c.cls);
     const auto [it, added] = route_ids_.try_emplace(classes, static_cast<int>(route_ids_.size()));
     return route_classes_[key] = it->second;
   }

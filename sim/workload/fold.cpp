@@ -40,6 +40,19 @@ std::uint32_t find(std::vector<std::uint32_t>& parent, std::uint32_t x)
 
 } // namespace
 
+std::vector<Crossing> crossings(const topology::ClusterGraph& g, const std::vector<std::uint32_t>& link_class,
+                                const std::vector<std::uint32_t>& link_weight, int from_gpu, int to_gpu)
+{
+  const auto path = topology::route(g, from_gpu, to_gpu);
+  const auto forward = topology::link_directions(g, g.gpu[static_cast<std::size_t>(from_gpu)], path);
+  std::vector<Crossing> out;
+  for (std::size_t k = 0; k < path.size(); ++k) {
+    const auto d = topology::directed(g.graph[path[k]].id, forward[k]);
+    out.push_back(Crossing{d, link_class[d], link_weight[d]});
+  }
+  return out;
+}
+
 std::vector<int> CoordinateFold::simulated() const
 {
   std::vector<int> out;

@@ -43,6 +43,16 @@ struct Fold {
   std::vector<std::uint32_t> link_weight;
 };
 
+// A flow's crossing of one link direction (topology::directed) of its route, as its class of flows makes it: the
+// direction standing for that link's class, and the fold's weight there (0: not simulated).
+struct Crossing {
+  std::uint32_t link = 0;
+  std::uint32_t cls = 0;
+  std::uint32_t weight = 0;
+};
+std::vector<Crossing> crossings(const topology::ClusterGraph& g, const std::vector<std::uint32_t>& link_class,
+                                const std::vector<std::uint32_t>& link_weight, int from_gpu, int to_gpu);
+
 // The folds this plan's GPUs admit on this cluster, most GPUs per class first; each one's symmetries are
 // automorphisms of the cluster (the builder still checks that every collective is symmetric under them).
 class FoldSearch {

@@ -101,6 +101,35 @@ TEST_CASE("folding identical GPUs changes nothing but the work of simulating")
   }
 }
 
+// A scenario run folded and with --no-fold: the same step, breakdown, bubbles and link traffic.
+void check_folds_exactly(const std::string& args)
+{
+  INFO(args);
+  const auto folded = run_json(args);
+  const auto full = run_json(args + " --no-fold");
+  REQUIRE(folded["folded"].get<bool>());
+  CHECK(folded["tasks"].get<double>() < 0.5 * full["tasks"].get<double>());
+  CHECK(folded["step_time_s"].get<double>() == Approx(full["step_time_s"].get<double>()).epsilon(1e-12));
+  for (const auto& [part, seconds] : full["breakdown_s"].items())
+    CHECK(folded["breakdown_s"][part].get<double>() == Approx(seconds.get<double>()).epsilon(1e-9).margin(1e-12));
+  const auto& bubbles = full["bubble"]["per_stage"];
+  for (std::size_t s = 0; s < bubbles.size(); ++s)
+    CHECK(folded["bubble"]["per_stage"][s].get<double>() ==
+          Approx(bubbles[s].get<double>()).epsilon(1e-9).margin(1e-12));
+  for (const auto& [cls, link] : full["links"].items()) {
+    const auto& mine = folded["links"][cls];
+    CHECK(mine["bytes"].get<double>() == Approx(link["bytes"].get<double>()).epsilon(1e-12));
+    if (link["peak_util"].is_null())
+      CHECK(mine["peak_util"].is_null());
+    else
+      CHECK(mine["peak_util"].get<double>() == Approx(link["peak_util"].get<double>()).epsilon(1e-12));
+    REQUIRE(mine["utilization_over_time"].size() == link["utilization_over_time"].size());
+    for (std::size_t i = 0; i < link["utilization_over_time"].size(); ++i)
+      CHECK(mine["utilization_over_time"][i].get<double>() ==
+            Approx(link["utilization_over_time"][i].get<double>()).epsilon(1e-9).margin(1e-12));
+  }
+}
+
 TEST_CASE("folding by symmetry classes is exact where the cluster is not symmetric as a whole")
 {
   // Oversubscribed trees (stages aligned with the leaves, spread over two, straddling them; a core above pods),
@@ -114,32 +143,11 @@ TEST_CASE("folding by symmetry classes is exact where the cluster is not symmetr
         s + " --set plan.tp=2 --set plan.pp=4 --set plan.dp=8" + tree + "2",
         s + " --set plan.pp=2 --set plan.dp=4 --set topology.network.nodes_per_leaf=3"
             " --set topology.network.oversubscription=2",
-        s +
-            " --set plan.pp=2 --set plan.dp=4 --set topology.network.kind=fat_tree --set "
-            "topology.network.leaves_per_pod=2"
-            " --set topology.network.core_oversubscription=2" +
-            tree + "2",
+        s + " --set plan.pp=2 --set plan.dp=4 --set topology.network.kind=fat_tree" +
+            " --set topology.network.leaves_per_pod=2 --set topology.network.core_oversubscription=2" + tree + "2",
         s + " --set plan.pp=4 --set plan.dp=2" + R"( --set 'stragglers=[{"node": 3, "compute": 0.9}]')",
-        small + " --set topology=l40s-pcie", small + " --set topology=dgx-v100"}) {
-    INFO(c);
-    const auto folded = run_json(c);
-    const auto full = run_json(c + " --no-fold");
-    REQUIRE(folded["folded"].get<bool>());
-    CHECK(folded["tasks"].get<double>() < 0.5 * full["tasks"].get<double>());
-    CHECK(folded["step_time_s"].get<double>() == Approx(full["step_time_s"].get<double>()).epsilon(1e-12));
-    for (const auto& [part, seconds] : full["breakdown_s"].items())
-      CHECK(folded["breakdown_s"][part].get<double>() == Approx(seconds.get<double>()).epsilon(1e-9).margin(1e-12));
-    for (const auto& [cls, link] : full["links"].items()) {
-      CHECK(folded["links"][cls]["bytes"].get<double>() == Approx(link["bytes"].get<double>()).epsilon(1e-12));
-      if (link["peak_util"].is_null())
-        CHECK(folded["links"][cls]["peak_util"].is_null());
-      else
-        CHECK(folded["links"][cls]["peak_util"].get<double>() ==
-              Approx(link["peak_util"].get<double>()).epsilon(1e-12));
-      CHECK(folded["links"][cls]["utilization_over_time"].size() == link["utilization_over_time"].size());
-    }
-    CHECK(folded["bubble"] == full["bubble"]);
-  }
+        small + " --set topology=l40s-pcie", small + " --set topology=dgx-v100"})
+    check_folds_exactly(c);
 }
 
 TEST_CASE("on a full Infinity Fabric mesh (MI300X) folding is exact for tensor, context, expert and pipeline traffic")
@@ -153,20 +161,8 @@ TEST_CASE("on a full Infinity Fabric mesh (MI300X) folding is exact for tensor, 
                           " --set topology=mi300x --set gpus=32 --set plan.pp=2 --set plan.global_batch=32";
   for (const std::string& s :
        {dense, dense + " --set plan.tp=2 --set plan.dp=2 --set plan.sequence_parallel=false --set plan.recompute=full",
-        moe + " --set plan.ep=8", moe + " --set plan.ep=16"}) {
-    INFO(s);
-    const auto folded = run_json(s);
-    const auto full = run_json(s + " --no-fold");
-    REQUIRE(folded["folded"].get<bool>());
-    CHECK(folded["tasks"].get<double>() < 0.5 * full["tasks"].get<double>());
-    CHECK(folded["step_time_s"].get<double>() == Approx(full["step_time_s"].get<double>()).epsilon(1e-12));
-    for (const auto& [part, seconds] : full["breakdown_s"].items())
-      CHECK(folded["breakdown_s"][part].get<double>() == Approx(seconds.get<double>()).epsilon(1e-9).margin(1e-12));
-    for (const auto& [cls, link] : full["links"].items()) {
-      CHECK(folded["links"][cls]["bytes"].get<double>() == Approx(link["bytes"].get<double>()).epsilon(1e-12));
-      CHECK(folded["links"][cls]["peak_util"].get<double>() == Approx(link["peak_util"].get<double>()).epsilon(1e-12));
-    }
-  }
+        moe + " --set plan.ep=8", moe + " --set plan.ep=16"})
+    check_folds_exactly(s);
 }
 
 TEST_CASE("the out folder gets the report, a Perfetto trace and the pipeline picture")
