@@ -114,7 +114,7 @@ int main(int argc, char** argv)
   run->add_flag("--allow-oom", run_opts.allow_oom,
                 "Simulate a plan even when it does not fit in GPU memory (by default refused, exit 1)");
   run->add_flag("--no-fold", run_extra.no_fold,
-                "Simulate every GPU even where identical GPUs fold into one per stage (slower, same result)");
+                "Simulate every GPU even where interchangeable GPUs fold into one per class (slower, same result)");
   run->add_flag("--quiet,-q", run_extra.quiet, "No progress line on stderr (shown when a run takes over 3 s)");
   run->add_option("--passes", run_extra.passes,
                   "Also write the step's pipeline passes as JSON to this file (what compare --out draws)");
@@ -161,7 +161,7 @@ int main(int argc, char** argv)
   tasks_cmd->add_option("--rank", tasks_rank, "Only the tasks of this rank");
   bool tasks_no_fold = false;
   tasks_cmd->add_flag("--no-fold", tasks_no_fold,
-                      "Every GPU's tasks (by default identical GPUs fold into one simulated GPU per stage)");
+                      "Every GPU's tasks (by default interchangeable GPUs fold into one simulated GPU per class)");
   std::string tasks_out;
   tasks_cmd->add_option("--out", tasks_out,
                         "With --format chakra: the folder for the Chakra traces (PREFIX.RANK.et) and comm_group.json");
@@ -236,7 +236,7 @@ int main(int argc, char** argv)
                    "when the sweep starts), e.g. 16GiB")
       ->check(memory_size());
   sweep_cmd->add_flag("--fold-only", sweep_args.fold_only,
-                      "Leave out layouts whose identical GPUs do not fold into one per stage (simulated GPU by GPU, "
+                      "Leave out layouts whose GPUs do not fold at all (simulated GPU by GPU, "
                       "they can take hours at thousands of GPUs)");
   sweep_cmd->add_option("--rank-by", sweep_args.rank_by, "Ranking metric")
       ->check(CLI::IsMember({"tokens_per_s", "tokens_per_usd"}))
