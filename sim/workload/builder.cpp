@@ -50,6 +50,13 @@ class Builder {
         dp_simulated_(fold ? dp_fold_.simulated() : all(p.dp_cp()))
   {
     const int gpus = p.gpus();
+    for (int r = 0; r < gpus; ++r) {
+      coords_.push_back(plan::coords_of(p, r));
+      plan::RankCoords c = coords_.back();
+      c.tp = tp_fold_.representative(c.tp);
+      c.dp = dp_fold_.representative(c.dp);
+      representative_.push_back(plan::rank_of(p, c));
+    }
     tail_.resize(static_cast<std::size_t>(gpus));
     reduce_tail_.assign(static_cast<std::size_t>(gpus), no_task);
     gather_tail_.assign(static_cast<std::size_t>(gpus), no_task);
@@ -115,20 +122,12 @@ class Builder {
  private:
   int rank(int t, int d, int s) const { return plan::rank_of(p_, plan::RankCoords{t, d, s}); }
   // Folded, one GPU stands for each class (workload/fold).
-  int representative(int r) const
-  {
-    if (!fold_)
-      return r;
-    plan::RankCoords c = plan::coords_of(p_, r);
-    c.tp = tp_fold_.representative(c.tp);
-    c.dp = dp_fold_.representative(c.dp);
-    return plan::rank_of(p_, c);
-  }
+  int representative(int r) const { return representative_[static_cast<std::size_t>(r)]; }
   // GPU y as the simulated GPU of x's class sees it: moved as x is to reach that GPU.
   int shifted(int x, int y) const
   {
-    const plan::RankCoords cx = plan::coords_of(p_, x);
-    plan::RankCoords c = plan::coords_of(p_, y);
+    const plan::RankCoords& cx = coords_[static_cast<std::size_t>(x)];
+    plan::RankCoords c = coords_[static_cast<std::size_t>(y)];
     c.tp = tp_fold_.relative(cx.tp, c.tp);
     c.dp = dp_fold_.relative(cx.dp, c.dp);
     return plan::rank_of(p_, c);
@@ -269,15 +268,30 @@ class Builder {
     const std::uint32_t id = g_.add_collective(CollectiveInfo{text, category, static_cast<std::uint8_t>(kind),
                                                               static_cast<std::uint32_t>(ranks.size()), bytes});
     TaskId previous = sync(category, deps, id);
-    for (const CollectivePhase& phase : lowering_.collective(kind, ranks, bytes, p_.collective_algorithm)) {
+    for (const CollectivePhase& phase : phases(kind, ranks, bytes)) {
       if (phase.empty())
         continue;
       std::vector<TaskId> flows;
-      for (const Flow& f : fold_ ? folded(phase) : phase)
+      for (const Flow& f : phase)
         flows.push_back(transfer(f, category, id, text, w, {previous}));
       previous = sync(category, flows, id);
     }
     return previous;
+  }
+
+  // A collective's phases as lowered and, folded, as the simulated GPUs send them: the same collective over the same
+  // group recurs every layer and micro-batch, so each is lowered and checked once.
+  const std::vector<CollectivePhase>& phases(CollectiveKind kind, const std::vector<int>& ranks, double bytes)
+  {
+    auto key = std::make_tuple(static_cast<int>(kind), ranks, bytes);
+    const auto found = phases_.find(key);
+    if (found != phases_.end())
+      return found->second;
+    auto lowered = lowering_.collective(kind, ranks, bytes, p_.collective_algorithm);
+    if (fold_)
+      for (auto& phase : lowered)
+        phase = folded(phase);
+    return phases_.emplace(std::move(key), std::move(lowered)).first->second;
   }
 
   // A phase's flows as the simulated GPUs send them: every GPU must send what the simulated GPU of its class sends,
@@ -1097,6 +1111,9 @@ class Builder {
   const CoordinateFold dp_fold_;
   const std::vector<int> tp_simulated_;
   const std::vector<int> dp_simulated_;
+  std::vector<plan::RankCoords> coords_; // per GPU
+  std::vector<int> representative_;      // per GPU: the simulated GPU of its class
+  std::map<std::tuple<int, std::vector<int>, double>, std::vector<CollectivePhase>> phases_;
   std::unordered_map<std::uint64_t, std::int32_t> endpoints_;
   bool private_links_ = false; // folded with every link weight 1
   std::unordered_map<std::uint64_t, int> route_classes_;
