@@ -2,6 +2,7 @@
 
 #include <deque>
 #include <limits>
+#include <map>
 #include <set>
 
 namespace sim::topology {
@@ -152,12 +153,50 @@ std::vector<std::uint32_t> directions(const ClusterGraph& g, int from_gpu, const
   return out;
 }
 
+// Whether every route between two GPUs of a node is its only shortest path (GPUs and NICs forwarding nothing, as
+// topology::route walks): then an automorphism maps each route onto the route between the images. Counted in the
+// first node; every node is built alike.
+bool unique_paths_in_node(const ClusterGraph& g)
+{
+  const auto& graph = g.graph;
+  for (int i = 0; i < g.gpus_per_node; ++i) {
+    const VertexId src = g.gpu[static_cast<std::size_t>(i)];
+    std::map<VertexId, std::pair<int, int>> reached{{src, {0, 1}}}; // vertex -> (hops, shortest paths to it)
+    std::deque<VertexId> queue{src};
+    while (!queue.empty()) {
+      const VertexId u = queue.front();
+      queue.pop_front();
+      if (u != src && (graph[u].kind == DeviceKind::GPU || graph[u].kind == DeviceKind::NIC))
+        continue;
+      const auto [hops, paths] = reached.at(u);
+      for (auto [e, end] = boost::out_edges(u, graph); e != end; ++e) {
+        const VertexId v = boost::target(*e, graph);
+        if (graph[v].node != 0)
+          continue;
+        const auto [at, added] = reached.try_emplace(v, hops + 1, 0);
+        if (added)
+          queue.push_back(v);
+        if (at->second.first == hops + 1)
+          at->second.second += paths;
+      }
+    }
+    for (int j = 0; j < g.gpus_per_node; ++j) {
+      const auto found = reached.find(g.gpu[static_cast<std::size_t>(j)]);
+      if (j != i && found != reached.end() && found->second.second > 1)
+        return false;
+    }
+  }
+  return true;
+}
+
 // Whether the routes the cluster picks (the NIC a GPU uses, the first of several shortest paths inside a node) map
 // onto the routes it picks between the images: checked inside one node per distinct way the permutation moves a
-// node's GPUs (every node is built alike, and the network above the NICs is a tree).
+// node's GPUs (every node is built alike, and the network above the NICs is a tree); the paths between GPUs only
+// where some have more than one shortest path.
 bool routes_follow(const ClusterGraph& g, const std::vector<int>& gpu_perm, const std::vector<std::uint32_t>& links)
 {
   const int per_node = g.gpus_per_node;
+  const bool unique = unique_paths_in_node(g);
   std::set<std::vector<int>> seen; // local permutations checked
   for (int n = 0; n < g.nodes; ++n) {
     std::vector<int> local;
@@ -175,7 +214,7 @@ bool routes_follow(const ClusterGraph& g, const std::vector<int>& gpu_perm, cons
       };
       if (g.nodes > 1 && mapped(directions(g, a, route_to_network(g, a))) != directions(g, pa, route_to_network(g, pa)))
         return false;
-      for (int j = 0; j < per_node; ++j) {
+      for (int j = 0; j < per_node && !unique; ++j) {
         const int b = n * per_node + j;
         const int pb = gpu_perm[static_cast<std::size_t>(b)];
         if (i != j && mapped(directions(g, a, route(g, a, b))) != directions(g, pa, route(g, pa, pb)))
