@@ -222,6 +222,7 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
   j["cost"] = cost_json(cost_metrics(s.economics, s.cluster, s.gpus, m.tokens_per_s));
   j["tasks"] = cost.tasks;
   j["folded"] = cost.folded;
+  j["simulated_gpus"] = cost.simulated_gpus;
   j["sim_wall_s"] = cost.wall_s;
   j["sim_peak_rss_bytes"] = cost.peak_rss_bytes;
   core::Json warnings = core::Json::array();
