@@ -250,12 +250,11 @@ class Builder {
   {
     const std::uint32_t text = g_.label(label);
     if (kind == CollectiveKind::ALL_TO_ALL) {
-      const auto senders = simulated_of(ranks);
-      const CollectivePhase phase = deduplicated ? lowering_.deduplicated_all_to_all(ranks, bytes, *m_.moe, senders)
-                                                 : lowering_.all_to_all(ranks, bytes, senders);
+      const int sender = simulated_of(ranks).front();
+      const CollectivePhase& phase = all_to_all(ranks, bytes, deduplicated);
       double sent = 0; // by one rank: the buffer the collective moves per rank
       for (const Flow& f : phase)
-        sent += f.src == senders.front() ? f.bytes : 0.0;
+        sent += f.src == sender ? f.bytes : 0.0;
       const std::uint32_t id =
           g_.add_collective(CollectiveInfo{text, category, static_cast<std::uint8_t>(kind),
                                            static_cast<std::uint32_t>(ranks.size()), deduplicated ? sent : bytes});
@@ -292,6 +291,22 @@ class Builder {
       for (auto& phase : lowered)
         phase = folded(phase);
     return phases_.emplace(std::move(key), std::move(lowered)).first->second;
+  }
+
+  // An all-to-all's flows as lowered and, folded, as the simulated GPUs send them (lowered for every member and
+  // checked as any phase, once per group).
+  const CollectivePhase& all_to_all(const std::vector<int>& ranks, double bytes, bool deduplicated)
+  {
+    auto key = std::make_tuple(deduplicated ? -1 : -2, ranks, bytes);
+    const auto found = phases_.find(key);
+    if (found != phases_.end())
+      return found->second.front();
+    const auto senders = fold_ ? ranks : simulated_of(ranks);
+    CollectivePhase phase = deduplicated ? lowering_.deduplicated_all_to_all(ranks, bytes, *m_.moe, senders)
+                                         : lowering_.all_to_all(ranks, bytes, senders);
+    if (fold_)
+      phase = folded(phase);
+    return phases_.emplace(std::move(key), std::vector<CollectivePhase>{std::move(phase)}).first->second.front();
   }
 
   // A phase's flows as the simulated GPUs send them: every GPU must send what the simulated GPU of its class sends,
@@ -1113,6 +1128,7 @@ class Builder {
   const std::vector<int> dp_simulated_;
   std::vector<plan::RankCoords> coords_; // per GPU
   std::vector<int> representative_;      // per GPU: the simulated GPU of its class
+  // Per collective (kind, or -1 and -2 for deduplicated and plain all-to-alls; group; bytes): its phases.
   std::map<std::tuple<int, std::vector<int>, double>, std::vector<CollectivePhase>> phases_;
   std::unordered_map<std::uint64_t, std::int32_t> endpoints_;
   bool private_links_ = false; // folded with every link weight 1
