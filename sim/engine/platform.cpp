@@ -10,18 +10,9 @@ using Direction = sg4::LinkInRoute::Direction;
 
 namespace {
 
-// A GPU host's pstates: speed_levels steps down from host_speed.
-std::vector<double> host_speeds()
-{
-  std::vector<double> speeds;
-  for (int k = 0; k < speed_levels; ++k)
-    speeds.push_back(host_speed * (speed_levels - k) / speed_levels);
-  return speeds;
-}
-
 class PlatformBuilder {
  public:
-  PlatformBuilder(const ClusterGraph& cg, Platform& p) : cg_(cg), p_(p), speeds_(host_speeds())
+  PlatformBuilder(const ClusterGraph& cg, Platform& p) : cg_(cg), p_(p)
   {
     p_.gpu.resize(cg.gpu.size());
     p_.link.resize(boost::num_edges(cg.graph));
@@ -61,7 +52,7 @@ class PlatformBuilder {
     for (int g = first_node * per_node; g < (first_node + nodes) * per_node; ++g) {
       gpus.push_back(g);
       p_.gpu[static_cast<std::size_t>(g)] =
-          zone->create_host(cg_.device_name(cg_.gpu[static_cast<std::size_t>(g)]), speeds_)->seal();
+          zone->create_host(cg_.device_name(cg_.gpu[static_cast<std::size_t>(g)]), host_speed)->seal();
     }
     auto* gw = zone->create_router(fmt::format("rack{}.gw", first_node));
     for (std::size_t i = 0; i < gpus.size(); ++i) {
@@ -162,7 +153,6 @@ class PlatformBuilder {
  private:
   const ClusterGraph& cg_;
   Platform& p_;
-  std::vector<double> speeds_; // a GPU host's pstates
 };
 
 } // namespace
@@ -176,10 +166,9 @@ Platform build_folded_platform(const ClusterGraph& cg, const std::vector<int>& s
   p.gpu.resize(cg.gpu.size());
   p.link.resize(boost::num_edges(cg.graph));
   auto* root = sg4::create_star_zone("folded");
-  const auto speeds = host_speeds();
   for (int g : simulated)
     p.gpu[static_cast<std::size_t>(g)] =
-        root->create_host(cg.device_name(cg.gpu[static_cast<std::size_t>(g)]), speeds)->seal();
+        root->create_host(cg.device_name(cg.gpu[static_cast<std::size_t>(g)]), host_speed)->seal();
   std::vector<EdgeId> by_id(p.link.size());
   for (auto [e, end] = boost::edges(cg.graph); e != end; ++e)
     by_id[cg.graph[*e].id] = *e;

@@ -12,10 +12,9 @@
 
 namespace sim::engine {
 
-// GPU hosts run a task's duration as flops at host_speed; their pstate k runs at (speed_levels - k) / speed_levels of
-// it, so that the replay can slow a GPU's compute while its collectives take SMs and HBM bandwidth.
+// GPU hosts are the ends of flows; they run no SimGrid executions (the replay times compute itself), so their speed is
+// only a placeholder.
 inline constexpr double host_speed = 1e9;
-inline constexpr int speed_levels = 256;
 
 struct Platform {
   std::vector<simgrid::s4u::Host*> gpu;             // by GPU index (folded: the simulated GPUs only)

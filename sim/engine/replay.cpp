@@ -31,11 +31,17 @@ struct GpuLoad {
   double in = 0;
   double memory_share = 0; // of the compute task running now
   double port = 0;         // the GPU's fastest link: no more than this leaves or enters it
-  int pstate = 0;
   // One compute stream: a compute task ready while another runs waits for it, in the order they became ready (those
   // ready at the same instant in the order they were built, where passes run side by side).
   bool computing = false;
   std::deque<TaskId> stream;
+  // The compute task running: its work left (seconds at full speed) as of `since`, the speed it runs at, and the
+  // timer due when it ends at that speed (moved whenever the speed changes).
+  TaskId running = workload::no_task;
+  double work_left = 0;
+  double since = 0;
+  double speed = 1;
+  simgrid::kernel::timer::Timer* due = nullptr;
   std::vector<TaskId> arriving; // ready at this instant, not yet queued
   bool dispatching = false;     // a dispatch is due at this instant
 };
@@ -172,31 +178,55 @@ class Replayer {
     });
   }
 
+  // A compute task runs on its GPU's stream at the GPU's speed, which changes as its own transfers start and end: kept
+  // here (work left, speed, a timer for the end) rather than as a SimGrid execution, which costs far more per task.
   void launch_compute(TaskId t, const workload::Task& task)
   {
-    sg4::ExecPtr exec = sg4::Exec::init();
-    exec->set_flops_amount(task.duration_s * host_speed);
-    exec->set_host(platform_.gpu[static_cast<std::size_t>(task.rank)]);
-    exec->set_data(&ids_[t]);
     auto& load = load_[static_cast<std::size_t>(task.rank)];
+    const double now = sg4::Engine::get_clock();
     load.computing = true;
     load.memory_share = task.memory_share / 65535.0;
-    timeline_.tasks[t].start_s = sg4::Engine::get_clock();
+    load.running = t;
+    load.work_left = task.duration_s;
+    load.since = now;
+    timeline_.tasks[t].start_s = now;
     update_speed(task.rank);
-    exec->start();
-    running_[t] = exec;
+    schedule_end(task.rank);
   }
 
-  // The GPU's pstate for its current compute and collectives (speed quantised to 1/speed_levels).
+  void schedule_end(int gpu)
+  {
+    auto& load = load_[static_cast<std::size_t>(gpu)];
+    if (load.due != nullptr)
+      load.due->remove();
+    load.due = simgrid::kernel::timer::Timer::set(load.since + load.work_left / load.speed, [this, gpu]() {
+      auto& l = load_[static_cast<std::size_t>(gpu)];
+      l.due = nullptr;
+      const TaskId t = l.running;
+      l.running = workload::no_task;
+      finish(t);
+      drain();
+    });
+  }
+
+  // The GPU's speed for its current compute and collectives (quantised to 1/speed_levels); a running compute task
+  // keeps the work it did at the old speed and goes on at the new one.
   void update_speed(int gpu)
   {
     auto& load = load_[static_cast<std::size_t>(gpu)];
     const double speed = 1.0 / slowdown(load, cluster_);
-    const int pstate =
-        std::clamp(speed_levels - static_cast<int>(std::lround(speed * speed_levels)), 0, speed_levels - 1);
-    if (pstate != load.pstate) {
-      load.pstate = pstate;
-      platform_.gpu[static_cast<std::size_t>(gpu)]->set_pstate(pstate);
+    const int level = std::clamp(static_cast<int>(std::lround(speed * speed_levels)), 1, speed_levels);
+    const double quantised = static_cast<double>(level) / speed_levels;
+    if (quantised == load.speed)
+      return;
+    if (load.running != workload::no_task && load.due != nullptr) {
+      const double now = sg4::Engine::get_clock();
+      load.work_left = std::max(load.work_left - (now - load.since) * load.speed, 0.0);
+      load.since = now;
+      load.speed = quantised;
+      schedule_end(gpu);
+    } else {
+      load.speed = quantised;
     }
   }
 

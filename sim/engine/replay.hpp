@@ -12,6 +12,10 @@
 
 namespace sim::engine {
 
+// A GPU's compute slows while its own collectives take SMs and HBM bandwidth; its speed is quantised to
+// 1/speed_levels of full speed.
+inline constexpr int speed_levels = 256;
+
 struct TaskTiming {
   double start_s = -1; // compute: kernel start; transfer: issue (its flow starts latency_s later); sync: when reached
   double end_s = -1;
