@@ -8,6 +8,7 @@
 #include <iterator>
 #include <set>
 #include <tuple>
+#include <unordered_set>
 
 namespace sim::report {
 namespace {
@@ -57,13 +58,15 @@ class Attribution {
       return;
     }
     const auto& task = g_[d];
-    if (task.kind == TaskKind::SYNC && task.collective != workload::no_task) {
-      // Waiting for a collective: exposed for as long as it ran, the rest is waiting for it to start.
-      const double started = tl_.tasks[collective_start(d)].end_s;
+    if (task.kind != TaskKind::COMPUTE && task.collective != workload::no_task) {
+      // Waiting for a collective (its last sync or flow): exposed for as long as it ran, the rest is waiting for it to
+      // start.
+      const TaskId start = collective_start(d);
+      const double started = g_[start].kind == TaskKind::SYNC ? tl_.tasks[start].end_s : tl_.tasks[start].start_s;
       const double exposed_from = std::max(from, started);
       add(task.category, to - exposed_from, b);
       if (exposed_from > from)
-        blame(latest_dependency(collective_start(d)), from, exposed_from, b, depth + 1);
+        blame(latest_dependency(start), from, exposed_from, b, depth + 1);
       return;
     }
     if (task.kind == TaskKind::TRANSFER) {
@@ -81,7 +84,7 @@ class Attribution {
     b.bubble += to - from; // waiting for compute elsewhere
   }
 
-  // The first sync of a collective (its flows depend on it).
+  // The first task of a collective: its first sync, or the flow that waited for what came before it.
   TaskId collective_start(TaskId end) const
   {
     TaskId t = end;
@@ -293,24 +296,25 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
 
   // Communication in flight per GPU and kind: collectives from their first flow's issue to their last flow's end.
   {
-    std::map<std::uint32_t, std::pair<double, double>> collective_span;
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    std::vector<std::pair<double, double>> collective_span(g.collectives().size(), {inf, -inf});
     for (TaskId t = 0; t < g.size(); ++t) {
       const auto& task = g[t];
       if (task.kind != TaskKind::TRANSFER || task.collective == workload::no_task)
         continue;
-      auto [it, inserted] = collective_span.try_emplace(task.collective, tl.tasks[t].start_s, tl.tasks[t].end_s);
-      it->second.first = std::min(it->second.first, tl.tasks[t].start_s);
-      it->second.second = std::max(it->second.second, tl.tasks[t].end_s);
+      auto& span = collective_span[task.collective];
+      span = {std::min(span.first, tl.tasks[t].start_s), std::max(span.second, tl.tasks[t].end_s)};
     }
     std::map<std::pair<int, Category>, std::vector<std::pair<double, double>>> intervals;
-    std::set<std::pair<int, std::uint32_t>> seen;
+    std::unordered_set<std::uint64_t> seen; // (rank, collective)
     for (TaskId t = 0; t < g.size(); ++t) {
       const auto& task = g[t];
       if (task.kind != TaskKind::TRANSFER)
         continue;
+      const auto key = (static_cast<std::uint64_t>(task.rank) << 32) | task.collective;
       if (task.collective == workload::no_task)
         intervals[{task.rank, task.category}].emplace_back(tl.tasks[t].start_s, tl.tasks[t].end_s);
-      else if (seen.insert({task.rank, task.collective}).second)
+      else if (seen.insert(key).second)
         intervals[{task.rank, task.category}].push_back(collective_span[task.collective]);
     }
     for (auto& [key, list] : intervals) {

@@ -6,6 +6,7 @@
 #include "topology/symmetry.hpp"
 #include "workload/collectives.hpp"
 #include "workload/fold.hpp"
+#include "workload/graph_size.hpp"
 #include "workload/layer_program.hpp"
 #include "workload/schedule.hpp"
 
@@ -15,6 +16,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <span>
 #include <tuple>
 
 namespace sim::workload {
@@ -64,6 +66,9 @@ class Builder {
     params_ready_.resize(static_cast<std::size_t>(gpus));
     g_.gpus = gpus;
     g_.folded = fold_;
+    // The estimate is within a factor of about two; a task has one to two dependencies.
+    const double estimate = estimate_graph_size(m, p, cluster, fold, programs_).tasks;
+    g_.reserve(static_cast<std::size_t>(2.0 * estimate), static_cast<std::size_t>(4.0 * estimate));
     if (fold) {
       g_.multiplicity = fold->multiplicity;
       g_.link_class = fold->link_class;
@@ -258,24 +263,33 @@ class Builder {
       const std::uint32_t id =
           g_.add_collective(CollectiveInfo{text, category, static_cast<std::uint8_t>(kind),
                                            static_cast<std::uint32_t>(ranks.size()), deduplicated ? sent : bytes});
-      const TaskId previous = sync(category, deps, id);
-      std::vector<TaskId> flows;
-      for (const Flow& f : phase)
-        flows.push_back(transfer(f, category, id, text, w, {previous}));
-      return flows.empty() ? previous : sync(category, flows, id);
+      return lower(std::span(&phase, 1), category, id, text, w, deps);
     }
     const std::uint32_t id = g_.add_collective(CollectiveInfo{text, category, static_cast<std::uint8_t>(kind),
                                                               static_cast<std::uint32_t>(ranks.size()), bytes});
-    TaskId previous = sync(category, deps, id);
-    for (const CollectivePhase& phase : phases(kind, ranks, bytes)) {
+    return lower(phases(kind, ranks, bytes), category, id, text, w, deps);
+  }
+
+  // A collective's phases as transfers, each phase's flows after the previous phase's (the first's after `deps`);
+  // returns the task that marks its end. Syncs join where many tasks wait for many: a phase of one flow (a folded
+  // collective inside a node) waits for what came before directly, and ends the collective itself if it is last.
+  TaskId lower(std::span<const CollectivePhase> phases, Category category, std::uint32_t id, std::uint32_t text,
+               const Where& w, const std::vector<TaskId>& deps)
+  {
+    std::vector<TaskId> before = deps;
+    bool sent = false;
+    for (const CollectivePhase& phase : phases) {
       if (phase.empty())
         continue;
+      if (phase.size() > 1 && before.size() > 1)
+        before = {sync(category, before, id)};
       std::vector<TaskId> flows;
       for (const Flow& f : phase)
-        flows.push_back(transfer(f, category, id, text, w, {previous}));
-      previous = sync(category, flows, id);
+        flows.push_back(transfer(f, category, id, text, w, before));
+      before = std::move(flows);
+      sent = true;
     }
-    return previous;
+    return sent && before.size() == 1 ? before.front() : sync(category, before, id);
   }
 
   // A collective's phases as lowered and, folded, as the simulated GPUs send them: the same collective over the same

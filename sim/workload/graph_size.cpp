@@ -48,13 +48,13 @@ GroupShape group_shape(const plan::ParallelPlan& p, int gpus_per_node, plan::Par
   return shape;
 }
 
-// A collective's tasks: a sync before, and per phase a flow per simulated member and a sync. On a full mesh a phase
-// inside the node has a flow to each peer, and an all-reduce inside one node is two such phases (reduce-scatter,
-// all-gather), as is the in-node part of a hierarchical one.
+// A collective's tasks: a sync before, and per phase a flow per simulated member and a sync (with one simulated
+// member, its flows alone). On a full mesh a phase inside the node has a flow to each peer, and an all-reduce inside
+// one node is two such phases (reduce-scatter, all-gather), as is the in-node part of a hierarchical one.
 double collective_tasks(const GroupShape& g, CollectiveKind kind = CollectiveKind::REDUCE_SCATTER)
 {
   if (g.mesh_peers == 0)
-    return 1.0 + g.phases * (g.simulated + 1.0);
+    return g.simulated > 1 ? 1.0 + g.phases * (g.simulated + 1.0) : g.phases;
   const double direct = g.phases > 1 || kind == CollectiveKind::ALL_REDUCE ? 2.0 : 1.0;
   const double across = g.phases > 1 ? 1.0 : 0.0;
   return 1.0 + direct * (g.simulated * g.mesh_peers + 1.0) + across * (g.simulated + 1.0);
@@ -88,14 +88,20 @@ double program_tasks(const Program& program, const GroupShape& tp, const plan::P
 GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::ParallelPlan& plan,
                               const topology::ClusterSpec& cluster, bool fold)
 {
-  GraphSize size;
   // The fold the builder tries first (it may take one with more simulated GPUs where a collective is not symmetric).
   std::optional<Fold> first;
   if (fold) {
     const auto graph = topology::build_graph(cluster, (plan.gpus() + cluster.node.gpus - 1) / cluster.node.gpus);
     first = FoldSearch(plan, cluster, graph).next();
   }
-  size.folded = first.has_value();
+  return estimate_graph_size(model, plan, cluster, first ? &*first : nullptr, build_programs(model, plan, cluster.gpu));
+}
+
+GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::ParallelPlan& plan,
+                              const topology::ClusterSpec& cluster, const Fold* first, const LayerPrograms& programs)
+{
+  GraphSize size;
+  size.folded = first != nullptr;
   const int tp_simulated = first ? first->tp.classes() : plan.tp;
   const int dp_simulated = first ? first->dp.classes() : plan.dp_cp();
   size.simulated_gpus = plan.pp * tp_simulated * dp_simulated;
@@ -110,8 +116,7 @@ GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::Paralle
   const auto layers = static_cast<double>(model.num_layers);
   const double microbatches = static_cast<double>(plan.microbatches());
 
-  // Costing a layer's kernels is cheap, and the programs' lengths are what the builder repeats.
-  const LayerPrograms programs = build_programs(model, plan, cluster.gpu);
+  // The programs' lengths are what the builder repeats.
   auto tasks_of = [&](const Program& program) { return program_tasks(program, tp, plan); };
   double all_layers = 0; // every layer's forward and backward pass
   double stage_bytes = 0;

@@ -8,6 +8,9 @@
 
 namespace sim::workload {
 
+struct Fold;
+struct LayerPrograms;
+
 struct GraphSize {
   double tasks = 0;
   double bytes = 0; // the graph, its dependencies and the replay's state per task
@@ -19,5 +22,8 @@ struct GraphSize {
 // members); `fold` as build_task_graph's option.
 GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::ParallelPlan& plan,
                               const topology::ClusterSpec& cluster, bool fold);
+// The same for a given fold (nullptr: unfolded) and the plan's layer programs, as the builder has them.
+GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::ParallelPlan& plan,
+                              const topology::ClusterSpec& cluster, const Fold* fold, const LayerPrograms& programs);
 
 } // namespace sim::workload

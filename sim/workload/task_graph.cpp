@@ -4,6 +4,12 @@
 
 namespace sim::workload {
 
+void TaskGraph::reserve(std::size_t tasks, std::size_t dependencies)
+{
+  tasks_.reserve(tasks);
+  edges_.reserve(dependencies);
+}
+
 TaskId TaskGraph::add(const Task& task)
 {
   tasks_.push_back(task);

@@ -68,6 +68,9 @@ struct CollectiveInfo {
 
 class TaskGraph {
  public:
+  // Room for about this many tasks and dependencies, so that the graph grows without being copied (pages not
+  // written to stay unallocated, so an estimate on the high side costs nothing).
+  void reserve(std::size_t tasks, std::size_t dependencies);
   TaskId add(const Task& task);
   void depend(TaskId task, TaskId on) { edges_.push_back({on, task}); }
   std::uint32_t label(const std::string& text);

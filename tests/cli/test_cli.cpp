@@ -603,11 +603,11 @@ TEST_CASE("a memory cap on the task graph refuses a run above it, and a sweep ru
   const auto refused = run("run " + scenario("default.json") + " --memory 2MiB", true);
   CHECK(refused.status == 1);
   CHECK(refused.out.find("with 2.00 MiB available (--memory)") != std::string::npos);
-  // Graphs of about 2.9 and 5.7 MiB: with 6 MiB the two cannot run together, so one waits for the other; with 2 MiB
+  // Graphs of about 1.6 and 3.2 MiB: with 4 MiB the two cannot run together, so one waits for the other; with 1 MiB
   // neither fits at all.
   const std::string sweep = "sweep " + scenario("default.json") + " --vary plan.tp=4,8 -j 2 --format json -q";
-  const auto roomy = nlohmann::json::parse(run(sweep + " --memory 6MiB").out);
-  const auto tight = nlohmann::json::parse(run(sweep + " --memory 2MiB").out);
+  const auto roomy = nlohmann::json::parse(run(sweep + " --memory 4MiB").out);
+  const auto tight = nlohmann::json::parse(run(sweep + " --memory 1MiB").out);
   REQUIRE(roomy["rows"].size() == 2);
   REQUIRE(tight["rows"].size() == 2);
   for (const auto& row : roomy["rows"])
