@@ -66,8 +66,6 @@ class Replayer {
     const std::size_t n = g.size();
     pending_.resize(n);
     timeline_.tasks.resize(n);
-    running_.resize(n);
-    ids_.resize(n);
     load_.assign(cluster.gpu.size(), GpuLoad{});
     for (int gpu = 0; gpu < cluster.gpus(); ++gpu) {
       const auto v = cluster.gpu[static_cast<std::size_t>(gpu)];
@@ -78,7 +76,6 @@ class Replayer {
     timeline_.link_bytes_forward.assign(boost::num_edges(cluster.graph), 0.0);
     timeline_.link_bytes_backward.assign(boost::num_edges(cluster.graph), 0.0);
     for (TaskId t = 0; t < n; ++t) {
-      ids_[t] = t;
       pending_[t] = static_cast<std::uint32_t>(g.dependencies(t).size());
       if (pending_[t] == 0)
         ready_.push_back(t);
@@ -99,11 +96,14 @@ class Replayer {
       }
     });
     sg4::Activity::on_completion_cb([this](const sg4::Activity& a) {
-      const TaskId* id = a.get_data<TaskId>();
-      if (id == nullptr)
+      const auto flow = in_flight_.find(&a);
+      if (flow == in_flight_.end())
         return;
-      released_.clear(); // activities that completed before this one: safe to drop now
-      finish(*id);
+      released_.clear(); // flows that completed before this one: safe to drop now
+      const TaskId t = flow->second.first;
+      released_.push_back(std::move(flow->second.second));
+      in_flight_.erase(flow);
+      finish(t);
       drain();
     });
     drain();
@@ -260,9 +260,8 @@ class Replayer {
     const auto [from, to] = hosts(task);
     sg4::CommPtr comm = sg4::Comm::sendto_init(from, to);
     comm->set_payload_size(static_cast<std::uint64_t>(task.bytes));
-    comm->set_data(&ids_[t]);
     comm->vetoable_start();
-    running_[t] = comm;
+    in_flight_.emplace(comm.get(), std::make_pair(t, comm));
     for (std::uint32_t i : route_of(task).tracked)
       if (flows_[i]++ == 0) {
         busy_at_[i] = static_cast<std::uint32_t>(busy_.size());
@@ -312,10 +311,6 @@ class Replayer {
   {
     const workload::Task& task = g_[t];
     timeline_.tasks[t].end_s = sg4::Engine::get_clock();
-    if (running_[t]) {
-      released_.push_back(std::move(running_[t]));
-      running_[t] = nullptr;
-    }
     if (task.kind == TaskKind::TRANSFER && task.bytes > 0) {
       const Route& route = route_of(task);
       // Own bookkeeping of the bytes on each link (exact, unlike SimGrid's link-load plugin).
@@ -484,9 +479,9 @@ class Replayer {
   Platform platform_;
   const ProgressFn& progress_;
   std::vector<std::uint32_t> pending_;
-  std::vector<sg4::ActivityPtr> running_;
-  std::vector<sg4::ActivityPtr> released_;
-  std::vector<TaskId> ids_;
+  // The flows in SimGrid now (by their activity: the task and a reference that keeps the activity alive).
+  std::unordered_map<const sg4::Activity*, std::pair<TaskId, sg4::CommPtr>> in_flight_;
+  std::vector<sg4::CommPtr> released_;
   std::vector<GpuLoad> load_; // per GPU host
   std::deque<TaskId> ready_;
   std::size_t finished_ = 0;

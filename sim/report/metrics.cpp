@@ -6,9 +6,10 @@
 #include <algorithm>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <set>
 #include <tuple>
-#include <unordered_set>
+#include <utility>
 
 namespace sim::report {
 namespace {
@@ -306,15 +307,16 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
       span = {std::min(span.first, tl.tasks[t].start_s), std::max(span.second, tl.tasks[t].end_s)};
     }
     std::map<std::pair<int, Category>, std::vector<std::pair<double, double>>> intervals;
-    std::unordered_set<std::uint64_t> seen; // (rank, collective)
+    // A collective's span once per sender (a repeat would change nothing: the spans are merged below), and a rank's
+    // flows of one collective are built one after another.
+    std::vector<std::uint32_t> last_collective(static_cast<std::size_t>(g.gpus), workload::no_task);
     for (TaskId t = 0; t < g.size(); ++t) {
       const auto& task = g[t];
       if (task.kind != TaskKind::TRANSFER)
         continue;
-      const auto key = (static_cast<std::uint64_t>(task.rank) << 32) | task.collective;
       if (task.collective == workload::no_task)
         intervals[{task.rank, task.category}].emplace_back(tl.tasks[t].start_s, tl.tasks[t].end_s);
-      else if (seen.insert(key).second)
+      else if (std::exchange(last_collective[static_cast<std::size_t>(task.rank)], task.collective) != task.collective)
         intervals[{task.rank, task.category}].push_back(collective_span[task.collective]);
     }
     for (auto& [key, list] : intervals) {
