@@ -94,6 +94,7 @@ class Builder {
 
   TaskGraph build()
   {
+    check_gradient_reductions();
     if (gathers_before_forward())
       for (int s = 0; s < p_.pp; ++s)
         gather_updated_parameters(s);
@@ -902,17 +903,46 @@ class Builder {
   // Gradients in buckets of dp_bucket_size, in the order the backward pass produces them; each bucket is reduced
   // (all-reduce, or reduce-scatter when the optimizer is sharded) as soon as its items are done, one after the
   // other on the data-parallel stream. `mb` < 0: once, after the last micro-batch; else after micro-batch mb.
-  void reduce_gradients(int s, int mb)
+  // Stage s's items in the order their gradients are ready (the last chunk's first).
+  std::vector<int> gradient_order(int s) const
   {
-    if (p_.dp_cp() == 1)
-      return;
     std::vector<int> order;
     for (int c = p_.virtual_stages - 1; c >= 0; --c)
       for (int item : pass_items(virtual_stage(p_, s, c), false))
         order.push_back(item);
-    // DeepSpeed's engine all-reduces even with ZeRO-1 (the stage keeps its partition of the result), after the flush.
-    const CollectiveKind kind =
-        sharded_optimizer() && !deepspeed_engine() ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE;
+    return order;
+  }
+
+  // DeepSpeed's engine all-reduces even with ZeRO-1 (the stage keeps its partition of the result), after the flush.
+  CollectiveKind gradient_reduction() const
+  {
+    return sharded_optimizer() && !deepspeed_engine() ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE;
+  }
+
+  // Folded, a fold that breaks a data-parallel group's collectives would show only at the first gradient reduction,
+  // late in the step: every stage's reductions are lowered (and checked) before anything is built.
+  void check_gradient_reductions()
+  {
+    if (!fold_ || p_.dp_cp() == 1)
+      return;
+    for (int s = 0; s < p_.pp; ++s) {
+      const auto order = gradient_order(s);
+      for (bool experts : {false, true}) {
+        if (experts && p_.edp() <= 1)
+          continue;
+        for (const auto& bucket : buckets(order, s, experts))
+          for (const auto& group : groups(experts ? Dim::EDP : Dim::DP, s))
+            phases(gradient_reduction(), group, bucket.second * grad_bytes_);
+      }
+    }
+  }
+
+  void reduce_gradients(int s, int mb)
+  {
+    if (p_.dp_cp() == 1)
+      return;
+    const std::vector<int> order = gradient_order(s);
+    const CollectiveKind kind = gradient_reduction();
     const bool after_flush = !p_.overlap_grad_reduce || deepspeed_engine();
     const Where w{Category::DP, s, -1, mb, -1};
     // The dense parameters' buckets over the data-parallel groups and the routed experts' over the expert-data-
