@@ -12,7 +12,8 @@ namespace sim::workload {
 namespace {
 
 // Bytes per task, measured: the full 16,384-GPU Llama 3 405B graph held 55.6M tasks in 5.9 GB (106 B each with its
-// dependencies); the replay adds each task's times, its pending count and its activity.
+// dependencies); a whole unfolded run of the SC21 1T row (65.8M tasks: graph, replay and report) peaked at 7.5 GB,
+// 114 B per task. The estimate keeps room above that for plans whose tasks have more dependencies.
 constexpr double bytes_per_task = 200.0;
 
 // How a collective over one parallel dimension is lowered (workload/collectives): one ring when its members share a
