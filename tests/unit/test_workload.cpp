@@ -378,6 +378,25 @@ TEST_CASE("folding keeps one GPU per stage with the same compute and the same tr
   }
 }
 
+TEST_CASE("a folded collective inside a node is its one flow per phase, with no syncs around it")
+{
+  // TP 2 inside a node folds to one GPU per stage: each tensor-parallel collective is that GPU's flow, waiting for its
+  // kernels directly; unfolded, its two flows are joined by syncs.
+  const nlohmann::json plan{{"tp", 2}, {"pp", 2}, {"dp", 4}, {"global_batch", 16}};
+  auto syncs = [](const sim::workload::TaskGraph& g) {
+    return std::count_if(g.tasks().begin(), g.tasks().end(),
+                         [](const auto& t) { return t.kind == TaskKind::SYNC && t.category == Category::TP; });
+  };
+  const auto folded = build(plan, tiny_model(), "dgx-a100", true);
+  REQUIRE(folded.tasks.folded);
+  CHECK(syncs(folded.tasks) == 0);
+  CHECK(syncs(build(plan).tasks) > 0);
+  for (sim::workload::TaskId t = 0; t < folded.tasks.size(); ++t)
+    if (folded.tasks[t].kind == TaskKind::TRANSFER && folded.tasks[t].category == Category::TP)
+      for (auto d : folded.tasks.dependencies(t))
+        CHECK(folded.tasks[d].kind != TaskKind::SYNC);
+}
+
 TEST_CASE("GPUs that share NVLink lanes fold where a rotation of the ranks maps the node onto itself")
 {
   // DGX-1 V100's hybrid cube mesh: rotating the data-parallel rank inside each group of four maps the mesh onto itself.
