@@ -1,4 +1,4 @@
-// Replays a task graph on the SimGrid platform: compute tasks run on their GPU host, transfers wait their latency
+// Replays a task graph on the SimGrid platform: compute tasks run on their GPU's stream, transfers wait their latency
 // and then share links max-min fairly with everything else in flight, syncs join. Records when every task ran and
 // the bytes each link carried.
 #pragma once
