@@ -46,14 +46,15 @@ struct GpuLoad {
   bool dispatching = false;     // a dispatch is due at this instant
 };
 
-double slowdown(const GpuLoad& l, const topology::ClusterGraph& cg)
+double slowdown(const GpuLoad& l, const topology::ClusterGraph& cg, int gpu)
 {
   if (l.transfers == 0)
     return 1.0;
-  const double bandwidth = cg.memory_bandwidth;
+  const auto& rates = cg.rates[cg.kind[static_cast<std::size_t>(gpu)]];
+  const double bandwidth = rates.memory_bandwidth;
   const double taken = cg.nccl_memory_traffic * std::min(std::max(l.out, l.in), l.port);
   const double memory = bandwidth > 0 ? bandwidth / std::max(bandwidth - taken, 0.1 * bandwidth) : 1.0;
-  return (1.0 - l.memory_share) / cg.compute_share_during_comm + l.memory_share * memory;
+  return (1.0 - l.memory_share) / rates.compute_share_during_comm + l.memory_share * memory;
 }
 
 class Replayer {
@@ -214,7 +215,7 @@ class Replayer {
   void update_speed(int gpu)
   {
     auto& load = load_[static_cast<std::size_t>(gpu)];
-    const double speed = 1.0 / slowdown(load, cluster_);
+    const double speed = 1.0 / slowdown(load, cluster_, gpu);
     const int level = std::clamp(static_cast<int>(std::lround(speed * speed_levels)), 1, speed_levels);
     const double quantised = static_cast<double>(level) / speed_levels;
     if (quantised == load.speed)

@@ -5,6 +5,7 @@
 #include "plan/plan_reader.hpp"
 #include "scenario/document_tree.hpp"
 #include "validation/summary.hpp"
+#include "workload/layer_program.hpp"
 
 #include <fmt/format.h>
 #include <functional>
@@ -18,6 +19,14 @@ void resolve_scenario_references(DocumentTree& tree)
   tree.resolve("/topology", ReferenceKind::TOPOLOGY);
   tree.resolve("/topology/node/gpu", ReferenceKind::GPU);
   tree.resolve("/topology/node/gpu/kernel_tables", ReferenceKind::KERNELS);
+  // Other GPU kinds on some nodes.
+  const auto* kinds = tree.root().contains("node_gpus") ? &tree.root()["node_gpus"] : nullptr;
+  if (kinds != nullptr && kinds->is_array())
+    for (std::size_t i = 0; i < kinds->size(); ++i) {
+      const std::string at = fmt::format("/node_gpus/{}/gpu", i);
+      tree.resolve(at, ReferenceKind::GPU);
+      tree.resolve(at + "/kernel_tables", ReferenceKind::KERNELS);
+    }
 }
 
 void resolve_topology_references(DocumentTree& tree)
@@ -88,6 +97,7 @@ Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& fi
   s.plan = plan::read_plan(plan_node, s.model, known_gpus);
   s.economics = read_economics(r);
   const auto stragglers = r.find("stragglers");
+  const auto node_gpus = r.find("node_gpus");
   r.finish();
 
   s.gpus = known_gpus.value_or(s.plan.gpus());
@@ -103,6 +113,23 @@ Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& fi
   s.nodes = (s.gpus + per_node - 1) / per_node;
   if (stragglers)
     s.cluster.stragglers = topology::read_stragglers(*stragglers, s.cluster, s.nodes);
+  if (node_gpus) {
+    s.cluster.node_gpus = topology::read_node_gpus(*node_gpus, s.cluster, s.nodes);
+    // Every kind runs the plan's steps: its precision, and the same kernels as the topology's part.
+    const auto base = workload::build_programs(s.model, s.plan, s.cluster.gpu);
+    for (std::size_t i = 0; i < s.cluster.node_gpus.size(); ++i) {
+      const auto& gpu = s.cluster.node_gpus[i].gpu;
+      const core::Node at = node_gpus->element(i).element_of("gpu");
+      if (!gpu.peak(s.plan.precision))
+        at.fail_found("no tensor-core rate for the plan's precision",
+                      fmt::format("'{}' without {}", gpu.name,
+                                  core::choice_name(s.plan.precision, hardware::precision_choices)),
+                      "a part with the plan's precision in its peak_flops");
+      if (!workload::same_steps(base, workload::build_programs(s.model, s.plan, gpu)))
+        at.fail_found("other kernels", fmt::format("'{}' runs other kernels than '{}' for this plan", gpu.name, s.cluster.gpu.name),
+                      "a part whose kernels match the topology's (the same generation)");
+    }
+  }
   s.warnings = s.cluster.warnings;
   const auto plan_warnings = plan::check_plan(s.plan, plan_node, s.model, s.cluster, s.gpus);
   s.warnings.insert(s.warnings.end(), plan_warnings.begin(), plan_warnings.end());

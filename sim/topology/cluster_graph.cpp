@@ -196,10 +196,17 @@ ClusterGraph build_graph(const ClusterSpec& spec, int nodes)
   ClusterGraph cg;
   cg.nodes = nodes;
   cg.gpus_per_node = spec.node.gpus;
-  if (spec.gpu.sms > 0)
-    cg.compute_share_during_comm = 1.0 - static_cast<double>(spec.node.collective_sms) / spec.gpu.sms;
-  cg.memory_bandwidth =
-      spec.gpu.memory_bandwidth * spec.gpu.memory_kernel_efficiency(hardware::MemoryKernel::ELEMENTWISE, false);
+  for (int k = 0; k <= static_cast<int>(spec.node_gpus.size()); ++k) {
+    const auto& gpu = gpu_of_kind(spec, k);
+    ClusterGraph::GpuRates r;
+    if (gpu.sms > 0)
+      r.compute_share_during_comm = 1.0 - static_cast<double>(spec.node.collective_sms) / gpu.sms;
+    r.memory_bandwidth =
+        gpu.memory_bandwidth * gpu.memory_kernel_efficiency(hardware::MemoryKernel::ELEMENTWISE, false);
+    cg.rates.push_back(r);
+  }
+  for (int g = 0; g < nodes * spec.node.gpus; ++g)
+    cg.kind.push_back(static_cast<std::uint8_t>(gpu_kind(spec, g)));
   cg.nccl_memory_traffic = spec.node.nccl_memory_traffic;
   if (const auto* sw = spec.node.nvlink ? std::get_if<NvSwitchFabric>(&*spec.node.nvlink) : nullptr)
     cg.nvls_rate = sw->bandwidth * spec.gpu.nccl_nvls_efficiency;

@@ -57,11 +57,16 @@ struct ClusterGraph {
   std::optional<VertexId> core;           // fat_tree with several pods
   int nodes_per_leaf = 1;
   int leaves_per_pod = 1;
-  // Share of a GPU's compute rate left to kernels while its NCCL kernels run (the SMs they hold are taken).
-  double compute_share_during_comm = 1.0;
-  // HBM bandwidth a memory-bound kernel streams at (nominal x STREAM efficiency), and the HBM bytes NCCL moves per
-  // byte it sends or receives: what a collective beside a kernel takes from it.
-  double memory_bandwidth = 0;
+  // Per kind of GPU (topology::gpu_kind; 0: the topology's part): the share of its compute rate left to kernels while
+  // its NCCL kernels run (the SMs they hold are taken), and the HBM bandwidth a memory-bound kernel streams at
+  // (nominal x STREAM efficiency). With the HBM bytes NCCL moves per byte it sends or receives, what a collective
+  // beside a kernel takes from it.
+  struct GpuRates {
+    double compute_share_during_comm = 1.0;
+    double memory_bandwidth = 0;
+  };
+  std::vector<GpuRates> rates;
+  std::vector<std::uint8_t> kind; // per GPU
   double nccl_memory_traffic = 0;
   // Bytes/s each GPU of an NVSwitch node sends (and receives) in an NVLink SHARP all-reduce, which moves the whole
   // buffer once each way (the switch reduces and multicasts); 0 without NVLS.

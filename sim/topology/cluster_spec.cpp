@@ -338,6 +338,52 @@ std::vector<Straggler> read_stragglers(const core::Node& list, const ClusterSpec
   return out;
 }
 
+std::vector<NodeGpus> read_node_gpus(const core::Node& list, const ClusterSpec& cluster, int nodes)
+{
+  std::vector<NodeGpus> out;
+  const std::size_t n = list.array_size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const core::Node item = list.element(i);
+    core::ObjectReader r(item);
+    NodeGpus g;
+    const core::Node range = r.at("nodes", "a [first, last] pair of node indices");
+    if (range.array_size() != 2)
+      range.fail_found("not a pair", fmt::format("{} values", range.array_size()), "[first, last] node indices");
+    g.first = static_cast<int>(range.element(0).as_integer(0, nodes - 1));
+    g.last = static_cast<int>(range.element(1).as_integer(g.first, nodes - 1));
+    const core::Node gpu = r.at("gpu", "a GPU preset name or a gpu/v1 object");
+    g.gpu = hardware::read_gpu(gpu);
+    r.finish();
+    for (const NodeGpus& other : out)
+      if (g.first <= other.last && other.first <= g.last)
+        range.fail_found("overlapping ranges", fmt::format("nodes {}-{} and {}-{}", other.first, other.last, g.first, g.last),
+                         "each node in at most one range");
+    // The node's fabric is built for the topology's part: another kind must fit it.
+    if (g.gpu.nvlink_bandwidth != cluster.gpu.nvlink_bandwidth || g.gpu.pcie_generation != cluster.gpu.pcie_generation)
+      gpu.fail_found("another node design",
+                     fmt::format("'{}' (NVLink {} GB/s, PCIe gen {}) in '{}' nodes built for '{}' (NVLink {} GB/s, PCIe gen {})",
+                                 g.gpu.name, g.gpu.nvlink_bandwidth / 1e9, g.gpu.pcie_generation, cluster.name,
+                                 cluster.gpu.name, cluster.gpu.nvlink_bandwidth / 1e9, cluster.gpu.pcie_generation),
+                     "a part with the same NVLink bandwidth and PCIe generation (e.g. H200 nodes beside H100 ones)");
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+int gpu_kind(const ClusterSpec& cluster, int gpu)
+{
+  const int node = gpu / cluster.node.gpus;
+  for (std::size_t k = 0; k < cluster.node_gpus.size(); ++k)
+    if (node >= cluster.node_gpus[k].first && node <= cluster.node_gpus[k].last)
+      return static_cast<int>(k) + 1;
+  return 0;
+}
+
+const hardware::GpuSpec& gpu_of_kind(const ClusterSpec& cluster, int kind)
+{
+  return kind == 0 ? cluster.gpu : cluster.node_gpus[static_cast<std::size_t>(kind - 1)].gpu;
+}
+
 bool on_gpu(const Straggler& s, int gpu, int gpus_per_node)
 {
   return s.node == gpu / gpus_per_node && (s.gpu < 0 || s.gpu == gpu % gpus_per_node);

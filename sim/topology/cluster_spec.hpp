@@ -108,6 +108,15 @@ struct Straggler {
   double bandwidth = 1; // share of the NICs' bandwidth left
 };
 
+// Nodes whose GPUs are of another kind than the topology's (a scenario's `node_gpus`, a cluster grown with a newer
+// part): the same node design (GPUs per node, NVLink or PCIe fabric, NICs), the other part's kernels, memory, price
+// and power.
+struct NodeGpus {
+  int first = 0; // node indices, inclusive
+  int last = 0;
+  hardware::GpuSpec gpu;
+};
+
 struct ClusterSpec {
   std::string name;
   std::string description;
@@ -117,6 +126,7 @@ struct ClusterSpec {
   NetworkSpec network;
   std::optional<int> nodes;            // pinned node count; otherwise it follows from the plan's GPU count
   std::vector<Straggler> stragglers;   // set by the scenario
+  std::vector<NodeGpus> node_gpus;     // set by the scenario
   std::vector<core::Warning> warnings; // what the file leaves to a default worth knowing
 };
 
@@ -126,6 +136,14 @@ ClusterSpec read_cluster(const core::Node& node);
 // Reads a scenario's `stragglers` array (objects with `node`, optional `gpu` or `nic`, and `compute`, `nvlink` or
 // `bandwidth`, shares 0-1) for this cluster of `nodes` nodes.
 std::vector<Straggler> read_stragglers(const core::Node& list, const ClusterSpec& cluster, int nodes);
+// Reads a scenario's `node_gpus` array (objects with `nodes`, a [first, last] pair of node indices, and `gpu`, already
+// resolved to a gpu/v1 object) for this cluster of `nodes` nodes: ranges that do not overlap, of parts that fit the
+// topology's node design.
+std::vector<NodeGpus> read_node_gpus(const core::Node& list, const ClusterSpec& cluster, int nodes);
+// The kind of a GPU (global index): 0 for the topology's, k for node_gpus[k - 1]'s.
+int gpu_kind(const ClusterSpec& cluster, int gpu);
+// The part of that kind.
+const hardware::GpuSpec& gpu_of_kind(const ClusterSpec& cluster, int kind);
 // Whether a straggler is on this GPU (global index): its node, and its GPU or all of them.
 bool on_gpu(const Straggler& s, int gpu, int gpus_per_node);
 // The share of its kernels' speed a GPU (global index) has left: 1 unless a straggler slows it.

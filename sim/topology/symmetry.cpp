@@ -238,7 +238,8 @@ std::optional<std::vector<std::uint32_t>> link_permutation(const ClusterGraph& g
   if (gpu_perm.size() != g.gpu.size())
     return std::nullopt;
   for (std::size_t i = 0; i < gpu_perm.size(); ++i)
-    if (compute_share(spec, static_cast<int>(i)) != compute_share(spec, gpu_perm[i]))
+    if (compute_share(spec, static_cast<int>(i)) != compute_share(spec, gpu_perm[i]) ||
+        gpu_kind(spec, static_cast<int>(i)) != gpu_kind(spec, gpu_perm[i]))
       return std::nullopt;
   Extension x(g, network_blocking(spec, g));
   if (!x.extend(gpu_perm))

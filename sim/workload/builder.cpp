@@ -40,11 +40,21 @@ struct NotFoldable {};
 constexpr int embedding_item = -1;
 constexpr int head_item = -2;
 
+// The layer programs for each kind of GPU in the cluster (topology::gpu_kind): the same steps, each costed on its part.
+std::vector<LayerPrograms> programs_by_kind(const model::ModelSpec& m, const plan::ParallelPlan& p,
+                                            const topology::ClusterSpec& cluster)
+{
+  std::vector<LayerPrograms> out{build_programs(m, p, cluster.gpu)};
+  for (const auto& kind : cluster.node_gpus)
+    out.push_back(build_programs(m, p, kind.gpu));
+  return out;
+}
+
 class Builder {
  public:
   Builder(const model::ModelSpec& m, const plan::ParallelPlan& p, const topology::ClusterSpec& cluster,
           const topology::ClusterGraph& graph, const Fold* fold)
-      : m_(m), p_(p), cluster_(cluster), graph_(graph), lowering_(graph), programs_(build_programs(m, p, cluster.gpu)),
+      : m_(m), p_(p), cluster_(cluster), graph_(graph), lowering_(graph), programs_(programs_by_kind(m, p, cluster)),
         counts_(model::count_params(m)), fold_(fold != nullptr),
         tp_fold_(fold ? fold->tp : CoordinateFold{p.tp, 1, p.tp}),
         dp_fold_(fold ? fold->dp : CoordinateFold{p.dp_cp(), 1, p.dp_cp()}),
@@ -59,6 +69,8 @@ class Builder {
       c.dp = dp_fold_.representative(c.dp);
       representative_.push_back(plan::rank_of(p, c));
     }
+    for (int r = 0; r < gpus; ++r)
+      kind_.push_back(topology::gpu_kind(cluster, r));
     tail_.resize(static_cast<std::size_t>(gpus));
     reduce_tail_.assign(static_cast<std::size_t>(gpus), no_task);
     gather_tail_.assign(static_cast<std::size_t>(gpus), no_task);
@@ -67,7 +79,7 @@ class Builder {
     g_.gpus = gpus;
     g_.folded = fold_;
     // The estimate is within a factor of about two; a task has one to two dependencies.
-    const double estimate = estimate_graph_size(m, p, cluster, fold, programs_).tasks;
+    const double estimate = estimate_graph_size(m, p, cluster, fold, programs_.front()).tasks;
     g_.reserve(static_cast<std::size_t>(2.0 * estimate), static_cast<std::size_t>(4.0 * estimate));
     if (fold) {
       g_.multiplicity = fold->multiplicity;
@@ -227,6 +239,17 @@ class Builder {
       t.memory_share =
           static_cast<std::uint16_t>(std::lround(65535.0 * std::clamp(step.memory_s / step.duration_s, 0.0, 1.0)));
     return add(t, tail_[static_cast<std::size_t>(gpu)]);
+  }
+
+  // A compute step on every GPU of stage s, made for its kind of part (its programs' rates and its kernel overhead).
+  template <class Make> void on_stage(int s, const Where& w, Make make)
+  {
+    for (int r : stage_gpus(s)) {
+      const int k = kind_[static_cast<std::size_t>(r)];
+      tail_[static_cast<std::size_t>(r)] = {compute(r, make(programs_[static_cast<std::size_t>(k)],
+                                                           topology::gpu_of_kind(cluster_, k)),
+                                                      w)};
+    }
   }
 
   TaskId transfer(const Flow& f, Category category, std::uint32_t collective, std::uint32_t label, const Where& w,
@@ -394,13 +417,20 @@ class Builder {
 
   // --- passes --------------------------------------------------------------------------------------------------
 
-  // Runs a program on every GPU of stage `s`: compute on each, collectives per tensor- or expert-parallel group.
-  void run(const Program& program, int s, const Where& w)
+  // Runs a program on every GPU of stage `s`: compute on each (its kind of part's step: `select` picks the program
+  // from a kind's programs), collectives per tensor- or expert-parallel group.
+  template <class Select> void run(Select select, int s, const Where& w)
   {
-    for (const Step& step : program) {
+    const Program& program = select(programs_.front());
+    const auto mine = [&](int r, std::size_t i) -> const Step& {
+      return kind_[static_cast<std::size_t>(r)] == 0 ? program[i]
+                                                     : select(programs_[kind_[static_cast<std::size_t>(r)]])[i];
+    };
+    for (std::size_t i = 0; i < program.size(); ++i) {
+      const Step& step = program[i];
       if (step.kind == Step::Kind::COMPUTE) {
         for (int r : stage_gpus(s))
-          tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
+          tail_[static_cast<std::size_t>(r)] = {compute(r, mine(r, i), w)};
         continue;
       }
       const auto [dim, category] = step.group == Group::EP    ? std::pair{Dim::EP, Category::EP}
@@ -413,7 +443,7 @@ class Builder {
                                       step.deduplicated);
         for (int r : members) {
           if (step.kind == Step::Kind::OVERLAP)
-            tail_[static_cast<std::size_t>(r)] = {compute(r, step, w), end};
+            tail_[static_cast<std::size_t>(r)] = {compute(r, mine(r, i), w), end};
           else
             tail_[static_cast<std::size_t>(r)] = {end};
         }
@@ -534,23 +564,23 @@ class Builder {
     return items;
   }
 
-  const Program& program_of(int item, bool forward) const
+  const Program& program_of(const LayerPrograms& programs, int item, bool forward) const
   {
     if (item == embedding_item)
-      return forward ? programs_.embedding_forward : programs_.embedding_backward;
+      return forward ? programs.embedding_forward : programs.embedding_backward;
     if (item == head_item)
-      return forward ? programs_.head_forward : programs_.head_backward;
-    return forward ? programs_.forward_of(m_, item) : programs_.backward_of(m_, item);
+      return forward ? programs.head_forward : programs.head_backward;
+    return forward ? programs.forward_of(m_, item) : programs.backward_of(m_, item);
   }
   // A zero-bubble backward pass's programs: without the weight gradients (`weights` false), or those alone.
-  const Program& split_program_of(int item, bool weights) const
+  const Program& split_program_of(const LayerPrograms& programs, int item, bool weights) const
   {
     if (item == embedding_item)
-      return weights ? no_program_ : programs_.embedding_backward;
+      return weights ? no_program_ : programs.embedding_backward;
     const auto kind = static_cast<std::size_t>(item == head_item ? 0 : layer_kind(m_, item));
     if (item == head_item)
-      return weights ? programs_.head_weight : programs_.head_backward_input;
-    return weights ? programs_.layer_weight[kind] : programs_.layer_backward_input[kind];
+      return weights ? programs.head_weight : programs.head_backward_input;
+    return weights ? programs.layer_weight[kind] : programs.layer_backward_input[kind];
   }
 
   // Routed-expert parameters of an item on one GPU (reduced over its expert-data-parallel group).
@@ -621,7 +651,12 @@ class Builder {
       }
       if (first_forward || p_.zero_stage >= 3) // ZeRO-3 gathers, and so casts, the weights for every pass
         cast_weights(s, items[i], w);
-      run(ref.defer_weight ? split_program_of(items[i], false) : program_of(items[i], forward), s, w);
+      run(
+          [&](const LayerPrograms& programs) -> const Program& {
+            return ref.defer_weight ? split_program_of(programs, items[i], false)
+                                    : program_of(programs, items[i], forward);
+          },
+          s, w);
       if (weights)
         accumulate_gradients(s, items[i], w, first_gradient);
 
@@ -681,7 +716,8 @@ class Builder {
     for (int item : pass_items(vs, false)) {
       Where w = base;
       w.layer = item >= 0 ? item : -1;
-      run(split_program_of(item, true), s, w);
+      run([&](const LayerPrograms& programs) -> const Program& { return split_program_of(programs, item, true); }, s,
+          w);
       accumulate_gradients(s, item, w, first_gradient);
       if (last_gradient)
         for (int r : stage_gpus(s))
@@ -761,38 +797,42 @@ class Builder {
     const int syncs = p_.software.host_syncs_per_microbatch;
     if (syncs == 0)
       return;
-    Step step;
-    step.label = "host synchronisation";
-    step.duration_s = 0.5 * syncs * cluster_.gpu.kernel_overhead_s;
-    for (int r : stage_gpus(s))
-      tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
+    on_stage(s, w, [&](const LayerPrograms&, const hardware::GpuSpec& gpu) {
+      Step step;
+      step.label = "host synchronisation";
+      step.duration_s = 0.5 * syncs * gpu.kernel_overhead_s;
+      return step;
+    });
   }
 
   // FP8: the first micro-batch's forward pass casts a transformer layer's weights, which later ones reuse.
   void cast_weights(int s, int item, const Where& w)
   {
-    if (programs_.fp8_weight_cast_s_per_param <= 0 || item < 0)
+    if (programs_.front().fp8_weight_cast_s_per_param <= 0 || item < 0)
       return;
-    Step step;
-    step.label = "fp8 weight cast";
-    step.memory_s = (item_params(item, s) + item_expert_params(item)) * programs_.fp8_weight_cast_s_per_param;
-    step.duration_s = cluster_.gpu.kernel_overhead_s + step.memory_s;
-    for (int r : stage_gpus(s))
-      tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
+    on_stage(s, w, [&](const LayerPrograms& programs, const hardware::GpuSpec& gpu) {
+      Step step;
+      step.label = "fp8 weight cast";
+      step.memory_s = (item_params(item, s) + item_expert_params(item)) * programs.fp8_weight_cast_s_per_param;
+      step.duration_s = gpu.kernel_overhead_s + step.memory_s;
+      return step;
+    });
   }
 
   // A micro-batch's weight gradients added to the accumulated ones, unless the GEMM accumulated them (fused) or this
   // is the first micro-batch of autograd's accumulation.
   void accumulate_gradients(int s, int item, const Where& w, bool first)
   {
-    if (programs_.grad_accumulation_s_per_param <= 0 || (first && !programs_.grad_accumulation_from_first))
+    const LayerPrograms& base = programs_.front();
+    if (base.grad_accumulation_s_per_param <= 0 || (first && !base.grad_accumulation_from_first))
       return;
-    Step step;
-    step.label = "gradient accumulation";
-    step.memory_s = (item_params(item, s) + item_expert_params(item)) * programs_.grad_accumulation_s_per_param;
-    step.duration_s = cluster_.gpu.kernel_overhead_s + step.memory_s;
-    for (int r : stage_gpus(s))
-      tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
+    on_stage(s, w, [&](const LayerPrograms& programs, const hardware::GpuSpec& gpu) {
+      Step step;
+      step.label = "gradient accumulation";
+      step.memory_s = (item_params(item, s) + item_expert_params(item)) * programs.grad_accumulation_s_per_param;
+      step.duration_s = gpu.kernel_overhead_s + step.memory_s;
+      return step;
+    });
   }
 
   // 1F1B with the all-to-all overlapped (Megatron-core's --overlap-moe-expert-parallel-comm): a forward and a
@@ -1121,15 +1161,16 @@ class Builder {
       }
     const double updated =
         sharded_optimizer() ? params / p_.dp_cp() + expert_params / p_.edp() : params + expert_params;
-    Step step;
-    step.label = "optimizer";
-    step.duration_s = updated * programs_.optimizer_s_per_param;
-    step.memory_s = step.duration_s;
     const Where w{Category::OPTIMIZER, s, -1, -1, -1};
-    for (int r : stage_gpus(s)) {
+    for (int r : stage_gpus(s))
       tail_[static_cast<std::size_t>(r)].push_back(reduce_tail_[static_cast<std::size_t>(r)]);
-      tail_[static_cast<std::size_t>(r)] = {compute(r, step, w)};
-    }
+    on_stage(s, w, [&](const LayerPrograms& programs, const hardware::GpuSpec&) {
+      Step step;
+      step.label = "optimizer";
+      step.duration_s = updated * programs.optimizer_s_per_param;
+      step.memory_s = step.duration_s;
+      return step;
+    });
     if (sharded_optimizer() && p_.zero_stage < 3 && p_.dp_cp() > 1 && !gathers_before_forward()) {
       auto gather = [&](const std::vector<std::vector<int>>& groups, double bytes, const char* label) {
         for (const auto& group : groups) {
@@ -1163,7 +1204,8 @@ class Builder {
   const topology::ClusterSpec& cluster_;
   const topology::ClusterGraph& graph_;
   Lowering lowering_;
-  const LayerPrograms programs_;
+  const std::vector<LayerPrograms> programs_; // per kind of GPU (topology::gpu_kind)
+  std::vector<int> kind_;                    // per GPU
   const model::ParamCount counts_;
   const bool fold_;
   const CoordinateFold tp_fold_;

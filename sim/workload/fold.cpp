@@ -162,6 +162,8 @@ std::string FoldSearch::why_not() const
     return "one GPU per stage already";
   if (!spec_.stragglers.empty())
     return "no other GPU of the cluster is interchangeable with a straggler's";
+  if (!spec_.node_gpus.empty())
+    return "GPUs of different kinds are not interchangeable";
   return "no rotation or shift of the tensor- or data-parallel rank maps the cluster onto itself (GPUs that share "
          "links unevenly, or stages spread unevenly over the network)";
 }

@@ -2,6 +2,8 @@
 
 #include "memory/memory_model.hpp"
 
+#include <algorithm>
+
 namespace sim::workload {
 namespace {
 
@@ -1085,6 +1087,28 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
                                           : 0.0;
   out.grad_accumulation_from_first = p.software.grad_accumulation != plan::GradAccumulation::AUTOGRAD;
   return out;
+}
+
+bool same_steps(const LayerPrograms& a, const LayerPrograms& b)
+{
+  const auto alike = [](const Program& x, const Program& y) {
+    return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const Step& s, const Step& t) {
+      return s.kind == t.kind && s.label == t.label && s.recompute == t.recompute &&
+             (s.kind == Step::Kind::COMPUTE ||
+              (s.collective == t.collective && s.group == t.group && s.bytes == t.bytes && s.deduplicated == t.deduplicated));
+    });
+  };
+  const auto all_alike = [&](const auto& xs, const auto& ys) {
+    return std::equal(xs.begin(), xs.end(), ys.begin(), ys.end(), alike);
+  };
+  return all_alike(a.layer_forward, b.layer_forward) && all_alike(a.layer_backward, b.layer_backward) &&
+         alike(a.embedding_forward, b.embedding_forward) && alike(a.embedding_backward, b.embedding_backward) &&
+         alike(a.head_forward, b.head_forward) && alike(a.head_backward, b.head_backward) &&
+         all_alike(a.layer_backward_input, b.layer_backward_input) && all_alike(a.layer_weight, b.layer_weight) &&
+         alike(a.head_backward_input, b.head_backward_input) && alike(a.head_weight, b.head_weight) &&
+         (a.grad_accumulation_s_per_param > 0) == (b.grad_accumulation_s_per_param > 0) &&
+         a.grad_accumulation_from_first == b.grad_accumulation_from_first &&
+         (a.fp8_weight_cast_s_per_param > 0) == (b.fp8_weight_cast_s_per_param > 0);
 }
 
 } // namespace sim::workload

@@ -88,6 +88,9 @@ double grad_accumulation_bytes_per_param(const plan::ParallelPlan& p);
 double fp8_weight_cast_bytes_per_param(const plan::ParallelPlan& p);
 
 LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu);
+// Whether two parts' programs are the same steps (the same compute and collective steps in the same order, the
+// collectives alike), costed apart: what lets GPUs of both kinds run one plan side by side.
+bool same_steps(const LayerPrograms& a, const LayerPrograms& b);
 
 // Every kernel of the programs above with its cost: what a step is made of, for people checking the compute model.
 struct KernelCost {
