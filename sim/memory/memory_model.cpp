@@ -1,5 +1,7 @@
 #include "memory/memory_model.hpp"
 
+#include <optional>
+
 #include "model/param_count.hpp"
 #include "workload/schedule.hpp"
 
@@ -230,6 +232,22 @@ MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPl
                                       [](const auto& a, const auto& b) { return a.peak_bytes < b.peak_bytes; });
   e.peak_stage = worst->stage;
   return e;
+}
+
+MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPlan& p,
+                               const std::vector<const hardware::GpuSpec*>& gpus)
+{
+  std::optional<MemoryEstimate> tightest;
+  double least = 0;
+  for (const auto* gpu : gpus) {
+    auto e = estimate_memory(m, p, *gpu);
+    const double free = e.capacity_bytes - e.per_stage.at(static_cast<std::size_t>(e.peak_stage)).peak_bytes;
+    if (!tightest || free < least) {
+      least = free;
+      tightest = std::move(e);
+    }
+  }
+  return tightest.value();
 }
 
 } // namespace sim::memory

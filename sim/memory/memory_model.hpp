@@ -65,5 +65,9 @@ struct MemoryEstimate {
 };
 
 MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu);
+// On the part with the least room of several (a cluster with other GPU kinds on some nodes): the estimate whose peak
+// stage leaves the least free (the first of equals).
+MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPlan& p,
+                               const std::vector<const hardware::GpuSpec*>& gpus);
 
 } // namespace sim::memory

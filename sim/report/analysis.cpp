@@ -37,13 +37,13 @@ Analysis analyse(const scenario::Scenario& s)
 {
   Analysis a;
   const auto& p = s.plan;
-  a.memory = memory::estimate_memory(s.model, p, s.cluster.gpu);
+  a.memory = memory::estimate_memory(s.model, p, topology::gpu_kinds(s.cluster));
   const auto seq = static_cast<double>(p.seq_length);
   a.layer_forward = model::layer_forward_flops(s.model, seq, p.micro_batch);
   a.logits_forward = model::logits_forward_flops(s.model, seq, p.micro_batch);
   a.step = model::step_flops(s.model, seq, static_cast<double>(p.global_batch), p.recompute);
   a.tokens_per_step = seq * static_cast<double>(p.global_batch);
-  a.peak_flops = s.cluster.gpu.peak(p.compute_precision()).value_or(0.0);
+  a.peak_flops = topology::mean_peak(s.cluster, p.compute_precision(), s.gpus);
   return a;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <optional>
 
 namespace sim::report {
 namespace {
@@ -54,26 +55,43 @@ CostMetrics cost_metrics(const scenario::Economics& e, const topology::ClusterSp
                          double tokens_per_s)
 {
   CostMetrics c;
-  const hardware::GpuSpec& gpu = cluster.gpu;
   const auto& node = cluster.node;
+  // The GPUs' list price and board power: their mean where some nodes hold another kind (no price if a kind has none).
+  std::optional<double> list_price = cluster.gpu.list_price_usd;
+  double tdp_w = cluster.gpu.tdp_w;
+  if (!cluster.node_gpus.empty()) {
+    double price = 0;
+    double power = 0;
+    for (int g = 0; g < gpus; ++g) {
+      const auto& gpu = topology::gpu_of_kind(cluster, topology::gpu_kind(cluster, g));
+      if (!gpu.list_price_usd)
+        list_price.reset();
+      price += gpu.list_price_usd.value_or(0.0) / gpus;
+      power += gpu.tdp_w / gpus;
+    }
+    if (list_price)
+      list_price = price;
+    tdp_w = power;
+  }
   const double nodes = static_cast<double>(gpus) / node.gpus; // a share of a node costs its share
   if (e.usd_per_gpu_hour) {
     c.usd_per_gpu_hour = *e.usd_per_gpu_hour;
     c.price_basis = "the scenario's price per GPU-hour";
     c.cluster_usd_per_hour = *e.usd_per_gpu_hour * gpus;
-  } else if (node.price_usd || gpu.list_price_usd) {
-    const double node_price = node.price_usd ? *node.price_usd : *gpu.list_price_usd * node.gpus;
+  } else if (node.price_usd || list_price) {
+    const double node_price = node.price_usd ? *node.price_usd : *list_price * node.gpus;
     const double per_year_hours = e.amortization_years * hours_per_year;
     c.network_usd_per_hour = network_price_usd(e, cluster, static_cast<int>(std::ceil(nodes))) * gpus /
                              (std::ceil(nodes) * node.gpus) / per_year_hours;
     c.capital_usd_per_hour = node_price * nodes / per_year_hours + c.network_usd_per_hour;
-    const double node_power_w = node.power_w > 0 ? node.power_w : gpu.tdp_w * node.gpus;
+    const double node_power_w = node.power_w > 0 ? node.power_w : tdp_w * node.gpus;
     c.power_usd_per_hour = node_power_w * nodes / 1000.0 * e.power_utilization * e.pue * e.usd_per_kwh;
     c.cluster_usd_per_hour = c.capital_usd_per_hour + c.power_usd_per_hour;
     c.usd_per_gpu_hour = c.cluster_usd_per_hour / gpus;
     c.price_basis = node.price_usd
                         ? fmt::format("node price ${:.0f} over {:g} years", *node.price_usd, e.amortization_years)
-                        : fmt::format("list price ${:.0f} over {:g} years", *gpu.list_price_usd, e.amortization_years);
+                        : fmt::format("{}list price ${:.0f} over {:g} years", cluster.node_gpus.empty() ? "" : "mean ",
+                                      *list_price, e.amortization_years);
     if (c.network_usd_per_hour > 0)
       c.price_basis += fmt::format(", network ${:.0f} per GPU", c.network_usd_per_hour * per_year_hours / gpus);
     if (c.power_usd_per_hour > 0)

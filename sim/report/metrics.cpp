@@ -211,11 +211,12 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
       model::step_flops(s.model, static_cast<double>(p.seq_length), static_cast<double>(p.global_batch), p.recompute);
   m.model_flops = flops.model();
   m.hardware_flops = flops.hardware();
-  const double peak = s.cluster.gpu.peak(p.compute_precision()).value_or(0.0); // FP8 runs: against the BF16 peak
+  // FP8 runs: against the BF16 peak; GPUs of several kinds: against their mean.
+  const double peak = topology::mean_peak(s.cluster, p.compute_precision(), s.gpus);
   m.tflops_per_gpu = m.model_flops / m.step_time_s / s.gpus / 1e12;
   m.mfu = m.model_flops / m.step_time_s / s.gpus / peak;
   m.hfu = m.hardware_flops / m.step_time_s / s.gpus / peak;
-  m.memory = memory::estimate_memory(s.model, p, s.cluster.gpu);
+  m.memory = memory::estimate_memory(s.model, p, topology::gpu_kinds(s.cluster));
 
   const double microbatches = static_cast<double>(p.microbatches());
   m.bubble_theory = (p.pp - 1) / (microbatches + p.pp - 1);

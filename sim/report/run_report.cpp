@@ -159,6 +159,12 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
   // FLOPs, TFLOP/s and MFU count the parameters each token uses: for a MoE model, the active ones.
   j["model"] = {{"name", s.model.name}, {"params", counts.total}, {"active_params", counts.active}};
   j["cluster"] = {{"name", s.cluster.name}, {"gpu", s.cluster.gpu.name}, {"gpus", s.gpus}, {"nodes", s.nodes}};
+  if (!s.cluster.node_gpus.empty()) {
+    core::Json kinds = core::Json::array();
+    for (const auto& k : s.cluster.node_gpus)
+      kinds.push_back({{"nodes", {k.first, k.last}}, {"gpu", k.gpu.name}});
+    j["cluster"]["node_gpus"] = kinds; // nodes whose GPUs are of another kind
+  }
   if (const auto estimates = s.cluster.gpu.estimates(); !estimates.empty())
     j["cluster"]["gpu_estimates"] = estimates; // catalogue fields with nothing measured behind them
   j["plan"] = plan_json(s.plan);
@@ -239,6 +245,8 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
   auto line = [&out](const std::string& text) { out += text + "\n"; };
   line(fmt::format("{} ({}): {} on {} x {} ({}, {} node{})", s.name, s.file, s.model.name, s.gpus, s.cluster.gpu.name,
                    s.cluster.name, s.nodes, s.nodes == 1 ? "" : "s"));
+  for (const auto& k : s.cluster.node_gpus)
+    line(fmt::format("  nodes {}-{}: {} instead", k.first, k.last, k.gpu.name));
   std::string schedule = name_of(p.schedule, plan::schedule_choices);
   if (p.schedule == plan::Schedule::INTERLEAVED)
     schedule += fmt::format(" (v={})", p.virtual_stages);

@@ -39,7 +39,7 @@ std::optional<double> read_number(const std::string& path)
 
 void refuse_out_of_memory(const Scenario& s, const std::string& set_by)
 {
-  const memory::MemoryEstimate m = memory::estimate_memory(s.model, s.plan, s.cluster.gpu);
+  const memory::MemoryEstimate m = memory::estimate_memory(s.model, s.plan, topology::gpu_kinds(s.cluster));
   if (!m.oom)
     return;
   const memory::StageMemory& st = m.per_stage.at(static_cast<std::size_t>(m.peak_stage));
@@ -107,8 +107,8 @@ void refuse_oversized_graph(const Scenario& s, bool fold, const MachineMemory& m
       fmt::format("the step's task graph would not fit in this machine's memory: about {} tasks ({} micro-batches "
                   "of {} layers on {} simulated GPUs), {}, with {} available ({})",
                   core::format_count(size.tasks), core::format_count(microbatches), s.model.num_layers,
-                  size.simulated_gpus, core::format_bytes(size.bytes),
-                  core::format_bytes(machine.available_bytes), machine.source),
+                  size.simulated_gpus, core::format_bytes(size.bytes), core::format_bytes(machine.available_bytes),
+                  machine.source),
       {},
       fitting >= 1 ? fmt::format("a step that fits: a global_batch of at most {} sequences (in the steady state every "
                                  "micro-batch adds the same time){}",

@@ -232,7 +232,7 @@ class Sweep {
     gpus_.insert(s.cluster.gpu.name);
     if (!base_found_ && layout_fingerprint(s) == base_)
       row.baseline = base_found_ = true;
-    const auto memory = memory::estimate_memory(s.model, s.plan, s.cluster.gpu);
+    const auto memory = memory::estimate_memory(s.model, s.plan, topology::gpu_kinds(s.cluster));
     for (const auto& st : memory.per_stage) {
       row.peak_memory_bytes = std::max(row.peak_memory_bytes, st.peak_bytes);
       row.activation_bytes = std::max(row.activation_bytes, st.activations_bytes);
@@ -244,8 +244,11 @@ class Sweep {
                                core::format_bytes(memory.capacity_bytes), core::format_bytes(row.memory_over_bytes));
       return false;
     }
-    row.bound_s =
-        workload::compute_lower_bound_s(s.model, s.plan, s.cluster.gpu, topology::build_graph(s.cluster, s.nodes));
+    // With GPUs of several kinds, the bound of the fastest everywhere (a bound still).
+    const auto graph = topology::build_graph(s.cluster, s.nodes);
+    row.bound_s = std::numeric_limits<double>::infinity();
+    for (const auto* gpu : topology::gpu_kinds(s.cluster))
+      row.bound_s = std::min(row.bound_s, workload::compute_lower_bound_s(s.model, s.plan, *gpu, graph));
     const double tokens = static_cast<double>(s.plan.global_batch) * static_cast<double>(s.plan.seq_length);
     row.bound_metric = tokens / row.bound_s;
     if (o_.rank_by == RankBy::TOKENS_PER_USD) {

@@ -351,20 +351,20 @@ std::vector<NodeGpus> read_node_gpus(const core::Node& list, const ClusterSpec& 
       range.fail_found("not a pair", fmt::format("{} values", range.array_size()), "[first, last] node indices");
     g.first = static_cast<int>(range.element(0).as_integer(0, nodes - 1));
     g.last = static_cast<int>(range.element(1).as_integer(g.first, nodes - 1));
-    const core::Node gpu = r.at("gpu", "a GPU preset name or a gpu/v1 object");
-    g.gpu = hardware::read_gpu(gpu);
+    g.gpu = hardware::read_gpu(r.at("gpu", "a GPU preset name or a gpu/v1 object"));
     r.finish();
     for (const NodeGpus& other : out)
       if (g.first <= other.last && other.first <= g.last)
-        range.fail_found("overlapping ranges", fmt::format("nodes {}-{} and {}-{}", other.first, other.last, g.first, g.last),
+        range.fail_found("overlapping ranges",
+                         fmt::format("nodes {}-{} and {}-{}", other.first, other.last, g.first, g.last),
                          "each node in at most one range");
     // The node's fabric is built for the topology's part: another kind must fit it.
     if (g.gpu.nvlink_bandwidth != cluster.gpu.nvlink_bandwidth || g.gpu.pcie_generation != cluster.gpu.pcie_generation)
-      gpu.fail_found("another node design",
-                     fmt::format("'{}' (NVLink {} GB/s, PCIe gen {}) in '{}' nodes built for '{}' (NVLink {} GB/s, PCIe gen {})",
-                                 g.gpu.name, g.gpu.nvlink_bandwidth / 1e9, g.gpu.pcie_generation, cluster.name,
-                                 cluster.gpu.name, cluster.gpu.nvlink_bandwidth / 1e9, cluster.gpu.pcie_generation),
-                     "a part with the same NVLink bandwidth and PCIe generation (e.g. H200 nodes beside H100 ones)");
+      item.fail_found(fmt::format("a part for another node design than '{}'", cluster.name),
+                      fmt::format("{}: NVLink {:g} GB/s, PCIe gen {}", g.gpu.name, g.gpu.nvlink_bandwidth / 1e9,
+                                  g.gpu.pcie_generation),
+                      fmt::format("NVLink {:g} GB/s and PCIe gen {}, as {}'s (e.g. H200 nodes beside H100 ones)",
+                                  cluster.gpu.nvlink_bandwidth / 1e9, cluster.gpu.pcie_generation, cluster.gpu.name));
     out.push_back(std::move(g));
   }
   return out;
@@ -382,6 +382,24 @@ int gpu_kind(const ClusterSpec& cluster, int gpu)
 const hardware::GpuSpec& gpu_of_kind(const ClusterSpec& cluster, int kind)
 {
   return kind == 0 ? cluster.gpu : cluster.node_gpus[static_cast<std::size_t>(kind - 1)].gpu;
+}
+
+std::vector<const hardware::GpuSpec*> gpu_kinds(const ClusterSpec& cluster)
+{
+  std::vector<const hardware::GpuSpec*> out{&cluster.gpu};
+  for (const auto& k : cluster.node_gpus)
+    out.push_back(&k.gpu);
+  return out;
+}
+
+double mean_peak(const ClusterSpec& cluster, hardware::Precision precision, int gpus)
+{
+  if (cluster.node_gpus.empty())
+    return cluster.gpu.peak(precision).value_or(0.0);
+  double sum = 0;
+  for (int g = 0; g < gpus; ++g)
+    sum += gpu_of_kind(cluster, gpu_kind(cluster, g)).peak(precision).value_or(0.0);
+  return gpus > 0 ? sum / gpus : 0.0;
 }
 
 bool on_gpu(const Straggler& s, int gpu, int gpus_per_node)

@@ -144,6 +144,10 @@ std::vector<NodeGpus> read_node_gpus(const core::Node& list, const ClusterSpec& 
 int gpu_kind(const ClusterSpec& cluster, int gpu);
 // The part of that kind.
 const hardware::GpuSpec& gpu_of_kind(const ClusterSpec& cluster, int kind);
+// Every kind of part in the cluster, the topology's first.
+std::vector<const hardware::GpuSpec*> gpu_kinds(const ClusterSpec& cluster);
+// The mean of the GPUs' peak FLOP/s at a precision (0 where a part has none), over `gpus` GPUs from the first node.
+double mean_peak(const ClusterSpec& cluster, hardware::Precision precision, int gpus);
 // Whether a straggler is on this GPU (global index): its node, and its GPU or all of them.
 bool on_gpu(const Straggler& s, int gpu, int gpus_per_node);
 // The share of its kernels' speed a GPU (global index) has left: 1 unless a straggler slows it.

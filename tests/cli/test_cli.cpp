@@ -146,8 +146,33 @@ TEST_CASE("folding by symmetry classes is exact where the cluster is not symmetr
         s + " --set plan.pp=2 --set plan.dp=4 --set topology.network.kind=fat_tree" +
             " --set topology.network.leaves_per_pod=2 --set topology.network.core_oversubscription=2" + tree + "2",
         s + " --set plan.pp=4 --set plan.dp=2" + R"( --set 'stragglers=[{"node": 3, "compute": 0.9}]')",
+        s + " --set plan.pp=4 --set plan.dp=2" + R"( --set 'node_gpus=[{"nodes": [3, 3], "gpu": "a100-sxm4-40gb"}]')",
         small + " --set topology=l40s-pcie", small + " --set topology=dgx-v100"})
     check_folds_exactly(c);
+}
+
+TEST_CASE("nodes of another GPU kind run at their part's speed and memory")
+{
+  // A100 40 GB nodes beside 80 GB ones (the same DGX design): the mixed step lies between the two pure ones, every
+  // node of the other kind is the same as a topology of it, and memory is judged on the smaller part.
+  const std::string s = scenario("default.json") + " --set gpus=64 --set plan.global_batch=32 --set plan.pp=4"
+                                                   " --set plan.dp=2";
+  auto kinds = [](const std::string& nodes) {
+    return R"( --set 'node_gpus=[{"nodes": )" + nodes + R"(, "gpu": "a100-sxm4-40gb"}]')";
+  };
+  const double all80 = run_json(s)["step_time_s"].get<double>();
+  const auto mixed = run_json(s + kinds("[2, 3]"));
+  const double all40 = run_json(s + " --set topology.node.gpu=a100-sxm4-40gb")["step_time_s"].get<double>();
+  CHECK(all80 < mixed["step_time_s"].get<double>());
+  CHECK(mixed["step_time_s"].get<double>() < all40);
+  CHECK(mixed["cluster"]["node_gpus"][0]["gpu"] == "A100-SXM4-40GB");
+  CHECK(mixed["memory"]["capacity_bytes"].get<double>() == Approx(40.0 * (1ULL << 30)));
+  CHECK(run_json(s + kinds("[0, 7]"))["step_time_s"].get<double>() == Approx(all40).epsilon(1e-12));
+  const std::string heavy = scenario("default.json") + " --set plan.recompute=none --set plan.micro_batch=16";
+  CHECK(run("run " + heavy + " --quiet").status == 0);
+  const auto refused = run("run " + heavy + kinds("[1, 1]"), true);
+  CHECK(refused.status == 1);
+  CHECK(refused.out.find("does not fit in GPU memory") != std::string::npos);
 }
 
 TEST_CASE("on a full Infinity Fabric mesh (MI300X) folding is exact for tensor, context, expert and pipeline traffic")
