@@ -242,13 +242,13 @@ class Builder {
   }
 
   // A compute step on every GPU of stage s, made for its kind of part (its programs' rates and its kernel overhead).
-  template <class Make> void on_stage(int s, const Where& w, Make make)
+  template <class Make>
+  void on_stage(int s, const Where& w, Make make)
   {
     for (int r : stage_gpus(s)) {
       const int k = kind_[static_cast<std::size_t>(r)];
-      tail_[static_cast<std::size_t>(r)] = {compute(r, make(programs_[static_cast<std::size_t>(k)],
-                                                           topology::gpu_of_kind(cluster_, k)),
-                                                      w)};
+      tail_[static_cast<std::size_t>(r)] = {
+          compute(r, make(programs_[static_cast<std::size_t>(k)], topology::gpu_of_kind(cluster_, k)), w)};
     }
   }
 
@@ -419,7 +419,8 @@ class Builder {
 
   // Runs a program on every GPU of stage `s`: compute on each (its kind of part's step: `select` picks the program
   // from a kind's programs), collectives per tensor- or expert-parallel group.
-  template <class Select> void run(Select select, int s, const Where& w)
+  template <class Select>
+  void run(Select select, int s, const Where& w)
   {
     const Program& program = select(programs_.front());
     const auto mine = [&](int r, std::size_t i) -> const Step& {
@@ -810,13 +811,7 @@ class Builder {
   {
     if (programs_.front().fp8_weight_cast_s_per_param <= 0 || item < 0)
       return;
-    on_stage(s, w, [&](const LayerPrograms& programs, const hardware::GpuSpec& gpu) {
-      Step step;
-      step.label = "fp8 weight cast";
-      step.memory_s = (item_params(item, s) + item_expert_params(item)) * programs.fp8_weight_cast_s_per_param;
-      step.duration_s = gpu.kernel_overhead_s + step.memory_s;
-      return step;
-    });
+    parameter_pass(s, item, w, "fp8 weight cast", &LayerPrograms::fp8_weight_cast_s_per_param);
   }
 
   // A micro-batch's weight gradients added to the accumulated ones, unless the GEMM accumulated them (fused) or this
@@ -826,10 +821,17 @@ class Builder {
     const LayerPrograms& base = programs_.front();
     if (base.grad_accumulation_s_per_param <= 0 || (first && !base.grad_accumulation_from_first))
       return;
+    parameter_pass(s, item, w, "gradient accumulation", &LayerPrograms::grad_accumulation_s_per_param);
+  }
+
+  // A memory-bound kernel over an item's parameters on every GPU of stage s, at its kind's rate per parameter.
+  void parameter_pass(int s, int item, const Where& w, const char* label, double LayerPrograms::*s_per_param)
+  {
+    const double params = item_params(item, s) + item_expert_params(item);
     on_stage(s, w, [&](const LayerPrograms& programs, const hardware::GpuSpec& gpu) {
       Step step;
-      step.label = "gradient accumulation";
-      step.memory_s = (item_params(item, s) + item_expert_params(item)) * programs.grad_accumulation_s_per_param;
+      step.label = label;
+      step.memory_s = params * programs.*s_per_param;
       step.duration_s = gpu.kernel_overhead_s + step.memory_s;
       return step;
     });
@@ -1205,7 +1207,7 @@ class Builder {
   const topology::ClusterGraph& graph_;
   Lowering lowering_;
   const std::vector<LayerPrograms> programs_; // per kind of GPU (topology::gpu_kind)
-  std::vector<int> kind_;                    // per GPU
+  std::vector<int> kind_;                     // per GPU
   const model::ParamCount counts_;
   const bool fold_;
   const CoordinateFold tp_fold_;
