@@ -51,6 +51,13 @@ double time_on_path(const CriticalPath& path, const workload::TaskGraph& g, cons
   const auto slowed_nvlink = [&](int gpu, int other) {
     return straggler.nvlink < 1 && topology::on_gpu(straggler, gpu, per_node) && other / per_node == straggler.node;
   };
+  // A flow leaves a leaf group (or a pod) through its uplink when its other end is outside.
+  const int per_leaf = per_node * cluster.nodes_per_leaf;
+  const int per_pod = per_leaf * cluster.leaves_per_pod;
+  const auto slowed_uplink = [&](int gpu, int other) {
+    return (straggler.leaf >= 0 && gpu / per_leaf == straggler.leaf && other / per_leaf != straggler.leaf) ||
+           (straggler.spine >= 0 && gpu / per_pod == straggler.spine && other / per_pod != straggler.spine);
+  };
   double s = 0;
   for (TaskId t : path.chain) {
     const workload::Task& task = g[t];
@@ -60,7 +67,7 @@ double time_on_path(const CriticalPath& path, const workload::TaskGraph& g, cons
     if (task.kind == TaskKind::TRANSFER) {
       const int peer = g.gpu_of(task.peer);
       if (slowed_nic(task.rank, peer) || slowed_nic(peer, task.rank) || slowed_nvlink(task.rank, peer) ||
-          slowed_nvlink(peer, task.rank))
+          slowed_nvlink(peer, task.rank) || slowed_uplink(task.rank, peer) || slowed_uplink(peer, task.rank))
         s += span;
     }
   }

@@ -28,7 +28,7 @@ struct CriticalPath {
 CriticalPath critical_path(const workload::TaskGraph& g, const engine::Timeline& timeline);
 
 // The time the path spends in a straggler's kernels, in the flows its slow NVLink carries inside its node, or in
-// those its slow NICs carry to or from other nodes.
+// those its slow NICs (or a switch's slow uplink) carry to or from other nodes (leaf groups, pods).
 double time_on_path(const CriticalPath& path, const workload::TaskGraph& g, const engine::Timeline& timeline,
                     const topology::ClusterGraph& cluster, const topology::Straggler& straggler);
 

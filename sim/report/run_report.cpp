@@ -134,6 +134,9 @@ core::Json critical_path_json(const scenario::Scenario& s, const CriticalPath& p
 
 std::string straggler_name(const topology::Straggler& st)
 {
+  if (st.on_switch())
+    return fmt::format("{} {}'s uplink at {} bandwidth", st.leaf >= 0 ? "leaf group" : "pod",
+                       st.leaf >= 0 ? st.leaf : st.spine, percent(st.bandwidth));
   std::string name = fmt::format("node {}", st.node);
   if (st.gpu >= 0)
     name += fmt::format(" GPU {}", st.gpu);
@@ -193,9 +196,12 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
     core::Json stragglers = core::Json::array();
     for (std::size_t i = 0; i < s.cluster.stragglers.size(); ++i) {
       const auto& st = s.cluster.stragglers[i];
-      stragglers.push_back({{"node", st.node},
-                            {"gpu", st.gpu >= 0 ? core::Json(st.gpu) : core::Json()},
-                            {"nic", st.nic >= 0 ? core::Json(st.nic) : core::Json()},
+      const auto index = [](int at) { return at >= 0 ? core::Json(at) : core::Json(); };
+      stragglers.push_back({{"node", index(st.node)},
+                            {"gpu", index(st.gpu)},
+                            {"nic", index(st.nic)},
+                            {"leaf", index(st.leaf)},
+                            {"spine", index(st.spine)},
                             {"compute", st.compute},
                             {"nvlink", st.nvlink},
                             {"bandwidth", st.bandwidth},

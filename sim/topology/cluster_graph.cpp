@@ -109,13 +109,14 @@ void build_network(Builder& b, ClusterGraph& cg, const ClusterSpec& spec)
     cg.spine.push_back(b.device(DeviceKind::SPINE, -1, p));
   for (int g = 0; g < groups; ++g)
     b.link(cg.leaf[static_cast<std::size_t>(g)], cg.spine[static_cast<std::size_t>(g / cg.leaves_per_pod)], cls,
-           leaf_up, net.latency);
+           leaf_up * leaf_uplink_share(spec, g), net.latency);
   if (pods == 1)
     return;
   cg.core = b.device(DeviceKind::CORE, -1, 0);
   const double pod_up = cg.leaves_per_pod * leaf_up / net.core_oversubscription;
-  for (VertexId s : cg.spine)
-    b.link(s, *cg.core, cls, pod_up, net.latency, nics.efficiency);
+  for (int p = 0; p < pods; ++p)
+    b.link(cg.spine[static_cast<std::size_t>(p)], *cg.core, cls, pod_up * spine_uplink_share(spec, p), net.latency,
+           nics.efficiency);
 }
 
 EdgeId edge_between(const ClusterGraph& cg, VertexId a, VertexId b)

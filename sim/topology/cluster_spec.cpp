@@ -305,6 +305,30 @@ std::vector<Straggler> read_stragglers(const core::Node& list, const ClusterSpec
     const core::Node item = list.element(i);
     core::ObjectReader r(item);
     Straggler s;
+    const NetworkShape shape = network_shape(cluster.network, nodes);
+    if (const auto leaf = r.find("leaf")) {
+      if (shape.groups < 2)
+        leaf->fail_found("no uplink", fmt::format("one leaf group of {} nodes", nodes),
+                         "a network of several leaf groups (a slow NIC is `node` with `nic`)");
+      s.leaf = static_cast<int>(leaf->as_integer(0, shape.groups - 1));
+    }
+    if (const auto spine = r.find("spine")) {
+      if (shape.pods < 2)
+        spine->fail_found("no uplink", fmt::format("{} pod{} of leaf groups", shape.pods, shape.pods == 1 ? "" : "s"),
+                          "a fat tree of several pods, whose spines have uplinks to a core");
+      s.spine = static_cast<int>(spine->as_integer(0, shape.pods - 1));
+    }
+    if (s.on_switch()) {
+      for (const char* key : {"node", "gpu", "nic", "compute", "nvlink", "leaf"})
+        if (const auto other = r.find(key); other && (key != std::string_view("leaf") || s.spine >= 0))
+          other->fail_found("a switch's uplink with a node's part",
+                            fmt::format("`{}` with `{}`", key, s.spine >= 0 ? "spine" : "leaf"),
+                            "`leaf` (or `spine`) with `bandwidth` alone: a share of the uplink's bandwidth");
+      s.bandwidth = r.number("bandwidth", 0.01, 1);
+      r.finish();
+      out.push_back(s);
+      continue;
+    }
     s.node = static_cast<int>(r.integer("node", 0, nodes - 1));
     if (const auto gpu = r.find("gpu"))
       s.gpu = static_cast<int>(gpu->as_integer(0, cluster.node.gpus - 1));
@@ -436,6 +460,24 @@ double nic_share(const ClusterSpec& cluster, int node, int nic)
   double share = 1;
   for (const Straggler& s : cluster.stragglers)
     if (s.node == node && (s.nic < 0 || s.nic == nic))
+      share *= s.bandwidth;
+  return share;
+}
+
+double leaf_uplink_share(const ClusterSpec& cluster, int leaf_group)
+{
+  double share = 1;
+  for (const Straggler& s : cluster.stragglers)
+    if (s.leaf == leaf_group && leaf_group >= 0)
+      share *= s.bandwidth;
+  return share;
+}
+
+double spine_uplink_share(const ClusterSpec& cluster, int pod)
+{
+  double share = 1;
+  for (const Straggler& s : cluster.stragglers)
+    if (s.spine == pod && pod >= 0)
       share *= s.bandwidth;
   return share;
 }

@@ -97,15 +97,20 @@ struct NetworkSpec {
 };
 
 // A part of the cluster running below its rating (a scenario's `stragglers`): one GPU or all of a node's at a share
-// of their kernels' speed or of their NVLink bandwidth, one NIC or all of a node's at a share of their bandwidth.
-// GPUs then differ, so a step is simulated GPU by GPU.
+// of their kernels' speed or of their NVLink bandwidth, one NIC or all of a node's at a share of their bandwidth, or
+// the cables from a leaf group up to its spine (or from a pod's spine up to the core) at a share of their bandwidth.
+// GPUs or their routes then differ, so a step is simulated GPU by GPU or by finer classes.
 struct Straggler {
-  int node = 0;
+  int node = -1;        // -1 only for a switch's uplink
   int gpu = -1;         // local index; -1: every GPU of the node
   int nic = -1;         // local index; -1: every NIC of the node
+  int leaf = -1;        // leaf group whose uplink is slow
+  int spine = -1;       // pod whose spine's uplink to the core is slow
   double compute = 1;   // share of the kernels' speed left
   double nvlink = 1;    // share of the GPUs' NVLink bandwidth left (each link at its slower end's)
-  double bandwidth = 1; // share of the NICs' bandwidth left
+  double bandwidth = 1; // share of the NICs' (or the uplink's) bandwidth left
+
+  bool on_switch() const { return leaf >= 0 || spine >= 0; }
 };
 
 // Nodes whose GPUs are of another kind than the topology's (a scenario's `node_gpus`, a cluster grown with a newer
@@ -156,6 +161,9 @@ double compute_share(const ClusterSpec& cluster, int gpu);
 double nvlink_share(const ClusterSpec& cluster, int gpu);
 // The share of its bandwidth a node's NIC has left.
 double nic_share(const ClusterSpec& cluster, int node, int nic);
+// The share of their bandwidth the uplinks of a leaf group (to its spine) or of a pod's spine (to the core) have left.
+double leaf_uplink_share(const ClusterSpec& cluster, int leaf_group);
+double spine_uplink_share(const ClusterSpec& cluster, int pod);
 
 // How `nodes` nodes sit in the network: leaf groups, leaf groups per pod (one spine each), pods (a core above
 // several).

@@ -1,5 +1,6 @@
 #include "topology/symmetry.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <limits>
 #include <map>
@@ -229,7 +230,9 @@ bool routes_follow(const ClusterGraph& g, const std::vector<int>& gpu_perm, cons
 
 bool network_blocking(const ClusterSpec& spec, const ClusterGraph& g)
 {
-  return g.leaf.size() > 1 && (spec.network.oversubscription > 1 || spec.network.core_oversubscription > 1);
+  return g.leaf.size() > 1 && (spec.network.oversubscription > 1 || spec.network.core_oversubscription > 1 ||
+                               std::any_of(spec.stragglers.begin(), spec.stragglers.end(),
+                                           [](const Straggler& s) { return s.on_switch(); }));
 }
 
 std::optional<std::vector<std::uint32_t>> link_permutation(const ClusterGraph& g, const ClusterSpec& spec,

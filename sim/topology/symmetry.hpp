@@ -17,9 +17,9 @@ inline std::uint32_t directed(std::size_t link_id, bool forward)
   return static_cast<std::uint32_t>(2 * link_id + (forward ? 0 : 1));
 }
 
-// Whether a flow's rate can depend on the links between switches: an oversubscribed leaf-spine or fat tree. Above
-// a non-blocking network's leaves every link carries at least what its leaves' NIC cables can, so no flow is limited
-// there and a node's place in the network does not matter.
+// Whether a flow's rate can depend on the links between switches: an oversubscribed leaf-spine or fat tree, or one
+// with a slow uplink (a straggler's). Above a non-blocking network's leaves every link carries at least what its
+// leaves' NIC cables can, so no flow is limited there and a node's place in the network does not matter.
 bool network_blocking(const ClusterSpec& spec, const ClusterGraph& g);
 
 // The permutation of link directions (topology::directed) that `gpu_perm` (GPU i goes to gpu_perm[i]) induces, if it

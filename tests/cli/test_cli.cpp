@@ -133,7 +133,8 @@ void check_folds_exactly(const std::string& args)
 TEST_CASE("folding by symmetry classes is exact where the cluster is not symmetric as a whole")
 {
   // Oversubscribed trees (stages aligned with the leaves, spread over two, straddling them; a core above pods),
-  // a straggler node, GPUs sharing PCIe switches and NICs (L40S), a hybrid cube mesh (DGX-1 V100).
+  // a straggler node, a slow uplink of a leaf group or of a pod's spine on a non-blocking tree, GPUs sharing PCIe
+  // switches and NICs (L40S), a hybrid cube mesh (DGX-1 V100).
   const std::string s = scenario("default.json") + " --set gpus=64 --set plan.global_batch=32";
   const std::string tree = " --set topology.network.nodes_per_leaf=2 --set topology.network.oversubscription=";
   const std::string small = scenario("default.json") + " --set gpus=32 --set plan.tp=4 --set plan.pp=2 --set plan.dp=4"
@@ -146,6 +147,11 @@ TEST_CASE("folding by symmetry classes is exact where the cluster is not symmetr
         s + " --set plan.pp=2 --set plan.dp=4 --set topology.network.kind=fat_tree" +
             " --set topology.network.leaves_per_pod=2 --set topology.network.core_oversubscription=2" + tree + "2",
         s + " --set plan.pp=4 --set plan.dp=2" + R"( --set 'stragglers=[{"node": 3, "compute": 0.9}]')",
+        s + " --set plan.pp=2 --set plan.dp=4 --set topology.network.nodes_per_leaf=2" +
+            R"( --set 'stragglers=[{"leaf": 1, "bandwidth": 0.5}]')",
+        s + " --set plan.pp=2 --set plan.dp=4 --set topology.network.kind=fat_tree" +
+            " --set topology.network.leaves_per_pod=2 --set topology.network.nodes_per_leaf=2" +
+            R"( --set 'stragglers=[{"spine": 0, "bandwidth": 0.3}]')",
         s + " --set plan.pp=4 --set plan.dp=2" + R"( --set 'node_gpus=[{"nodes": [3, 3], "gpu": "a100-sxm4-40gb"}]')",
         small + " --set topology=l40s-pcie", small + " --set topology=dgx-v100"})
     check_folds_exactly(c);
@@ -585,6 +591,29 @@ TEST_CASE("a MoE sweep's bound counts the all-to-alls its passes wait for and ne
     CHECK(row["bound_s"].get<double>() <= row["step_time_s"].get<double>());
     CHECK(row["bound_s"].get<double>() > 0.85 * row["step_time_s"].get<double>());
   }
+}
+
+TEST_CASE("a slow uplink above a leaf group slows the flows that leave it, and the critical path finds them")
+{
+  // Non-blocking tree of four leaf groups, one pipeline stage each: only the pipeline sends between stages climb
+  // above the leaves, and those leaving or entering a slow leaf group cross its uplink at a quarter of its bandwidth.
+  const std::string base = scenario("default.json") + " --set gpus=64 --set plan.global_batch=32 --set plan.pp=4" +
+                           " --set plan.dp=2 --set topology.network.nodes_per_leaf=2";
+  const auto even = run_json(base);
+  const auto slow = run_json(base + R"( --set 'stragglers=[{"leaf": 1, "bandwidth": 0.25}]')");
+  const auto far = run_json(base + R"( --set 'stragglers=[{"leaf": 3, "bandwidth": 0.25}]')");
+  CHECK(slow["step_time_s"].get<double>() > even["step_time_s"].get<double>());
+  CHECK(slow["folded"] == true); // the stage's GPUs are still interchangeable with each other
+  REQUIRE(slow["stragglers"].size() == 1);
+  CHECK(slow["stragglers"][0]["leaf"] == 1);
+  CHECK(slow["stragglers"][0]["node"].is_null());
+  CHECK(slow["stragglers"][0]["critical_path_s"].get<double>() > 0);
+  CHECK(slow["stragglers"][0]["critical_path_s"].get<double>() <=
+        slow["critical_path"]["transfer_by_category_s"]["pp"].get<double>());
+  CHECK(far["step_time_s"].get<double>() > even["step_time_s"].get<double>());
+  CHECK(far["stragglers"][0]["critical_path_s"].get<double>() > 0);
+  const auto text = run("run " + base + R"( --set 'stragglers=[{"leaf": 1, "bandwidth": 0.25}]')").out;
+  CHECK(text.find("straggler leaf group 1's uplink at 25.0% bandwidth") != std::string::npos);
 }
 
 TEST_CASE("a straggler GPU, NVLink port or NIC slows the step, turns folding off, and the critical path finds it")
