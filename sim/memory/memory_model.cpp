@@ -1,11 +1,11 @@
 #include "memory/memory_model.hpp"
 
-#include <optional>
-
 #include "model/param_count.hpp"
+#include "plan/plan_reader.hpp"
 #include "workload/schedule.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace sim::memory {
 namespace {
@@ -123,13 +123,16 @@ InFlight in_flight(const plan::ParallelPlan& p, int stage)
   return f;
 }
 
-MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu)
+namespace {
+
+// The estimate with stage s on parts of capacity[s] bytes.
+MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, const std::vector<double>& capacity)
 {
   const model::ParamCount counts = model::count_params(m);
   MemoryEstimate e;
   e.params = counts.total;
   e.active_params = counts.active;
-  e.capacity_bytes = gpu.memory_bytes;
+  e.capacity_bytes = *std::min_element(capacity.begin(), capacity.end());
   for (std::int64_t l = 0; l < m.num_layers; ++l)
     e.layer_activation_bytes = std::max(e.layer_activation_bytes, layer_activation_bytes(m, p, l));
 
@@ -224,30 +227,37 @@ MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPl
       s.buffers_bytes += 2.0 * element_bytes * h * expert_tokens_per_rank(m, p) / p.etp;
 
     s.peak_bytes = s.weights_bytes + s.grads_bytes + s.optimizer_bytes + s.activations_bytes + s.buffers_bytes;
-    s.oom = s.peak_bytes > gpu.memory_bytes;
+    s.capacity_bytes = capacity[static_cast<std::size_t>(stage)];
+    s.oom = s.peak_bytes > s.capacity_bytes;
     e.oom = e.oom || s.oom;
     e.per_stage.push_back(s);
   }
-  const auto worst = std::max_element(e.per_stage.begin(), e.per_stage.end(),
-                                      [](const auto& a, const auto& b) { return a.peak_bytes < b.peak_bytes; });
-  e.peak_stage = worst->stage;
+  const auto tightest = std::max_element(e.per_stage.begin(), e.per_stage.end(), [](const auto& a, const auto& b) {
+    return a.peak_bytes - a.capacity_bytes < b.peak_bytes - b.capacity_bytes;
+  });
+  e.peak_stage = tightest->stage;
   return e;
 }
 
-MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPlan& p,
-                               const std::vector<const hardware::GpuSpec*>& gpus)
+} // namespace
+
+MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu)
 {
-  std::optional<MemoryEstimate> tightest;
-  double least = 0;
-  for (const auto* gpu : gpus) {
-    auto e = estimate_memory(m, p, *gpu);
-    const double free = e.capacity_bytes - e.per_stage.at(static_cast<std::size_t>(e.peak_stage)).peak_bytes;
-    if (!tightest || free < least) {
-      least = free;
-      tightest = std::move(e);
+  return estimate(m, p, std::vector<double>(static_cast<std::size_t>(p.pp), gpu.memory_bytes));
+}
+
+MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPlan& p,
+                               const topology::ClusterSpec& cluster)
+{
+  std::vector<double> capacity(static_cast<std::size_t>(p.pp), cluster.gpu.memory_bytes);
+  if (!cluster.node_gpus.empty()) {
+    std::fill(capacity.begin(), capacity.end(), std::numeric_limits<double>::infinity());
+    for (int gpu = 0; gpu < p.gpus(); ++gpu) {
+      double& c = capacity[static_cast<std::size_t>(plan::coords_of(p, gpu).pp)];
+      c = std::min(c, topology::gpu_of_kind(cluster, topology::gpu_kind(cluster, gpu)).memory_bytes);
     }
   }
-  return tightest.value();
+  return estimate(m, p, capacity);
 }
 
 } // namespace sim::memory

@@ -6,6 +6,7 @@
 #include "hardware/gpu_spec.hpp"
 #include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
+#include "topology/cluster_spec.hpp"
 
 #include <vector>
 
@@ -51,23 +52,24 @@ struct StageMemory {
   InFlight in_flight;
   double buffers_bytes = 0;
   double peak_bytes = 0;
+  double capacity_bytes = 0; // HBM of the stage's part with the least (every stage's is the same on one part)
   bool oom = false;
 };
 
 struct MemoryEstimate {
-  double params = 0;        // whole model
-  double active_params = 0; // what one token uses (MoE: its experts only)
-  double capacity_bytes = 0;
+  double params = 0;                 // whole model
+  double active_params = 0;          // what one token uses (MoE: its experts only)
+  double capacity_bytes = 0;         // the least of the stages'
   double layer_activation_bytes = 0; // the largest layer's
   std::vector<StageMemory> per_stage;
-  int peak_stage = 0; // the stage with the highest peak
+  int peak_stage = 0; // the stage with the least room left (the first of equals): on one part, the highest peak
   bool oom = false;
 };
 
 MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu);
-// On the part with the least room of several (a cluster with other GPU kinds on some nodes): the estimate whose peak
-// stage leaves the least free (the first of equals).
+// Each stage judged against the part with the least HBM among its GPUs (a cluster with other GPU kinds on some
+// nodes: the GPU that runs a rank is the rank itself).
 MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPlan& p,
-                               const std::vector<const hardware::GpuSpec*>& gpus);
+                               const topology::ClusterSpec& cluster);
 
 } // namespace sim::memory

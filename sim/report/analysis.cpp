@@ -37,7 +37,7 @@ Analysis analyse(const scenario::Scenario& s)
 {
   Analysis a;
   const auto& p = s.plan;
-  a.memory = memory::estimate_memory(s.model, p, topology::gpu_kinds(s.cluster));
+  a.memory = memory::estimate_memory(s.model, p, s.cluster);
   const auto seq = static_cast<double>(p.seq_length);
   a.layer_forward = model::layer_forward_flops(s.model, seq, p.micro_batch);
   a.logits_forward = model::logits_forward_flops(s.model, seq, p.micro_batch);
@@ -159,7 +159,7 @@ core::Json analysis_json(const scenario::Scenario& s, const Analysis& a)
                       {"microbatches_in_flight", st.in_flight.per_chunk},
                       {"buffers_bytes", st.buffers_bytes},
                       {"peak_bytes", st.peak_bytes},
-                      {"free_bytes", a.memory.capacity_bytes - st.peak_bytes},
+                      {"free_bytes", st.capacity_bytes - st.peak_bytes},
                       {"oom", st.oom}});
   }
   j["memory"] = {{"params", a.memory.params},
@@ -258,10 +258,10 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
     line(fmt::format("{:>5} {:>6} {:>9} {:>8} {:>8} {:>9} {:>11} {:>7} {:>8} {:>8}  {}{}", st.stage, st.layers,
                      core::format_count(st.params), gib(st.weights_bytes), gib(st.grads_bytes), gib(st.optimizer_bytes),
                      gib(st.activations_bytes), gib(st.buffers_bytes), gib(st.peak_bytes),
-                     gib(a.memory.capacity_bytes - st.peak_bytes), held, st.oom ? "  OUT OF MEMORY" : ""));
+                     gib(st.capacity_bytes - st.peak_bytes), held, st.oom ? "  OUT OF MEMORY" : ""));
   }
   const auto& worst = a.memory.per_stage[static_cast<std::size_t>(a.memory.peak_stage)];
-  const double capacity = a.memory.capacity_bytes;
+  const double capacity = worst.capacity_bytes;
   if (a.memory.oom) {
     int failing = 0;
     for (const auto& st : a.memory.per_stage)
@@ -270,8 +270,8 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
                      worst.stage, core::format_bytes(worst.peak_bytes), core::format_bytes(capacity),
                      core::format_bytes(worst.peak_bytes - capacity), failing, a.memory.per_stage.size()));
   } else {
-    line(fmt::format("verdict  fits: the fullest GPU (stage {}) uses {} of {} ({:.0f}%), {} free", worst.stage,
-                     core::format_bytes(worst.peak_bytes), core::format_bytes(capacity),
+    line(fmt::format("verdict  fits: the GPU with the least room (stage {}) uses {} of {} ({:.0f}%), {} free",
+                     worst.stage, core::format_bytes(worst.peak_bytes), core::format_bytes(capacity),
                      100.0 * worst.peak_bytes / capacity, core::format_bytes(capacity - worst.peak_bytes)));
   }
   line(fmt::format("         activations per layer per micro-batch: {}; the CUDA context and allocator slack "

@@ -289,8 +289,8 @@ Object.entries(report.links).forEach(([cls, c], i) => {
 
 // Memory per stage.
 const memory = document.querySelector("#memory tbody");
-const capacity = report.memory.capacity_bytes;
 for (const st of report.memory.per_stage) {
+  const capacity = st.capacity_bytes;
   const stack = el("span", {});
   for (const [k, c] of [["weights_bytes", "#6baed6"], ["grads_bytes", "#fd8d3c"], ["optimizer_bytes", "#74c476"],
     ["activations_bytes", "#9e9ac8"], ["buffers_bytes", "#bdbdbd"]])

@@ -216,7 +216,7 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
   m.tflops_per_gpu = m.model_flops / m.step_time_s / s.gpus / 1e12;
   m.mfu = m.model_flops / m.step_time_s / s.gpus / peak;
   m.hfu = m.hardware_flops / m.step_time_s / s.gpus / peak;
-  m.memory = memory::estimate_memory(s.model, p, topology::gpu_kinds(s.cluster));
+  m.memory = memory::estimate_memory(s.model, p, s.cluster);
 
   const double microbatches = static_cast<double>(p.microbatches());
   m.bubble_theory = (p.pp - 1) / (microbatches + p.pp - 1);

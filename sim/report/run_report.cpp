@@ -229,6 +229,7 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
                    {"activations_bytes", st.activations_bytes},
                    {"buffers_bytes", st.buffers_bytes},
                    {"peak_bytes", st.peak_bytes},
+                   {"capacity_bytes", st.capacity_bytes},
                    {"oom", st.oom}});
   j["memory"] = {{"per_stage", mem}, {"oom", m.memory.oom}, {"capacity_bytes", m.memory.capacity_bytes}};
   j["cost"] = cost_json(cost_metrics(s.economics, s.cluster, s.gpus, m.tokens_per_s));
@@ -343,11 +344,11 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
   }
   line("");
   const auto& worst = m.memory.per_stage[static_cast<std::size_t>(m.memory.peak_stage)];
-  line(fmt::format(
-      "memory: peak {} of {} per GPU on stage {}: {}", core::format_bytes(worst.peak_bytes),
-      core::format_bytes(m.memory.capacity_bytes), worst.stage,
-      m.memory.oom ? fmt::format("OUT OF MEMORY by {}", core::format_bytes(worst.peak_bytes - m.memory.capacity_bytes))
-                   : "fits"));
+  line(fmt::format("memory: peak {} of {} per GPU on stage {}: {}", core::format_bytes(worst.peak_bytes),
+                   core::format_bytes(worst.capacity_bytes), worst.stage,
+                   m.memory.oom
+                       ? fmt::format("OUT OF MEMORY by {}", core::format_bytes(worst.peak_bytes - worst.capacity_bytes))
+                       : "fits"));
   for (const auto& l : cost_lines(cost_metrics(s.economics, s.cluster, s.gpus, m.tokens_per_s), s))
     line(l);
   line(fmt::format("simulated {} tasks in {} (peak memory {}){}", cost.tasks, core::format_time(cost.wall_s),

@@ -39,19 +39,19 @@ std::optional<double> read_number(const std::string& path)
 
 void refuse_out_of_memory(const Scenario& s, const std::string& set_by)
 {
-  const memory::MemoryEstimate m = memory::estimate_memory(s.model, s.plan, topology::gpu_kinds(s.cluster));
+  const memory::MemoryEstimate m = memory::estimate_memory(s.model, s.plan, s.cluster);
   if (!m.oom)
     return;
   const memory::StageMemory& st = m.per_stage.at(static_cast<std::size_t>(m.peak_stage));
-  const double over = st.peak_bytes - m.capacity_bytes;
+  const double over = st.peak_bytes - st.capacity_bytes;
   core::Location where = plan_location(s);
   where.set_by = set_by;
   throw core::InfeasiblePlan(
       where,
       fmt::format("does not fit in GPU memory: stage {} needs {} of {} per GPU, {} ({:.0f}%) over (weights {}, "
                   "gradients {}, optimizer {}, activations {})",
-                  st.stage, core::format_bytes(st.peak_bytes), core::format_bytes(m.capacity_bytes),
-                  core::format_bytes(over), 100.0 * over / m.capacity_bytes, core::format_bytes(st.weights_bytes),
+                  st.stage, core::format_bytes(st.peak_bytes), core::format_bytes(st.capacity_bytes),
+                  core::format_bytes(over), 100.0 * over / st.capacity_bytes, core::format_bytes(st.weights_bytes),
                   core::format_bytes(st.grads_bytes), core::format_bytes(st.optimizer_bytes),
                   core::format_bytes(st.activations_bytes)),
       {},

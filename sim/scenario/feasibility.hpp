@@ -8,8 +8,8 @@
 
 namespace sim::scenario {
 
-// Throws core::InfeasiblePlan when the fullest GPU's peak exceeds its HBM, with by how much and what would help;
-// `set_by` names the command-line values that made this plan (a side of a comparison), if any.
+// Throws core::InfeasiblePlan when a stage's peak exceeds the HBM of its smallest part, with by how much and what would
+// help; `set_by` names the command-line values that made this plan (a side of a comparison), if any.
 void refuse_out_of_memory(const Scenario& s, const std::string& set_by = {});
 
 // Memory this process may still take: the least of the kernel's MemAvailable, the cgroup's limit less its usage and

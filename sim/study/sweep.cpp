@@ -232,16 +232,17 @@ class Sweep {
     gpus_.insert(s.cluster.gpu.name);
     if (!base_found_ && layout_fingerprint(s) == base_)
       row.baseline = base_found_ = true;
-    const auto memory = memory::estimate_memory(s.model, s.plan, topology::gpu_kinds(s.cluster));
+    const auto memory = memory::estimate_memory(s.model, s.plan, s.cluster);
     for (const auto& st : memory.per_stage) {
       row.peak_memory_bytes = std::max(row.peak_memory_bytes, st.peak_bytes);
       row.activation_bytes = std::max(row.activation_bytes, st.activations_bytes);
     }
     if (memory.oom) {
+      const auto& tightest = memory.per_stage[static_cast<std::size_t>(memory.peak_stage)];
       row.outcome = Outcome::OUT_OF_MEMORY;
-      row.memory_over_bytes = row.peak_memory_bytes - memory.capacity_bytes;
-      row.reason = fmt::format("needs {} of {} per GPU (over by {})", core::format_bytes(row.peak_memory_bytes),
-                               core::format_bytes(memory.capacity_bytes), core::format_bytes(row.memory_over_bytes));
+      row.memory_over_bytes = tightest.peak_bytes - tightest.capacity_bytes;
+      row.reason = fmt::format("needs {} of {} per GPU (over by {})", core::format_bytes(tightest.peak_bytes),
+                               core::format_bytes(tightest.capacity_bytes), core::format_bytes(row.memory_over_bytes));
       return false;
     }
     // With GPUs of several kinds, the bound of the fastest everywhere (a bound still).

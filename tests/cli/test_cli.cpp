@@ -160,7 +160,7 @@ TEST_CASE("folding by symmetry classes is exact where the cluster is not symmetr
 TEST_CASE("nodes of another GPU kind run at their part's speed and memory")
 {
   // A100 40 GB nodes beside 80 GB ones (the same DGX design): the mixed step lies between the two pure ones, every
-  // node of the other kind is the same as a topology of it, and memory is judged on the smaller part.
+  // node of the other kind is the same as a topology of it, and each stage's memory is judged on its smaller part.
   const std::string s = scenario("default.json") + " --set gpus=64 --set plan.global_batch=32 --set plan.pp=4"
                                                    " --set plan.dp=2";
   auto kinds = [](const std::string& nodes) {
@@ -174,11 +174,21 @@ TEST_CASE("nodes of another GPU kind run at their part's speed and memory")
   CHECK(mixed["cluster"]["node_gpus"][0]["gpu"] == "A100-SXM4-40GB");
   CHECK(mixed["memory"]["capacity_bytes"].get<double>() == Approx(40.0 * (1ULL << 30)));
   CHECK(run_json(s + kinds("[0, 7]"))["step_time_s"].get<double>() == Approx(all40).epsilon(1e-12));
-  const std::string heavy = scenario("default.json") + " --set plan.recompute=none --set plan.micro_batch=16";
+  // Memory is judged per stage on its own parts: 1F1B's first stage holds four micro-batches' activations (58 GiB),
+  // the last one (21 GiB); a 40 GB node fits on the last stage, not on the first.
+  const std::string heavy = scenario("default.json") + " --set gpus=32 --set plan.pp=4 --set plan.recompute=none" +
+                            " --set plan.micro_batch=16 --set plan.global_batch=64";
   CHECK(run("run " + heavy + " --quiet").status == 0);
-  const auto refused = run("run " + heavy + kinds("[1, 1]"), true);
+  const auto last = run_json(heavy + kinds("[3, 3]"));
+  CHECK(last["memory"]["oom"] == false);
+  CHECK(last["memory"]["capacity_bytes"].get<double>() == Approx(40.0 * (1ULL << 30)));
+  CHECK(last["memory"]["per_stage"][0]["capacity_bytes"].get<double>() == Approx(80.0 * (1ULL << 30)));
+  CHECK(last["memory"]["per_stage"][3]["capacity_bytes"].get<double>() == Approx(40.0 * (1ULL << 30)));
+  const auto refused = run("run " + heavy + kinds("[0, 0]"), true);
   CHECK(refused.status == 1);
-  CHECK(refused.out.find("does not fit in GPU memory") != std::string::npos);
+  CHECK(refused.out.find("does not fit in GPU memory: stage 0 needs 57.67 GiB of 40.00 GiB") != std::string::npos);
+  const auto table = run("memory " + heavy + kinds("[3, 3]")).out;
+  CHECK(table.find("fits: the GPU with the least room (stage 3) uses 21.03 GiB of 40.00 GiB") != std::string::npos);
 }
 
 TEST_CASE("on a full Infinity Fabric mesh (MI300X) folding is exact for tensor, context, expert and pipeline traffic")
