@@ -6,6 +6,7 @@
 #include "report/cost.hpp"
 #include "validation/summary.hpp"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 namespace sim::report {
@@ -116,6 +117,22 @@ std::string gpu_name(const scenario::Scenario& s, int gpu)
 // The GPUs whose kernels take the most of the critical path.
 constexpr std::size_t path_gpus_shown = 4;
 
+// With GPUs of several kinds, the path's kernel time on each part (by name, the topology's first).
+std::vector<std::pair<std::string, double>> path_kernels_by_part(const scenario::Scenario& s, const CriticalPath& path)
+{
+  std::vector<std::pair<std::string, double>> out;
+  if (s.cluster.node_gpus.empty())
+    return out;
+  for (const auto* gpu : topology::gpu_kinds(s.cluster))
+    if (std::none_of(out.begin(), out.end(), [&](const auto& p) { return p.first == gpu->name; }))
+      out.emplace_back(gpu->name, 0.0);
+  for (const auto& g : path.gpus) {
+    const auto& name = topology::gpu_of_kind(s.cluster, topology::gpu_kind(s.cluster, g.gpu)).name;
+    std::find_if(out.begin(), out.end(), [&](const auto& p) { return p.first == name; })->second += g.compute_s;
+  }
+  return out;
+}
+
 core::Json critical_path_json(const scenario::Scenario& s, const CriticalPath& path)
 {
   core::Json by_category = core::Json::object();
@@ -125,11 +142,17 @@ core::Json critical_path_json(const scenario::Scenario& s, const CriticalPath& p
   for (std::size_t i = 0; i < std::min(path.gpus.size(), path_gpus_shown); ++i)
     gpus.push_back(
         {{"gpu", gpu_name(s, path.gpus[i].gpu)}, {"stage", path.gpus[i].stage}, {"compute_s", path.gpus[i].compute_s}});
-  return {{"compute_s", path.compute_s},
-          {"transfer_s", path.transfer_s},
-          {"transfer_by_category_s", by_category},
-          {"tasks", path.chain.size()},
-          {"gpus", gpus}};
+  core::Json j = {{"compute_s", path.compute_s},
+                  {"transfer_s", path.transfer_s},
+                  {"transfer_by_category_s", by_category},
+                  {"tasks", path.chain.size()},
+                  {"gpus", gpus}};
+  if (const auto by_part = path_kernels_by_part(s, path); !by_part.empty()) {
+    j["compute_by_gpu_s"] = core::Json::object();
+    for (const auto& [name, seconds] : by_part)
+      j["compute_by_gpu_s"][name] = seconds;
+  }
+  return j;
 }
 
 std::string straggler_name(const topology::Straggler& st)
@@ -316,6 +339,12 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
                        ? ""
                        : fmt::format("; most kernels on {} (stage {}, {})", gpu_name(s, path.gpus.front().gpu),
                                      path.gpus.front().stage, core::format_time(path.gpus.front().compute_s))));
+  if (const auto by_part = path_kernels_by_part(s, path); !by_part.empty()) {
+    std::string parts;
+    for (const auto& [name, seconds] : by_part)
+      parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", name, core::format_time(seconds));
+    line("  critical path kernels by part: " + parts);
+  }
   for (std::size_t i = 0; i < s.cluster.stragglers.size(); ++i)
     line(fmt::format("  straggler {}: {} on the critical path", straggler_name(s.cluster.stragglers[i]),
                      core::format_time(m.straggler_path_s[i])));

@@ -172,6 +172,14 @@ TEST_CASE("nodes of another GPU kind run at their part's speed and memory")
   CHECK(all80 < mixed["step_time_s"].get<double>());
   CHECK(mixed["step_time_s"].get<double>() < all40);
   CHECK(mixed["cluster"]["node_gpus"][0]["gpu"] == "A100-SXM4-40GB");
+  // The critical path's kernels split by part: each GPU's counted once, on its own part.
+  const auto& path = mixed["critical_path"];
+  REQUIRE(path["compute_by_gpu_s"].size() == 2);
+  CHECK(path["compute_by_gpu_s"]["A100-SXM4-80GB"].get<double>() +
+            path["compute_by_gpu_s"]["A100-SXM4-40GB"].get<double>() ==
+        Approx(path["compute_s"].get<double>()).epsilon(1e-12));
+  CHECK(path["compute_by_gpu_s"]["A100-SXM4-40GB"].get<double>() > 0);
+  CHECK(!run_json(s)["critical_path"].contains("compute_by_gpu_s"));
   CHECK(mixed["memory"]["capacity_bytes"].get<double>() == Approx(40.0 * (1ULL << 30)));
   CHECK(run_json(s + kinds("[0, 7]"))["step_time_s"].get<double>() == Approx(all40).epsilon(1e-12));
   // Memory is judged per stage on its own parts: 1F1B's first stage holds four micro-batches' activations (58 GiB),
