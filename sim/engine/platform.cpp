@@ -160,8 +160,10 @@ class PlatformBuilder {
 // One star zone holding the simulated GPUs and the classes' links, and full zones of up to 64 endpoints, each a pair
 // of hosts and its route (a star zone would keep a link that a route crosses twice only once).
 Platform build_folded_platform(const ClusterGraph& cg, const std::vector<int>& simulated,
-                               const std::vector<std::vector<std::uint32_t>>& routes)
+                               const std::vector<std::vector<std::uint32_t>>& routes, const std::vector<bool>& metered)
 {
+  // Far above any sum of rates, so that it never limits a flow (nor changes max-min's order of saturation).
+  constexpr double meter_bandwidth = 1e18;
   Platform p;
   p.gpu.resize(cg.gpu.size());
   p.link.resize(boost::num_edges(cg.graph));
@@ -192,6 +194,11 @@ Platform build_folded_platform(const ClusterGraph& cg, const std::vector<int>& s
       std::vector<sg4::LinkInRoute> links;
       for (std::uint32_t d : routes[i])
         links.push_back(link(d));
+      p.meter.push_back(nullptr);
+      if (metered[i]) {
+        p.meter.back() = root->create_link(fmt::format("meter{}", i), meter_bandwidth)->set_latency(0)->seal();
+        links.emplace_back(p.meter.back());
+      }
       zone->add_route(source->get_netpoint(), sink->get_netpoint(), nullptr, nullptr, links, false);
       p.endpoint.emplace_back(source, sink);
     }

@@ -21,15 +21,18 @@ struct Platform {
   std::vector<simgrid::s4u::SplitDuplexLink*> link; // by graph link id (UP: from -> to); folded: the classes' links
   // Folded: per endpoint (workload::TaskGraph::Endpoint), the two hosts its flows go between.
   std::vector<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>> endpoint;
+  // Folded: per endpoint, a link of its own that its flows cross and that never limits them (its usage is their
+  // rate), or null.
+  std::vector<simgrid::s4u::Link*> meter;
 };
 
 // Builds the platform in the current SimGrid engine (one per process), with a host for every GPU.
 Platform build_platform(const topology::ClusterGraph& g);
 
 // A folded simulation's platform: hosts for the simulated GPUs, and per endpoint two hosts whose route crosses
-// `routes[i]`, link directions (topology::directed), each as many times as its weight.
+// `routes[i]`, link directions (topology::directed), each as many times as its weight, and a meter where `metered[i]`.
 Platform build_folded_platform(const topology::ClusterGraph& g, const std::vector<int>& simulated,
-                               const std::vector<std::vector<std::uint32_t>>& routes);
+                               const std::vector<std::vector<std::uint32_t>>& routes, const std::vector<bool>& metered);
 
 // SimGrid settings for exact latency-free max-min sharing; must run before any zone is created.
 void configure_network_model();

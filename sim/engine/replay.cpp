@@ -61,7 +61,8 @@ class Replayer {
  public:
   Replayer(const workload::TaskGraph& g, const topology::ClusterGraph& cluster, const ProgressFn& progress)
       : g_(g), cluster_(cluster), crossings_(folded_crossings()),
-        platform_(g.folded ? build_folded_platform(cluster, g.simulated, folded_routes()) : build_platform(cluster)),
+        platform_(g.folded ? build_folded_platform(cluster, g.simulated, folded_routes(), metered())
+                           : build_platform(cluster)),
         progress_(progress)
   {
     const std::size_t n = g.size();
@@ -89,9 +90,19 @@ class Replayer {
     sg4::Engine::on_time_advance_cb([this](double delta) {
       // The rates of the interval that just elapsed, [now - delta, now), on the links that carry a flow (the others
       // carry nothing: their usage went to 0 when their last flow ended).
+      // Rates change only when a flow starts or ends: until then each link keeps the usage last recorded.
+      if (!flows_changed_)
+        return;
+      flows_changed_ = false;
       const double from = sg4::Engine::get_clock() - delta;
+      // A link not simulated carries, per endpoint whose class crosses it, as many flows at the meter's rate.
+      for (std::uint32_t e : metering_)
+        if (const double rate = platform_.meter[e]->get_usage(); rate > 0)
+          for (const auto& [d, flows] : g_.unsimulated[e])
+            unsimulated_usage_[unsimulated_index_.at(d)] += flows * rate;
       for (std::uint32_t i : busy_) {
-        const double usage = tracked_[i]->get_usage();
+        const double usage =
+            tracked_[i] != nullptr ? tracked_[i]->get_usage() : std::exchange(unsimulated_usage_[i], 0.0);
         usage_[i].peak = std::max(usage_[i].peak, usage);
         record(usage_[i], from, usage);
       }
@@ -262,12 +273,15 @@ class Replayer {
     sg4::CommPtr comm = sg4::Comm::sendto_init(from, to);
     comm->set_payload_size(static_cast<std::uint64_t>(task.bytes));
     comm->vetoable_start();
+    flows_changed_ = true;
     in_flight_.emplace(comm.get(), std::make_pair(t, comm));
     for (std::uint32_t i : route_of(task).tracked)
       if (flows_[i]++ == 0) {
         busy_at_[i] = static_cast<std::uint32_t>(busy_.size());
         busy_.push_back(i);
       }
+    if (const auto e = route_of(task).meter; e >= 0 && metered_flows_[static_cast<std::size_t>(e)]++ == 0)
+      metering_.insert(static_cast<std::uint32_t>(e));
     account(task, route_of(task).rate, +1);
   }
 
@@ -308,11 +322,21 @@ class Replayer {
     return out;
   }
 
+  // Per folded endpoint, whether its class of flows crosses links that are not simulated: then a meter tells its rate.
+  std::vector<bool> metered() const
+  {
+    std::vector<bool> out(g_.endpoints.size(), false);
+    for (std::size_t e = 0; e < g_.unsimulated.size(); ++e)
+      out[e] = !g_.unsimulated[e].empty();
+    return out;
+  }
+
   void finish(TaskId t)
   {
     const workload::Task& task = g_[t];
     timeline_.tasks[t].end_s = sg4::Engine::get_clock();
     if (task.kind == TaskKind::TRANSFER && task.bytes > 0) {
+      flows_changed_ = true;
       const Route& route = route_of(task);
       // Own bookkeeping of the bytes on each link (exact, unlike SimGrid's link-load plugin).
       for (const auto& [id, forward, times] : route.graph)
@@ -325,6 +349,8 @@ class Replayer {
           busy_.pop_back();
           record(usage_[i], timeline_.tasks[t].end_s, 0.0);
         }
+      if (route.meter >= 0 && --metered_flows_[static_cast<std::size_t>(route.meter)] == 0)
+        metering_.erase(static_cast<std::uint32_t>(route.meter));
       account(task, route.rate, -1);
     }
     if (task.kind == TaskKind::COMPUTE && task.duration_s > 0) { // the GPU's stream takes its next waiting task
@@ -352,6 +378,7 @@ class Replayer {
     std::vector<std::tuple<std::size_t, bool, double>> graph; // link, direction, flows it stands for there
     std::vector<std::uint32_t> tracked;
     double rate = 0; // its slowest link's achievable bandwidth: the flow's rate when alone
+    int meter = -1;  // folded: its endpoint, where its class crosses links that are not simulated
   };
 
   const Route& route_of(const workload::Task& task)
@@ -372,13 +399,20 @@ class Replayer {
       if (!g_.folded)
         r.graph.emplace_back(link.id, forward[k], 1.0);
     }
-    if (g_.folded)
-      for (const auto& c : crossings_[static_cast<std::size_t>(task.peer - g_.cluster_gpus)]) {
+    if (g_.folded) {
+      const auto e = static_cast<std::size_t>(task.peer - g_.cluster_gpus);
+      for (const auto& c : crossings_[e])
         if (c.weight > 0)
           r.graph.emplace_back(c.cls / 2, c.cls % 2 == 0, c.weight);
-        else // not simulated: the flow's class is taken to cross it as this flow does
-          r.graph.emplace_back(c.link / 2, c.link % 2 == 0, g_.multiplicity);
+      // The links not simulated: as many of the class's flows as cross each (the meter gives their rate).
+      if (e < g_.unsimulated.size() && !g_.unsimulated[e].empty()) {
+        r.meter = static_cast<int>(e);
+        for (const auto& [d, flows] : g_.unsimulated[e]) {
+          r.graph.emplace_back(d / 2, d % 2 == 0, flows);
+          r.tracked.push_back(unsimulated_index_.at(d));
+        }
       }
+    }
     std::vector<sg4::Link*> links;
     const auto [from, to] = hosts(task);
     from->route_to(to, links, nullptr);
@@ -417,8 +451,13 @@ class Replayer {
     for (std::size_t id : ids)
       for (bool forward : {true, false}) {
         const auto d = topology::directed(id, forward);
-        if (g_.folded && g_.link_weight[d] == 0) // not in this folded platform
+        if (g_.folded && g_.link_weight[d] == 0) { // not simulated: its usage from the meters of the flows crossing it
+          unsimulated_index_[d] = static_cast<std::uint32_t>(tracked_.size());
+          reported_.emplace_back(id, forward, static_cast<std::uint32_t>(tracked_.size()));
+          tracked_.push_back(nullptr);
+          usage_.push_back(LinkUsage{id, forward, 0.0, {{0.0, 0.0}}});
           continue;
+        }
         const auto c = g_.folded ? g_.link_class[d] : d;
         auto* link = platform_.link[c / 2];
         if (link == nullptr) { // a folded platform has only the links its flows cross: this one carries nothing
@@ -436,10 +475,12 @@ class Replayer {
       }
     flows_.assign(tracked_.size(), 0);
     busy_at_.assign(tracked_.size(), 0);
+    unsimulated_usage_.assign(tracked_.size(), 0.0);
+    metered_flows_.assign(g_.endpoints.size(), 0);
   }
 
   // Folded, each link carries what the link standing for its class carried (a link between the switches of a
-  // non-blocking network, not simulated, what the simulated flows' classes would carry over it: an estimate).
+  // non-blocking network, not simulated, what the classes of flows crossing it carried: counted in route_of).
   void spread_link_bytes()
   {
     auto& forward = timeline_.link_bytes_forward;
@@ -493,6 +534,13 @@ class Replayer {
   std::vector<std::uint32_t> busy_;    // the tracked links with flows, in no order
   std::vector<std::uint32_t> busy_at_; // per tracked link with flows, its place in busy_
   std::vector<LinkUsage> usage_;       // per tracked link
+  // Links not simulated (folded: between a non-blocking network's switches): tracked index by link direction, their
+  // usage summed from the meters, the flows in flight per endpoint, and the endpoints with flows.
+  std::unordered_map<std::uint32_t, std::uint32_t> unsimulated_index_;
+  std::vector<double> unsimulated_usage_;
+  std::vector<std::uint32_t> metered_flows_;
+  std::set<std::uint32_t> metering_;
+  bool flows_changed_ = false; // since the clock last advanced
   static constexpr std::uint32_t idle = std::numeric_limits<std::uint32_t>::max(); // a reported link without flows
   std::vector<std::tuple<std::size_t, bool, std::uint32_t>> reported_; // (link, direction, tracked index) reported
   Timeline timeline_;

@@ -133,6 +133,12 @@ class Builder {
     for (int s = 0; s < p_.pp; ++s)
       optimizer(s);
     finish();
+    if (fold_ && std::find(g_.link_weight.begin(), g_.link_weight.end(), 0U) != g_.link_weight.end()) {
+      std::vector<std::pair<int, int>> flows;
+      for (const auto& e : g_.endpoints)
+        flows.emplace_back(e.sender, e.target);
+      g_.unsimulated = unsimulated_crossings(tp_fold_, dp_fold_, p_, graph_, g_.link_weight, flows);
+    }
     g_.finalize();
     return std::move(g_);
   }

@@ -53,6 +53,50 @@ std::vector<Crossing> crossings(const topology::ClusterGraph& g, const std::vect
   return out;
 }
 
+std::vector<SwitchCrossings> unsimulated_crossings(const CoordinateFold& tp, const CoordinateFold& dp,
+                                                   const plan::ParallelPlan& plan, const topology::ClusterGraph& g,
+                                                   const std::vector<std::uint32_t>& link_weight,
+                                                   const std::vector<std::pair<int, int>>& flows)
+{
+  const int per_leaf = g.gpus_per_node * g.nodes_per_leaf;
+  // Between switches a route depends on the two leaf groups only.
+  std::map<std::pair<int, int>, std::vector<std::uint32_t>> between;
+  auto switch_links = [&](int a, int b) -> const std::vector<std::uint32_t>& {
+    const auto [it, added] = between.try_emplace({a / per_leaf, b / per_leaf});
+    if (added) {
+      const auto path = topology::route(g, a, b);
+      const auto forward = topology::link_directions(g, g.gpu[static_cast<std::size_t>(a)], path);
+      for (std::size_t k = 0; k < path.size(); ++k)
+        if (const auto d = topology::directed(g.graph[path[k]].id, forward[k]); link_weight[d] == 0)
+          it->second.push_back(d);
+    }
+    return it->second;
+  };
+  // Each GPU under each symmetry of the fold.
+  const int elements = tp.order() * dp.order();
+  auto image = [&](int gpu, int e) {
+    plan::RankCoords c = plan::coords_of(plan, gpu);
+    c.tp = tp.moved(c.tp, e % tp.order());
+    c.dp = dp.moved(c.dp, e / tp.order());
+    return plan::rank_of(plan, c);
+  };
+  std::vector<SwitchCrossings> out;
+  out.reserve(flows.size());
+  for (const auto& [sender, target] : flows) {
+    std::map<std::uint32_t, std::uint32_t> count;
+    if (sender / g.gpus_per_node != target / g.gpus_per_node)
+      for (int e = 0; e < elements; ++e) {
+        const int a = image(sender, e);
+        const int b = image(target, e);
+        if (a / per_leaf != b / per_leaf)
+          for (std::uint32_t d : switch_links(a, b))
+            ++count[d];
+      }
+    out.emplace_back(count.begin(), count.end());
+  }
+  return out;
+}
+
 std::vector<int> CoordinateFold::simulated() const
 {
   std::vector<int> out;

@@ -31,6 +31,13 @@ struct CoordinateFold {
   // Coordinate c as the one standing for x's class sees it (moved as x is to reach it).
   int relative(int x, int c) const;
   int classes() const { return step / block; }
+  // The symmetries themselves: `order()` of them, element e rotating by e % block inside the blocks, then shifting by
+  // e / block steps.
+  int order() const { return block * (size / step); }
+  int moved(int c, int e) const
+  {
+    return (c / block * block + (c % block + e % block) % block + e / block * step) % size;
+  }
 };
 
 struct Fold {
@@ -52,6 +59,15 @@ struct Crossing {
 };
 std::vector<Crossing> crossings(const topology::ClusterGraph& g, const std::vector<std::uint32_t>& link_class,
                                 const std::vector<std::uint32_t>& link_weight, int from_gpu, int to_gpu);
+
+// Per flow (sender, target), the link directions between switches that the flows of its class cross where the fold
+// does not simulate them (those of a non-blocking network: link_weight 0), each with how many of the class's flows
+// cross it. The report's link traffic counts them; no flow's rate depends on them.
+using SwitchCrossings = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
+std::vector<SwitchCrossings> unsimulated_crossings(const CoordinateFold& tp, const CoordinateFold& dp,
+                                                   const plan::ParallelPlan& plan, const topology::ClusterGraph& g,
+                                                   const std::vector<std::uint32_t>& link_weight,
+                                                   const std::vector<std::pair<int, int>>& flows);
 
 // The folds this plan's GPUs admit on this cluster, most GPUs per class first; each one's symmetries are
 // automorphisms of the cluster (the builder still checks that every collective is symmetric under them).

@@ -109,6 +109,9 @@ class TaskGraph {
   std::vector<Endpoint> endpoints;
   std::vector<std::uint32_t> link_class;  // per link direction (topology::directed); empty unless folded
   std::vector<std::uint32_t> link_weight; // 0: not simulated
+  // Per endpoint, the link directions not simulated (between a non-blocking network's switches) that its class of
+  // flows crosses, each with how many of them cross it (workload::unsimulated_crossings); empty where none are.
+  std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> unsimulated;
   // The GPU at the receiving end of a transfer's peer.
   int gpu_of(int peer) const
   {

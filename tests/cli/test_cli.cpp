@@ -119,6 +119,11 @@ void check_folds_exactly(const std::string& args)
   for (const auto& [cls, link] : full["links"].items()) {
     const auto& mine = folded["links"][cls];
     CHECK(mine["bytes"].get<double>() == Approx(link["bytes"].get<double>()).epsilon(1e-12));
+    CHECK(mine["avg_util"].get<double>() == Approx(link["avg_util"].get<double>()).epsilon(1e-12));
+    REQUIRE(mine["busiest"].size() == link["busiest"].size());
+    if (!link["busiest"].empty())
+      CHECK(mine["busiest"][0]["bytes"].get<double>() ==
+            Approx(link["busiest"][0]["bytes"].get<double>()).epsilon(1e-12));
     if (link["peak_util"].is_null())
       CHECK(mine["peak_util"].is_null());
     else
@@ -133,8 +138,9 @@ void check_folds_exactly(const std::string& args)
 TEST_CASE("folding by symmetry classes is exact where the cluster is not symmetric as a whole")
 {
   // Oversubscribed trees (stages aligned with the leaves, spread over two, straddling them; a core above pods),
-  // a straggler node, a slow uplink of a leaf group or of a pod's spine on a non-blocking tree, GPUs sharing PCIe
-  // switches and NICs (L40S), a hybrid cube mesh (DGX-1 V100).
+  // non-blocking trees of several leaves and pods (their switch links not simulated, their traffic counted per class
+  // of flows), a straggler node, a slow uplink of a leaf group or of a pod's spine on a non-blocking tree, GPUs sharing
+  // PCIe switches and NICs (L40S), a hybrid cube mesh (DGX-1 V100).
   const std::string s = scenario("default.json") + " --set gpus=64 --set plan.global_batch=32";
   const std::string tree = " --set topology.network.nodes_per_leaf=2 --set topology.network.oversubscription=";
   const std::string small = scenario("default.json") + " --set gpus=32 --set plan.tp=4 --set plan.pp=2 --set plan.dp=4"
@@ -146,6 +152,10 @@ TEST_CASE("folding by symmetry classes is exact where the cluster is not symmetr
             " --set topology.network.oversubscription=2",
         s + " --set plan.pp=2 --set plan.dp=4 --set topology.network.kind=fat_tree" +
             " --set topology.network.leaves_per_pod=2 --set topology.network.core_oversubscription=2" + tree + "2",
+        s + " --set plan.pp=2 --set plan.dp=4 --set topology.network.nodes_per_leaf=2",
+        s + " --set plan.tp=2 --set plan.pp=4 --set plan.dp=8 --set topology.network.nodes_per_leaf=3",
+        s + " --set plan.pp=2 --set plan.dp=4 --set topology.network.kind=fat_tree" +
+            " --set topology.network.leaves_per_pod=2 --set topology.network.nodes_per_leaf=2",
         s + " --set plan.pp=4 --set plan.dp=2" + R"( --set 'stragglers=[{"node": 3, "compute": 0.9}]')",
         s + " --set plan.pp=2 --set plan.dp=4 --set topology.network.nodes_per_leaf=2" +
             R"( --set 'stragglers=[{"leaf": 1, "bandwidth": 0.5}]')",
