@@ -140,7 +140,10 @@ int simulate(const fs::path& file, const CommonOptions& o, const RunOptions& r)
   cost.folded = tasks.folded;
   cost.simulated_gpus = static_cast<int>(tasks.simulated.size());
   cost.multiplicity = tasks.multiplicity;
-  const auto validation = validation::gpu_validation(load_validation_summary(o), s.cluster.gpu.name);
+  const auto summary = load_validation_summary(o);
+  std::vector<sim::core::Json> validation;
+  for (const auto* gpu : sim::topology::gpu_kinds(s.cluster))
+    validation.push_back(validation::gpu_validation(summary, gpu->name));
   const auto json = sim::report::run_json(s, metrics, cost, validation);
   const auto boxes = sim::report::pass_boxes(s, tasks, timeline);
   if (o.format == "json") {

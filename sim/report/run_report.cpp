@@ -176,7 +176,8 @@ std::string straggler_name(const topology::Straggler& st)
 
 } // namespace
 
-core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost& cost, const core::Json& validation)
+core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost& cost,
+                    const std::vector<core::Json>& validation)
 {
   core::Json j;
   j["kind"] = "simulation";
@@ -187,8 +188,11 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
   j["cluster"] = {{"name", s.cluster.name}, {"gpu", s.cluster.gpu.name}, {"gpus", s.gpus}, {"nodes", s.nodes}};
   if (!s.cluster.node_gpus.empty()) {
     core::Json kinds = core::Json::array();
-    for (const auto& k : s.cluster.node_gpus)
-      kinds.push_back({{"nodes", {k.first, k.last}}, {"gpu", k.gpu.name}});
+    for (std::size_t k = 0; k < s.cluster.node_gpus.size(); ++k) {
+      const auto& kind = s.cluster.node_gpus[k];
+      kinds.push_back(
+          {{"nodes", {kind.first, kind.last}}, {"gpu", kind.gpu.name}, {"validation", validation.at(k + 1)}});
+    }
     j["cluster"]["node_gpus"] = kinds; // nodes whose GPUs are of another kind
   }
   if (const auto estimates = s.cluster.gpu.estimates(); !estimates.empty())
@@ -202,7 +206,7 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
   j["tflops_per_gpu"] = m.tflops_per_gpu;
   j["mfu"] = m.mfu;
   j["hfu"] = m.hfu;
-  j["validation"] = validation;
+  j["validation"] = validation.at(0);
   core::Json stages = core::Json::array();
   for (const auto& st : m.per_stage)
     stages.push_back(
@@ -268,7 +272,8 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
   return j;
 }
 
-std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCost& cost, const core::Json& validation)
+std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCost& cost,
+                     const std::vector<core::Json>& validation)
 {
   const auto& p = s.plan;
   std::string out;
@@ -301,13 +306,20 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
   line("");
   line(fmt::format("step time {}   {:.0f} tokens/s   {:.1f} TFLOP/s per GPU   MFU {}   HFU {}",
                    core::format_time(m.step_time_s), m.tokens_per_s, m.tflops_per_gpu, percent(m.mfu), percent(m.hfu)));
-  line(validation::accuracy_line(validation));
-  if (const auto estimates = s.cluster.gpu.estimates(); !estimates.empty()) {
+  line(validation::accuracy_line(validation.at(0)));
+  for (std::size_t k = 0; k < s.cluster.node_gpus.size(); ++k) {
+    const auto& kind = s.cluster.node_gpus[k];
+    line(validation::accuracy_line(validation.at(k + 1), fmt::format(" (nodes {}-{})", kind.first, kind.last)));
+  }
+  for (const auto* gpu : topology::gpu_kinds(s.cluster)) {
+    const auto estimates = gpu->estimates();
+    if (estimates.empty())
+      continue;
     std::string fields;
     for (const auto& f : estimates)
       fields += (fields.empty() ? "" : ", ") + f;
     line(fmt::format("catalogue: {}'s {} {} not measured on the part (datasheet rates or estimates stand in)",
-                     s.cluster.gpu.name, fields, estimates.size() == 1 ? "is" : "are"));
+                     gpu->name, fields, estimates.size() == 1 ? "is" : "are"));
   }
   line("");
   line("where the step goes (mean over GPUs)");

@@ -17,8 +17,11 @@ struct RunCost {
   int multiplicity = 1;   // GPUs per class
 };
 
-// `validation`: how close simtrain came to published runs on the scenario's GPU (validation::gpu_validation).
-core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost& cost, const core::Json& validation);
-std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCost& cost, const core::Json& validation);
+// `validation`: how close simtrain came to published runs on each of the scenario's GPU kinds
+// (validation::gpu_validation; topology::gpu_kinds' order, the topology's part first).
+core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost& cost,
+                    const std::vector<core::Json>& validation);
+std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCost& cost,
+                     const std::vector<core::Json>& validation);
 
 } // namespace sim::report

@@ -182,6 +182,10 @@ TEST_CASE("nodes of another GPU kind run at their part's speed and memory")
   CHECK(all80 < mixed["step_time_s"].get<double>());
   CHECK(mixed["step_time_s"].get<double>() < all40);
   CHECK(mixed["cluster"]["node_gpus"][0]["gpu"] == "A100-SXM4-40GB");
+  // Each part says how sure it is: its own validation entry.
+  CHECK(mixed["validation"]["gpu"] == "A100-SXM4-80GB");
+  CHECK(mixed["cluster"]["node_gpus"][0]["validation"]["gpu"] == "A100-SXM4-40GB");
+  CHECK(mixed["cluster"]["node_gpus"][0]["validation"]["runs"].get<int>() > 0);
   // The critical path's kernels split by part: each GPU's counted once, on its own part.
   const auto& path = mixed["critical_path"];
   REQUIRE(path["compute_by_gpu_s"].size() == 2);
