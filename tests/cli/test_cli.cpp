@@ -163,7 +163,10 @@ TEST_CASE("folding by symmetry classes is exact where the cluster is not symmetr
             " --set topology.network.leaves_per_pod=2 --set topology.network.nodes_per_leaf=2" +
             R"( --set 'stragglers=[{"spine": 0, "bandwidth": 0.3}]')",
         s + " --set plan.pp=4 --set plan.dp=2" + R"( --set 'node_gpus=[{"nodes": [3, 3], "gpu": "a100-sxm4-40gb"}]')",
-        small + " --set topology=l40s-pcie", small + " --set topology=dgx-v100"})
+        small + " --set topology=l40s-pcie", small + " --set topology=dgx-v100",
+        // Expert all-to-alls between two nodes, each its own leaf of a non-blocking tree.
+        scenario("moe/qwen3-30b-a3b-h100.json") + " --set gpus=32 --set plan.pp=2 --set plan.global_batch=32" +
+            " --set plan.ep=16 --set topology.network.nodes_per_leaf=1"})
     check_folds_exactly(c);
 }
 
