@@ -28,6 +28,13 @@ class Builder {
   ClusterGraph& cg_;
 };
 
+// An NVSwitch port's bandwidth per direction for a GPU of this part: the topology's, where the file gives it (a cap
+// for every node), else the part's NVLink.
+double nvswitch_port(const NvSwitchFabric& sw, const hardware::GpuSpec& part)
+{
+  return sw.given ? sw.bandwidth : part.nvlink_bandwidth;
+}
+
 void build_node(Builder& b, ClusterGraph& cg, const ClusterSpec& spec, int n)
 {
   const NodeSpec& ns = spec.node;
@@ -42,12 +49,14 @@ void build_node(Builder& b, ClusterGraph& cg, const ClusterSpec& spec, int n)
   cg.nic.push_back(nics);
 
   if (ns.nvlink) {
-    const double eff = spec.gpu.nccl_nvlink_efficiency > 0 ? spec.gpu.nccl_nvlink_efficiency : 1.0;
+    // The node's part: its NVLink's measured NCCL efficiency (and, on an NVSwitch, its bandwidth).
+    const auto& part = gpu_of_kind(spec, gpu_kind(spec, n * ns.gpus));
+    const double eff = part.nccl_nvlink_efficiency > 0 ? part.nccl_nvlink_efficiency : 1.0;
     if (const auto* sw = std::get_if<NvSwitchFabric>(&*ns.nvlink)) {
       const VertexId hub = b.device(DeviceKind::NVSWITCH, n, 0);
       for (int i = 0; i < ns.gpus; ++i)
         b.link(gpus[static_cast<std::size_t>(i)], hub, LinkClass::NVLINK,
-               sw->bandwidth * nvlink_share(spec, n * ns.gpus + i), sw->latency / 2, eff);
+               nvswitch_port(*sw, part) * nvlink_share(spec, n * ns.gpus + i), sw->latency / 2, eff);
     } else {
       const auto& mesh = std::get<NvLinkMeshFabric>(*ns.nvlink);
       for (const auto& l : mesh.links)
@@ -204,13 +213,13 @@ ClusterGraph build_graph(const ClusterSpec& spec, int nodes)
       r.compute_share_during_comm = 1.0 - static_cast<double>(spec.node.collective_sms) / gpu.sms;
     r.memory_bandwidth =
         gpu.memory_bandwidth * gpu.memory_kernel_efficiency(hardware::MemoryKernel::ELEMENTWISE, false);
+    if (const auto* sw = spec.node.nvlink ? std::get_if<NvSwitchFabric>(&*spec.node.nvlink) : nullptr)
+      r.nvls_rate = nvswitch_port(*sw, gpu) * gpu.nccl_nvls_efficiency;
     cg.rates.push_back(r);
   }
   for (int g = 0; g < nodes * spec.node.gpus; ++g)
     cg.kind.push_back(static_cast<std::uint8_t>(gpu_kind(spec, g)));
   cg.nccl_memory_traffic = spec.node.nccl_memory_traffic;
-  if (const auto* sw = spec.node.nvlink ? std::get_if<NvSwitchFabric>(&*spec.node.nvlink) : nullptr)
-    cg.nvls_rate = sw->bandwidth * spec.gpu.nccl_nvls_efficiency;
   cg.nic_of_gpu.assign(static_cast<std::size_t>(spec.node.gpus), 0);
   for (std::size_t k = 0; k < spec.node.nics.gpus.size(); ++k)
     for (int g : spec.node.nics.gpus[k])

@@ -61,16 +61,16 @@ struct ClusterGraph {
   // its NCCL kernels run (the SMs they hold are taken), and the HBM bandwidth a memory-bound kernel streams at
   // (nominal x STREAM efficiency). With the HBM bytes NCCL moves per byte it sends or receives, what a collective
   // beside a kernel takes from it.
+  // Also the bytes/s each GPU of an NVSwitch node sends (and receives) in an NVLink SHARP all-reduce, which moves
+  // the whole buffer once each way (the switch reduces and multicasts); 0 without NVLS.
   struct GpuRates {
     double compute_share_during_comm = 1.0;
     double memory_bandwidth = 0;
+    double nvls_rate = 0;
   };
   std::vector<GpuRates> rates;
   std::vector<std::uint8_t> kind; // per GPU
   double nccl_memory_traffic = 0;
-  // Bytes/s each GPU of an NVSwitch node sends (and receives) in an NVLink SHARP all-reduce, which moves the whole
-  // buffer once each way (the switch reduces and multicasts); 0 without NVLS.
-  double nvls_rate = 0;
 
   int gpus() const { return nodes * gpus_per_node; }
   std::string device_name(VertexId v) const;

@@ -27,9 +27,10 @@ NvLinkFabric read_nvlink(const core::Node& node, const hardware::GpuSpec& gpu, i
   const auto kind = r.choice<NvLinkKind>("kind", nvlink_kind_choices);
   if (kind == NvLinkKind::SWITCH) {
     NvSwitchFabric f;
-    if (auto bw = r.optional_quantity("bandwidth", core::Dimension::BANDWIDTH))
+    if (auto bw = r.optional_quantity("bandwidth", core::Dimension::BANDWIDTH)) {
       f.bandwidth = *bw;
-    else if (gpu.nvlink_bandwidth > 0)
+      f.given = true;
+    } else if (gpu.nvlink_bandwidth > 0)
       f.bandwidth = gpu.nvlink_bandwidth;
     else
       throw core::InputError(node.provenance().locate(core::pointer_append(node.pointer(), "bandwidth")),
@@ -382,13 +383,20 @@ std::vector<NodeGpus> read_node_gpus(const core::Node& list, const ClusterSpec& 
         range.fail_found("overlapping ranges",
                          fmt::format("nodes {}-{} and {}-{}", other.first, other.last, g.first, g.last),
                          "each node in at most one range");
-    // The node's fabric is built for the topology's part: another kind must fit it.
-    if (g.gpu.nvlink_bandwidth != cluster.gpu.nvlink_bandwidth || g.gpu.pcie_generation != cluster.gpu.pcie_generation)
-      item.fail_found(fmt::format("a part for another node design than '{}'", cluster.name),
-                      fmt::format("{}: NVLink {:g} GB/s, PCIe gen {}", g.gpu.name, g.gpu.nvlink_bandwidth / 1e9,
-                                  g.gpu.pcie_generation),
-                      fmt::format("NVLink {:g} GB/s and PCIe gen {}, as {}'s (e.g. H200 nodes beside H100 ones)",
-                                  cluster.gpu.nvlink_bandwidth / 1e9, cluster.gpu.pcie_generation, cluster.gpu.name));
+    // The node's fabric is built for the topology's part: another kind must fit it. An NVSwitch takes a part of
+    // another NVLink bandwidth (its ports run at the part's); direct NVLink lanes and PCIe links do not.
+    const bool nvswitch = cluster.node.nvlink && std::holds_alternative<NvSwitchFabric>(*cluster.node.nvlink);
+    const bool nvlink_fits =
+        nvswitch ? g.gpu.nvlink_bandwidth > 0 : g.gpu.nvlink_bandwidth == cluster.gpu.nvlink_bandwidth;
+    if (!nvlink_fits || g.gpu.pcie_generation != cluster.gpu.pcie_generation)
+      item.fail_found(
+          fmt::format("a part for another node design than '{}'", cluster.name),
+          fmt::format("{}: NVLink {:g} GB/s, PCIe gen {}", g.gpu.name, g.gpu.nvlink_bandwidth / 1e9,
+                      g.gpu.pcie_generation),
+          nvswitch ? fmt::format("an NVLink part with PCIe gen {}, as {}'s (e.g. H200 or H800 nodes beside H100 ones)",
+                                 cluster.gpu.pcie_generation, cluster.gpu.name)
+                   : fmt::format("NVLink {:g} GB/s and PCIe gen {}, as {}'s", cluster.gpu.nvlink_bandwidth / 1e9,
+                                 cluster.gpu.pcie_generation, cluster.gpu.name));
     out.push_back(std::move(g));
   }
   return out;

@@ -17,6 +17,7 @@ namespace sim::topology {
 struct NvSwitchFabric {
   double bandwidth = 0; // bytes/s per GPU per direction
   double latency = 0;   // seconds, GPU to GPU
+  bool given = false;   // `bandwidth` set in the file (a cap for every node); else the part's NVLink, node by node
 };
 
 // Direct NVLink lanes between pairs of GPUs (DGX-1's hybrid cube mesh).
@@ -115,7 +116,7 @@ struct Straggler {
 
 // Nodes whose GPUs are of another kind than the topology's (a scenario's `node_gpus`, a cluster grown with a newer
 // part): the same node design (GPUs per node, NVLink or PCIe fabric, NICs), the other part's kernels, memory, price
-// and power.
+// and power; on an NVSwitch, its own NVLink bandwidth (an export-capped H800 beside H100s).
 struct NodeGpus {
   int first = 0; // node indices, inclusive
   int last = 0;

@@ -120,18 +120,19 @@ std::optional<CollectivePhase> Lowering::nvls_all_reduce(const std::vector<int>&
 {
   constexpr std::size_t fewest_gpus = 5;
   const int node = ranks.front() / g_.gpus_per_node;
-  if (g_.nvls_rate <= 0 || ranks.size() < fewest_gpus ||
+  const double rate = g_.rates[g_.kind[static_cast<std::size_t>(ranks.front())]].nvls_rate;
+  if (rate <= 0 || ranks.size() < fewest_gpus ||
       std::any_of(ranks.begin(), ranks.end(), [&](int r) { return r / g_.gpus_per_node != node; }))
     return std::nullopt;
   const double latency = nvls_latency_us * 1e-6;
-  if (latency + bytes / g_.nvls_rate >= ring_plan(CollectiveKind::ALL_REDUCE, ranks, bytes).time)
+  if (latency + bytes / rate >= ring_plan(CollectiveKind::ALL_REDUCE, ranks, bytes).time)
     return std::nullopt;
   CollectivePhase phase;
   const std::size_t n = ranks.size();
   for (std::size_t i = 0; i < n; ++i) {
     const int a = ranks[i];
     const int b = ranks[(i + 1) % n];
-    phase.push_back(Flow{a, b, bytes * path(a, b).bandwidth / g_.nvls_rate, latency});
+    phase.push_back(Flow{a, b, bytes * path(a, b).bandwidth / rate, latency});
   }
   return phase;
 }

@@ -163,6 +163,7 @@ TEST_CASE("folding by symmetry classes is exact where the cluster is not symmetr
             " --set topology.network.leaves_per_pod=2 --set topology.network.nodes_per_leaf=2" +
             R"( --set 'stragglers=[{"spine": 0, "bandwidth": 0.3}]')",
         s + " --set plan.pp=4 --set plan.dp=2" + R"( --set 'node_gpus=[{"nodes": [3, 3], "gpu": "a100-sxm4-40gb"}]')",
+        s + " --set plan.pp=4 --set plan.dp=2" + R"( --set 'node_gpus=[{"nodes": [3, 3], "gpu": "a800-sxm4-80gb"}]')",
         small + " --set topology=l40s-pcie", small + " --set topology=dgx-v100",
         // Expert all-to-alls between two nodes, each its own leaf of a non-blocking tree.
         scenario("moe/qwen3-30b-a3b-h100.json") + " --set gpus=32 --set plan.pp=2 --set plan.global_batch=32" +
@@ -214,6 +215,29 @@ TEST_CASE("nodes of another GPU kind run at their part's speed and memory")
   CHECK(refused.out.find("does not fit in GPU memory: stage 0 needs 57.67 GiB of 40.00 GiB") != std::string::npos);
   const auto table = run("memory " + heavy + kinds("[3, 3]")).out;
   CHECK(table.find("fits: the GPU with the least room (stage 3) uses 21.03 GiB of 40.00 GiB") != std::string::npos);
+}
+
+TEST_CASE("an export-capped node among full ones runs its NVSwitch ports at its own NVLink")
+{
+  // H800 nodes (NVLink 200 GB/s per direction, no NVLink SHARP) in a DGX H100 cluster: all of them is the H800
+  // topology itself; one of them slows its stage's tensor-parallel rings, and the synchronous step waits for it.
+  const std::string s = scenario("default.json") + " --set topology=dgx-h100 --set gpus=32 --set plan.pp=4" +
+                        " --set plan.global_batch=32";
+  auto h800 = [](const std::string& nodes) {
+    return R"( --set 'node_gpus=[{"nodes": )" + nodes + R"(, "gpu": "h800-sxm5-80gb"}]')";
+  };
+  const auto full = run_json(s);
+  const auto one = run_json(s + h800("[1, 1]"));
+  const auto all = run_json(s + " --set topology.node.gpu=h800-sxm5-80gb");
+  CHECK(run_json(s + h800("[0, 3]"))["step_time_s"].get<double>() ==
+        Approx(all["step_time_s"].get<double>()).epsilon(1e-12));
+  CHECK(full["step_time_s"].get<double>() < one["step_time_s"].get<double>());
+  CHECK(one["step_time_s"].get<double>() <= all["step_time_s"].get<double>());
+  CHECK(one["critical_path"]["compute_by_gpu_s"]["H800-SXM5-80GB"].get<double>() > 0);
+  // A cap written in the topology holds for every node, whatever its part.
+  const std::string capped = s + " --set topology.node.nvlink.bandwidth=100GBps";
+  CHECK(run_json(capped + h800("[0, 3]"))["step_time_s"].get<double>() ==
+        Approx(run_json(capped)["step_time_s"].get<double>()).epsilon(0.02));
 }
 
 TEST_CASE("on a full Infinity Fabric mesh (MI300X) folding is exact for tensor, context, expert and pipeline traffic")
