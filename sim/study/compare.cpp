@@ -89,8 +89,20 @@ std::string setup_line(const Json& r)
   const Json::json_pointer model("/model/name");
   const Json& p = r.contains("plan") ? r.at("plan") : Json::object();
   const auto integer = [&p](const char* key) { return p.contains(key) ? p.at(key).dump() : std::string("?"); };
-  return fmt::format("{} x {}, {}, TP {} x PP {} x DP {}, micro-batch {}, global batch {}, sequence {}, {}",
-                     r.contains(gpus) ? r.at(gpus).dump() : "?", r.value(gpu, std::string("?")),
+  // Nodes of another GPU kind follow the part: "(nodes 0-0: H800-SXM5-80GB)".
+  std::string kinds;
+  const Json::json_pointer node_gpus("/cluster/node_gpus");
+  if (r.contains(node_gpus) && r.at(node_gpus).is_array())
+    for (const auto& k : r.at(node_gpus)) {
+      const auto& nodes = k.value("nodes", Json::array());
+      if (nodes.is_array() && nodes.size() == 2)
+        kinds += fmt::format("{}nodes {}-{}: {}", kinds.empty() ? " (" : ", ", nodes[0].dump(), nodes[1].dump(),
+                             k.value("gpu", std::string("?")));
+    }
+  if (!kinds.empty())
+    kinds += ")";
+  return fmt::format("{} x {}{}, {}, TP {} x PP {} x DP {}, micro-batch {}, global batch {}, sequence {}, {}",
+                     r.contains(gpus) ? r.at(gpus).dump() : "?", r.value(gpu, std::string("?")), kinds,
                      r.value(model, std::string("?")), integer("tp"), integer("pp"), integer("dp"),
                      integer("micro_batch"), integer("global_batch"), integer("seq_length"),
                      p.value("schedule", std::string("?")));

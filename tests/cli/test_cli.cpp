@@ -234,6 +234,10 @@ TEST_CASE("an export-capped node among full ones runs its NVSwitch ports at its 
   CHECK(full["step_time_s"].get<double>() < one["step_time_s"].get<double>());
   CHECK(one["step_time_s"].get<double>() <= all["step_time_s"].get<double>());
   CHECK(one["critical_path"]["compute_by_gpu_s"]["H800-SXM5-80GB"].get<double>() > 0);
+  // A comparison says which nodes hold the other part.
+  const auto compared =
+      run("compare " + scenario("whatif/h100-tp-heavy.json") + " " + scenario("whatif/h100-tp-heavy-one-h800.json"));
+  CHECK(compared.out.find("128 x H100-SXM5-80GB (nodes 0-0: H800-SXM5-80GB), Llama-3 70B") != std::string::npos);
   // A cap written in the topology holds for every node, whatever its part.
   const std::string capped = s + " --set topology.node.nvlink.bandwidth=100GBps";
   CHECK(run_json(capped + h800("[0, 3]"))["step_time_s"].get<double>() ==
