@@ -214,10 +214,22 @@ int kernels(const fs::path& file, const CommonOptions& o)
   const auto s = sim::scenario::load_scenario(file, load_options(o));
   print_warnings(s.warnings);
   const auto costs = sim::workload::kernel_costs(s.model, s.plan, s.cluster.gpu);
-  if (o.format == "json")
-    std::cout << sim::report::kernels_json(costs).dump(2) << "\n";
-  else
-    std::cout << sim::report::kernels_text(costs);
+  // With nodes of another GPU kind, their part's kernels follow the topology part's.
+  if (o.format == "json") {
+    auto j = sim::report::kernels_json(costs);
+    for (const auto& k : s.cluster.node_gpus) {
+      auto theirs = sim::report::kernels_json(sim::workload::kernel_costs(s.model, s.plan, k.gpu));
+      j["node_gpus"].push_back({{"nodes", {k.first, k.last}}, {"gpu", k.gpu.name}, {"kernels", theirs["kernels"]}});
+    }
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  if (!s.cluster.node_gpus.empty())
+    std::cout << s.cluster.gpu.name << " (the topology's nodes)\n\n";
+  std::cout << sim::report::kernels_text(costs);
+  for (const auto& k : s.cluster.node_gpus)
+    std::cout << fmt::format("\n{} (nodes {}-{})\n\n", k.gpu.name, k.first, k.last)
+              << sim::report::kernels_text(sim::workload::kernel_costs(s.model, s.plan, k.gpu));
   return 0;
 }
 

@@ -234,6 +234,14 @@ TEST_CASE("an export-capped node among full ones runs its NVSwitch ports at its 
   CHECK(full["step_time_s"].get<double>() < one["step_time_s"].get<double>());
   CHECK(one["step_time_s"].get<double>() <= all["step_time_s"].get<double>());
   CHECK(one["critical_path"]["compute_by_gpu_s"]["H800-SXM5-80GB"].get<double>() > 0);
+  // The kernels of both parts, step for step: the H800's at the H100's times (the same GH100 die and HBM3).
+  const auto kernels =
+      nlohmann::json::parse(run("kernels " + scenario("whatif/h100-tp-heavy-one-h800.json") + " --format json").out);
+  REQUIRE(kernels["node_gpus"].size() == 1);
+  CHECK(kernels["node_gpus"][0]["gpu"] == "H800-SXM5-80GB");
+  REQUIRE(kernels["node_gpus"][0]["kernels"].size() == kernels["kernels"].size());
+  for (std::size_t i = 0; i < kernels["kernels"].size(); ++i)
+    CHECK(kernels["node_gpus"][0]["kernels"][i]["kernel"] == kernels["kernels"][i]["kernel"]);
   // A comparison says which nodes hold the other part.
   const auto compared =
       run("compare " + scenario("whatif/h100-tp-heavy.json") + " " + scenario("whatif/h100-tp-heavy-one-h800.json"));
