@@ -229,7 +229,8 @@ class Sweep {
       row.reason = reason.substr(0, reason.find(" [set by "));
       return false;
     }
-    gpus_.insert(s.cluster.gpu.name);
+    for (const auto* gpu : topology::gpu_kinds(s.cluster)) // each part of a mixed cluster says how sure it is
+      gpus_.insert(gpu->name);
     if (!base_found_ && layout_fingerprint(s) == base_)
       row.baseline = base_found_ = true;
     const auto memory = memory::estimate_memory(s.model, s.plan, s.cluster);

@@ -190,6 +190,11 @@ TEST_CASE("nodes of another GPU kind run at their part's speed and memory")
   CHECK(mixed["validation"]["gpu"] == "A100-SXM4-80GB");
   CHECK(mixed["cluster"]["node_gpus"][0]["validation"]["gpu"] == "A100-SXM4-40GB");
   CHECK(mixed["cluster"]["node_gpus"][0]["validation"]["runs"].get<int>() > 0);
+  const auto swept = nlohmann::json::parse(
+      run("sweep " + s + kinds("[2, 3]") + " --vary plan.micro_batch=1,2 --format json 2>/dev/null").out);
+  REQUIRE(swept["validation"].size() == 2);
+  CHECK(swept["validation"][0]["gpu"] == "A100-SXM4-40GB");
+  CHECK(swept["validation"][1]["gpu"] == "A100-SXM4-80GB");
   // The critical path's kernels split by part: each GPU's counted once, on its own part.
   const auto& path = mixed["critical_path"];
   REQUIRE(path["compute_by_gpu_s"].size() == 2);
