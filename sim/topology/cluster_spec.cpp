@@ -441,14 +441,20 @@ bool on_gpu(const Straggler& s, int gpu, int gpus_per_node)
 
 namespace {
 
-// The product of the given share over the stragglers on a GPU.
-double gpu_share(const ClusterSpec& cluster, int gpu, double Straggler::*share)
+// The product of the given share over the stragglers on a part (those `on` picks).
+template <class On>
+double share_left(const ClusterSpec& cluster, double Straggler::*share, On on)
 {
   double product = 1;
   for (const Straggler& s : cluster.stragglers)
-    if (on_gpu(s, gpu, cluster.node.gpus))
+    if (on(s))
       product *= s.*share;
   return product;
+}
+
+double gpu_share(const ClusterSpec& cluster, int gpu, double Straggler::*share)
+{
+  return share_left(cluster, share, [&](const Straggler& s) { return on_gpu(s, gpu, cluster.node.gpus); });
 }
 
 } // namespace
@@ -465,29 +471,19 @@ double nvlink_share(const ClusterSpec& cluster, int gpu)
 
 double nic_share(const ClusterSpec& cluster, int node, int nic)
 {
-  double share = 1;
-  for (const Straggler& s : cluster.stragglers)
-    if (s.node == node && (s.nic < 0 || s.nic == nic))
-      share *= s.bandwidth;
-  return share;
+  return share_left(cluster, &Straggler::bandwidth,
+                    [&](const Straggler& s) { return s.node == node && (s.nic < 0 || s.nic == nic); });
 }
 
 double leaf_uplink_share(const ClusterSpec& cluster, int leaf_group)
 {
-  double share = 1;
-  for (const Straggler& s : cluster.stragglers)
-    if (s.leaf == leaf_group && leaf_group >= 0)
-      share *= s.bandwidth;
-  return share;
+  return share_left(cluster, &Straggler::bandwidth,
+                    [&](const Straggler& s) { return leaf_group >= 0 && s.leaf == leaf_group; });
 }
 
 double spine_uplink_share(const ClusterSpec& cluster, int pod)
 {
-  double share = 1;
-  for (const Straggler& s : cluster.stragglers)
-    if (s.spine == pod && pod >= 0)
-      share *= s.bandwidth;
-  return share;
+  return share_left(cluster, &Straggler::bandwidth, [&](const Straggler& s) { return pod >= 0 && s.spine == pod; });
 }
 
 } // namespace sim::topology
