@@ -36,13 +36,16 @@ inline constexpr std::array<core::Choice<RankOrder>, 6> rank_order_choices{
      {"pp-dp-tp", {ParallelDim::PP, ParallelDim::DP, ParallelDim::TP}}}};
 
 // How collectives over groups that span nodes run: a flat ring, or hierarchically (inside nodes, then a ring per
-// local rank across nodes); `auto` picks hierarchical when a group has several GPUs on each of several nodes.
-enum class CollectiveAlgorithm { AUTO, RING, HIERARCHICAL };
+// local rank across nodes); `auto` picks hierarchical when a group has several GPUs on each of several nodes, and
+// NCCL's double binary tree across nodes for an all-reduce where NCCL's model prefers it; `tree` always takes the
+// tree for all-reduces across three nodes or more (NCCL_ALGO=Tree).
+enum class CollectiveAlgorithm { AUTO, RING, HIERARCHICAL, TREE };
 
-inline constexpr std::array<core::Choice<CollectiveAlgorithm>, 3> collective_algorithm_choices{
+inline constexpr std::array<core::Choice<CollectiveAlgorithm>, 4> collective_algorithm_choices{
     {{"auto", CollectiveAlgorithm::AUTO},
      {"ring", CollectiveAlgorithm::RING},
-     {"hierarchical", CollectiveAlgorithm::HIERARCHICAL}}};
+     {"hierarchical", CollectiveAlgorithm::HIERARCHICAL},
+     {"tree", CollectiveAlgorithm::TREE}}};
 
 // Mixed precision: weights and activations in 16 bits with fp32 master weights; under `fp8` (Transformer Engine) the
 // linear layers' GEMMs also take FP8 operands (E4M3 forward, E5M2 gradients).

@@ -23,6 +23,29 @@ constexpr std::array<double, 3> bandwidth_share{0.25, 0.92, 1.0};
 // NVLS runs the Simple protocol only, with no base latency and 25 us over NVLink (the same tuning.cc).
 constexpr double nvls_latency_us = 25.0;
 
+// The same model for NCCL's double binary tree (all-reduce only), as of v2.16 like the ring's constants above: base
+// and per-hop latencies per protocol, the tree's bandwidth (0.92 of the bus bandwidth, LL at 1/3.8 of it; LL128 is
+// not used across the network, as for rings), and the correction for medium sizes NCCL applies to it (powers of two
+// of the buffer, 64 B to 256 MB: treeCorrectionFactor).
+constexpr std::array<double, 3> tree_base_latency_us{4.4, 4.4, 0.0};
+constexpr std::array<double, 3> tree_nvlink_step_us{0.52, 1.25, 28.0};
+constexpr std::array<double, 3> tree_pcie_step_us{1.0, 1.9, 28.0};
+constexpr std::array<double, 3> tree_network_step_us{5.0, 8.5, 28.0};
+constexpr std::array<double, 3> tree_bandwidth_share{0.92 / 3.8, 0.92 * 120.0 / 128.0, 0.92};
+constexpr std::array<std::array<double, 23>, 3> tree_correction{{
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
+}};
+// Multi-node refinements of the same model: an LL hop inside a node costs 1.8 times as much, and a Simple ring
+// all-reduce at least nRanks/16 x 64 KiB long pays 1.9 times its latency ("plateau effect of ring").
+constexpr double ll_intra_multi_node = 1.8;
+constexpr double ring_plateau = 1.9;
+// The tree across nodes is considered from three nodes on: on two, NCCL's tree sends each node's share across the
+// network once (NVIDIA/nccl#946, sjeaugey: "2 nodes is a special case"), which is what the hierarchical ring already
+// moves.
+constexpr std::size_t tree_fewest_nodes = 3;
+
 using Hop = Lowering::Hop;
 
 double step_latency_us(Hop hop, Protocol p)
@@ -41,6 +64,37 @@ double step_latency_us(Hop hop, Protocol p)
 int steps_of(CollectiveKind kind, int n)
 {
   return kind == CollectiveKind::ALL_REDUCE ? 2 * (n - 1) : n - 1;
+}
+
+double tree_step_latency_us(Hop hop, Protocol p)
+{
+  switch (hop) {
+    case Hop::NVLINK:
+      return tree_nvlink_step_us[p];
+    case Hop::PCIE:
+      return tree_pcie_step_us[p];
+    case Hop::NETWORK:
+      return tree_network_step_us[p];
+  }
+  return tree_network_step_us[p];
+}
+
+// NCCL's log2i: the floor of log2.
+int log2i(double n)
+{
+  int l = 0;
+  for (auto v = static_cast<std::uint64_t>(n); v >>= 1U;)
+    ++l;
+  return l;
+}
+
+// The tree's bandwidth share of protocol p for a buffer of `bytes`, correction included.
+double tree_share(Protocol p, double bytes)
+{
+  const int log_size = log2i(bytes / 64.0);
+  const double correction =
+      log_size < 23 ? tree_correction[static_cast<std::size_t>(p)][static_cast<std::size_t>(log_size)] : 1.0;
+  return tree_bandwidth_share[p] * correction;
 }
 
 } // namespace
@@ -137,6 +191,93 @@ std::optional<CollectivePhase> Lowering::nvls_all_reduce(const std::vector<int>&
   return phase;
 }
 
+// NCCL's choice between its ring and its double binary tree for an all-reduce across nodes (`by_node`: the group's
+// GPUs per node, as many on each), by its model of both over the whole group: the ring's 2(n-1) steps, 2 x nodes of
+// them across the network, the tree's 2 log2(nodes) network hops and its chain of the node's GPUs. The bus bandwidth
+// is the node's network bandwidth: its narrowest rail edge times the GPUs on each node. `forced`: the tree whatever
+// the model says. The returned latency is that of the part across nodes (the node's chain runs in the phases inside
+// the node, as for the hierarchical ring).
+std::optional<Lowering::TreePlan> Lowering::tree_plan(const std::map<int, std::vector<int>>& by_node, double bytes,
+                                                      bool forced)
+{
+  const int nodes = static_cast<int>(by_node.size());
+  const std::size_t per_node = by_node.begin()->second.size();
+  const int n = nodes * static_cast<int>(per_node);
+  double rail_bw = std::numeric_limits<double>::infinity();
+  for (std::size_t i = 0; i < per_node; ++i)
+    for (auto it = by_node.begin(); it != by_node.end(); ++it) {
+      const auto next = std::next(it) == by_node.end() ? by_node.begin() : std::next(it);
+      rail_bw = std::min(rail_bw, path(it->second[i], next->second[i]).bandwidth);
+    }
+  const double bus = rail_bw * static_cast<double>(per_node);
+  const auto& first = by_node.begin()->second;
+  const Hop intra = per_node > 1 ? path(first[0], first[1]).hop : Hop::NVLINK;
+  const int steps = steps_of(CollectiveKind::ALL_REDUCE, n);
+  const int network_steps = 2 * nodes;
+  double ring_time = std::numeric_limits<double>::infinity();
+  double tree_time = std::numeric_limits<double>::infinity();
+  TreePlan best{SIMPLE, 0, bytes};
+  for (Protocol p : {LL, SIMPLE}) {
+    const double intra_factor = p == LL ? ll_intra_multi_node : 1.0;
+    double ring_latency = base_latency_us[p] +
+                          std::max(0, steps - network_steps) * step_latency_us(intra, p) * intra_factor +
+                          network_steps * network_step_us[p];
+    if (p == SIMPLE && bytes >= n / 16.0 * 65536.0)
+      ring_latency *= ring_plateau;
+    ring_time = std::min(ring_time, ring_latency * 1e-6 + bytes * steps / n / (bus * bandwidth_share[p]));
+    const double tree_latency = tree_base_latency_us[p] + 2.0 * (static_cast<double>(per_node - 1) *
+                                                                     tree_step_latency_us(intra, p) * intra_factor +
+                                                                 log2i(nodes) * tree_network_step_us[p]);
+    const double time = tree_latency * 1e-6 + 2.0 * bytes / (bus * tree_share(p, bytes));
+    if (time < tree_time) {
+      tree_time = time;
+      best = TreePlan{p, (tree_base_latency_us[p] + 2.0 * log2i(nodes) * tree_network_step_us[p]) * 1e-6, bytes};
+    }
+  }
+  if (!forced && tree_time >= ring_time)
+    return std::nullopt;
+  return best;
+}
+
+// The tree across the nodes of `rail` (one GPU per node) for an all-reduce of `shard` bytes on each, of a collective
+// of `bytes` in all. Each node's NIC sends and receives twice its shard at the tree's bandwidth (NCCL's model), the
+// busiest node of a double binary tree: interior in one tree (its share up to its parent and down to two children),
+// a leaf in the other. Those bytes travel on the ring's edges between the nodes: the same load on every NIC, so every
+// GPU of the rail sends what the others send and a folded cluster stays folded; the switch links they cross are the
+// ring's, not the tree's.
+CollectivePhase Lowering::tree_phase(const std::vector<int>& rail, double shard, const TreePlan& plan)
+{
+  CollectivePhase phase;
+  const std::size_t n = rail.size();
+  const auto p = static_cast<Protocol>(plan.protocol);
+  for (std::size_t i = 0; i < n; ++i)
+    phase.push_back(Flow{rail[i], rail[(i + 1) % n], 2.0 * shard / tree_share(p, plan.bytes), plan.latency});
+  return phase;
+}
+
+// The phases of a hierarchical collective run as one pipeline, as NCCL's rings do: its chunks go on inside the node
+// while earlier ones cross the network, so every link is busy at once and the narrowest one sets the pace. One phase
+// of all their flows, each after the sum of the phases' latencies (the pipeline's fill).
+namespace {
+CollectivePhase pipelined(const std::vector<CollectivePhase>& phases)
+{
+  double latency = 0;
+  for (const auto& phase : phases) {
+    double longest = 0;
+    for (const Flow& f : phase)
+      longest = std::max(longest, f.latency_s);
+    latency += longest;
+  }
+  CollectivePhase merged;
+  for (const auto& phase : phases)
+    for (Flow f : phase) {
+      f.latency_s = latency;
+      merged.push_back(f);
+    }
+  return merged;
+}
+} // namespace
+
 bool Lowering::full_mesh(const std::vector<int>& ranks)
 {
   if (ranks.size() < 3) // two ranks: a ring is direct
@@ -204,8 +345,17 @@ std::vector<CollectivePhase> Lowering::collective(CollectiveKind kind, const std
   for (const auto& [node, members] : by_node)
     uniform = uniform && members.size() == per_node;
   const bool spans_nodes = by_node.size() > 1 && per_node > 1;
-  const bool hierarchical = uniform && spans_nodes &&
-                            (algorithm == CollectiveAlgorithm::AUTO || algorithm == CollectiveAlgorithm::HIERARCHICAL);
+  const bool may_tree = algorithm == CollectiveAlgorithm::AUTO || algorithm == CollectiveAlgorithm::TREE;
+  const bool hierarchical = uniform && spans_nodes && (may_tree || algorithm == CollectiveAlgorithm::HIERARCHICAL);
+  std::optional<TreePlan> tree;
+  if (kind == CollectiveKind::ALL_REDUCE && uniform && by_node.size() >= tree_fewest_nodes && may_tree)
+    tree = tree_plan(by_node, bytes, algorithm == CollectiveAlgorithm::TREE);
+  if (tree && per_node == 1) {
+    std::vector<int> rail;
+    for (const auto& [node, members] : by_node)
+      rail.push_back(members.front());
+    return {tree_phase(rail, bytes, *tree)};
+  }
   if (!hierarchical) {
     if (kind == CollectiveKind::ALL_REDUCE && algorithm != CollectiveAlgorithm::RING)
       if (auto nvls = nvls_all_reduce(ranks, bytes))
@@ -224,14 +374,23 @@ std::vector<CollectivePhase> Lowering::collective(CollectiveKind kind, const std
         phase.push_back(f);
     return phase;
   };
+  // NCCL's ring is flat: each of its channels crosses the network once per node, so a node's NICs carry what one GPU
+  // of a ring of all n GPUs sends, (n-1)/n of the buffer per pass, not the (nodes-1)/nodes of a ring of nodes. Only an
+  // all-reduce on two nodes sends less: NCCL runs its tree there, each node's share once across (NVIDIA/nccl#946).
+  const int nodes = static_cast<int>(by_node.size());
+  const double flat_share = static_cast<double>(ranks.size() - 1) / static_cast<double>(ranks.size());
+  const double rail_share = static_cast<double>(nodes - 1) / nodes;
   auto inter = [&](CollectiveKind k, double buffer) {
     CollectivePhase phase;
     for (std::size_t i = 0; i < per_node; ++i) {
       std::vector<int> rail;
       for (const auto& [node, members] : by_node)
         rail.push_back(members[i]);
-      for (const Flow& f : ring(k, rail, buffer))
+      for (Flow f : tree ? tree_phase(rail, buffer, *tree) : ring(k, rail, buffer)) {
+        if (!tree && !(k == CollectiveKind::ALL_REDUCE && nodes == 2))
+          f.bytes *= flat_share / rail_share;
         phase.push_back(f);
+      }
     }
     return phase;
   };
@@ -250,7 +409,7 @@ std::vector<CollectivePhase> Lowering::collective(CollectiveKind kind, const std
     case CollectiveKind::ALL_TO_ALL:
       break;
   }
-  return phases;
+  return {pipelined(phases)};
 }
 
 CollectivePhase Lowering::all_to_all(const std::vector<int>& ranks, double bytes, const std::vector<int>& senders)

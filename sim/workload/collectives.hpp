@@ -6,12 +6,14 @@
 // Infinity Fabric: every pair of GPUs on a link of its own) reduce-scatters and all-gathers are direct, as RCCL
 // runs them there: every rank sends its 1/n share to each other rank at once, over all its links. Inside one
 // NVSwitch node whose GPU has NVLink SHARP, an all-reduce runs on the switch (NVLS) where NCCL's model prefers it.
+// Across three nodes or more an all-reduce takes NCCL's double binary tree where NCCL's model prefers it to the ring.
 #pragma once
 
 #include "topology/cluster_graph.hpp"
 #include "workload/layer_program.hpp"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -69,6 +71,13 @@ class Lowering {
     double time = 0;    // seconds, latency and bytes, by NCCL's model
   };
   RingPlan ring_plan(CollectiveKind kind, const std::vector<int>& ranks, double bytes);
+  struct TreePlan {
+    int protocol = 0;   // NCCL's LL or Simple
+    double latency = 0; // seconds, across nodes
+    double bytes = 0;   // the whole collective's buffer (NCCL's size correction is by it)
+  };
+  std::optional<TreePlan> tree_plan(const std::map<int, std::vector<int>>& by_node, double bytes, bool forced);
+  CollectivePhase tree_phase(const std::vector<int>& rail, double shard, const TreePlan& plan);
   std::optional<CollectivePhase> nvls_all_reduce(const std::vector<int>& ranks, double bytes);
   CollectivePhase ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes);
   bool full_mesh(const std::vector<int>& ranks);

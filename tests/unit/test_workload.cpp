@@ -255,14 +255,85 @@ TEST_CASE("a data-parallel group with several GPUs on each node reduces hierarch
   const std::vector<int> ranks{0, 1, 2, 3, 8, 9, 10, 11};
   const auto phases = sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, ranks, 8e9, g,
                                                       sim::plan::CollectiveAlgorithm::AUTO);
-  REQUIRE(phases.size() == 3);
-  CHECK(phases[0].size() == 8);                       // reduce-scatter inside both nodes
-  CHECK(phases[1].size() == 8);                       // four rails of two nodes
-  CHECK(phases[1][0].bytes == Approx(2.0 / 2 * 2e9)); // all-reduce of a quarter of the buffer
-  CHECK(phases[2].size() == 8);
+  // Reduce-scatter inside both nodes, four rails of two nodes, all-gather inside both nodes: one pipeline, as NCCL's
+  // chunks flow through all of it at once, every flow after the three parts' latencies (the pipeline's fill).
+  REQUIRE(phases.size() == 1);
+  REQUIRE(phases[0].size() == 24);
+  CHECK(phases[0][8].bytes == Approx(2.0 / 2 * 2e9)); // a rail: all-reduce of a quarter of the buffer
+  CHECK(phases[0][8].src / 8 != phases[0][8].dst / 8);
+  const double simple_ring = (8.4 + 3 * 3.4) * 2 + 8.4 + 2 * 9.6; // NVLink rings of 4 and a network ring of 2, in us
+  for (const auto& f : phases[0])
+    CHECK(f.latency_s == Approx(simple_ring * 1e-6));
+  // On three nodes the ring is NCCL's flat ring: a node's NICs carry (n-1)/n of the buffer per pass, n = 12 GPUs, not
+  // the (3-1)/3 of a ring of nodes.
+  const auto g3 = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 3);
+  const auto rs = sim::workload::lower_collective(sim::workload::CollectiveKind::REDUCE_SCATTER,
+                                                  {0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19}, 12e9, g3,
+                                                  sim::plan::CollectiveAlgorithm::AUTO);
+  REQUIRE(rs.size() == 1);
+  const auto across = std::find_if(rs[0].begin(), rs[0].end(), [](const auto& f) { return f.src / 8 != f.dst / 8; });
+  REQUIRE(across != rs[0].end());
+  CHECK(across->bytes == Approx(11.0 / 12 * 3e9));
   const auto flat = sim::workload::lower_collective(sim::workload::CollectiveKind::ALL_REDUCE, ranks, 8e9, g,
                                                     sim::plan::CollectiveAlgorithm::RING);
   CHECK(flat.size() == 1);
+}
+
+TEST_CASE("an all-reduce across many nodes takes NCCL's double binary tree where NCCL's model prefers it")
+{
+  using sim::plan::CollectiveAlgorithm;
+  using sim::workload::CollectiveKind;
+  const auto g = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 128);
+  auto one_per_node = [](int nodes) {
+    std::vector<int> r;
+    for (int i = 0; i < nodes; ++i)
+      r.push_back(8 * i);
+    return r;
+  };
+  // 1 MB over 128 nodes: the ring's 256 network steps cost milliseconds, the tree's 2 log2(128) = 14 hops far less.
+  const auto tree = sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, one_per_node(128), 1 << 20, g,
+                                                    CollectiveAlgorithm::AUTO);
+  REQUIRE(tree.size() == 1);
+  REQUIRE(tree[0].size() == 128);                       // on the ring's edges
+  CHECK(tree[0][0].latency_s == Approx(2 * 7 * 28e-6)); // Simple: 28 us per network hop of the tree (NCCL 2.16)
+  // Twice the buffer at the tree's share: 0.92, times NCCL's correction at 16K x 64 B (0.5).
+  CHECK(tree[0][0].bytes == Approx(2.0 * (1 << 20) / (0.92 * 0.5)));
+  for (const auto& f : tree[0])
+    CHECK(f.dst == (f.src + 8) % (8 * 128));
+  // 64 MB over 16 nodes: bandwidth-bound, where the ring moves less: the ring.
+  const auto ring =
+      sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, one_per_node(16), 64e6, g, CollectiveAlgorithm::AUTO);
+  CHECK(ring[0][0].bytes == Approx(2.0 * 15 / 16 * 64e6));
+  // Asked for, the tree; asked for rings, never; two nodes: the hierarchical ring, which moves what the tree would.
+  const auto forced =
+      sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, one_per_node(16), 64e6, g, CollectiveAlgorithm::TREE);
+  CHECK(forced[0][0].bytes == Approx(2.0 * 64e6 / (0.92 * 0.7))); // 64e6 / 64 B is past 2^19: correction 0.7
+  for (auto algorithm : {CollectiveAlgorithm::RING, CollectiveAlgorithm::HIERARCHICAL})
+    CHECK(sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, one_per_node(128), 1 << 20, g, algorithm)[0][0]
+              .latency_s != Approx(2 * 7 * 28e-6));
+  CHECK(sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, one_per_node(2), 1 << 20, g,
+                                        CollectiveAlgorithm::TREE)[0][0]
+            .bytes < 2.0 * (1 << 20));
+  // Reduce-scatters and all-gathers have no tree.
+  CHECK(sim::workload::lower_collective(CollectiveKind::REDUCE_SCATTER, one_per_node(128), 1 << 20, g,
+                                        CollectiveAlgorithm::TREE)[0][0]
+            .latency_s != Approx(2 * 7 * 28e-6));
+  // Whole nodes (64 MB over 16 nodes of 8): the ring's 222 steps inside nodes tip NCCL's model to the tree, which
+  // runs across the nodes between the hierarchical phases inside them.
+  std::vector<int> whole;
+  for (int r = 0; r < 128; ++r)
+    whole.push_back(r);
+  const auto nodes =
+      sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, whole, 64e6, g, CollectiveAlgorithm::AUTO);
+  REQUIRE(nodes.size() == 1); // one pipeline
+  std::size_t across = 0;
+  for (const auto& f : nodes[0])
+    if (f.src / 8 != f.dst / 8) {
+      ++across;
+      CHECK(f.bytes == Approx(2.0 * 8e6 / (0.92 * 0.7)));
+    }
+  CHECK(across == 128);                         // 8 rails of 16 nodes
+  CHECK(nodes[0][0].latency_s > 2 * 4 * 28e-6); // the tree's hops and the rings inside the nodes
 }
 
 TEST_CASE("tensor-parallel traffic per layer is two all-reduces forward and two backward of b*s*h")
