@@ -51,6 +51,7 @@ core::Json topology_json(const topology::ClusterSpec& spec, const topology::Clus
     j["links"][class_label(cls)] = {
         {"count", c.count}, {"per_gpu_bandwidth_Bps", c.per_gpu_bandwidth}, {"total_bandwidth_Bps", c.total_bandwidth}};
   j["bisection_bandwidth_Bps"] = s.bisection_bandwidth;
+  j["sharp"] = spec.network.sharp;
   return j;
 }
 
@@ -70,6 +71,8 @@ std::string topology_text(const topology::ClusterSpec& spec, const topology::Clu
                        core::format_bandwidth(c.per_gpu_bandwidth), core::format_bandwidth(c.total_bandwidth));
   out += fmt::format("\nbisection bandwidth {} per direction (first half of the {} against the second)\n",
                      core::format_bandwidth(s.bisection_bandwidth), s.nodes > 1 ? "nodes" : "GPUs");
+  if (spec.network.sharp)
+    out += "the switches reduce in the network (SHARP): all-reduces across nodes run on them (NCCL's CollNet)\n";
   return out;
 }
 

@@ -100,6 +100,7 @@ void build_network(Builder& b, ClusterGraph& cg, const ClusterSpec& spec)
   const LinkClass cls = nics.kind == NicKind::INFINIBAND ? LinkClass::IB : LinkClass::ETHERNET;
   const NetworkShape shape = network_shape(net, cg.nodes);
   cg.nodes_per_leaf = shape.nodes_per_leaf;
+  cg.sharp = net.sharp;
   const int groups = shape.groups;
   for (int g = 0; g < groups; ++g)
     cg.leaf.push_back(b.device(DeviceKind::LEAF, -1, g));

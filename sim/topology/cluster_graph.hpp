@@ -57,6 +57,7 @@ struct ClusterGraph {
   std::optional<VertexId> core;           // fat_tree with several pods
   int nodes_per_leaf = 1;
   int leaves_per_pod = 1;
+  bool sharp = false; // the switches reduce in the network (SHARP)
   // Per kind of GPU (topology::gpu_kind; 0: the topology's part): the share of its compute rate left to kernels while
   // its NCCL kernels run (the SMs they hold are taken), and the HBM bandwidth a memory-bound kernel streams at
   // (nominal x STREAM efficiency). With the HBM bytes NCCL moves per byte it sends or receives, what a collective

@@ -178,10 +178,15 @@ NicSpec read_nics(const core::Node& node, int gpus)
   return n;
 }
 
-NetworkSpec read_network(const core::Node& node)
+NetworkSpec read_network(const core::Node& node, NicKind nics)
 {
   core::ObjectReader r(node);
   NetworkSpec n;
+  if (auto sharp = r.find("sharp")) {
+    n.sharp = sharp->as_bool();
+    if (n.sharp && nics != NicKind::INFINIBAND)
+      sharp->fail("in-network reduction on Ethernet NICs", "SHARP only with InfiniBand NICs (node.nics.kind)");
+  }
   n.kind = r.choice_or<NetworkKind>("kind", network_kind_choices, NetworkKind::FAT_TREE);
   n.rail_optimized = r.flag_or("rail_optimized", true);
   n.nodes_per_leaf = static_cast<int>(r.integer_or("nodes_per_leaf", 32, 1, 1 << 16));
@@ -284,7 +289,7 @@ ClusterSpec read_cluster(const core::Node& node)
   }
   n.finish();
 
-  c.network = read_network(r.at("network", "an object describing the network between nodes"));
+  c.network = read_network(r.at("network", "an object describing the network between nodes"), c.node.nics.kind);
   if (auto nodes = r.find("nodes"))
     c.nodes = static_cast<int>(nodes->as_integer(1, 1 << 20));
   r.finish();

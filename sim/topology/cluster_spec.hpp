@@ -95,6 +95,7 @@ struct NetworkSpec {
   int leaves_per_pod = 0;           // fat_tree: leaf groups per pod (0: one pod)
   double core_oversubscription = 1; // fat_tree: pod downlink : uplink bandwidth
   double latency = 0;               // per switch hop above the leaf
+  bool sharp = false;               // InfiniBand switches reduce in the network (SHARP): NCCL's CollNet all-reduce
 };
 
 // A part of the cluster running below its rating (a scenario's `stragglers`): one GPU or all of a node's at a share

@@ -6,7 +6,8 @@
 // Infinity Fabric: every pair of GPUs on a link of its own) reduce-scatters and all-gathers are direct, as RCCL
 // runs them there: every rank sends its 1/n share to each other rank at once, over all its links. Inside one
 // NVSwitch node whose GPU has NVLink SHARP, an all-reduce runs on the switch (NVLS) where NCCL's model prefers it.
-// Across three nodes or more an all-reduce takes NCCL's double binary tree where NCCL's model prefers it to the ring.
+// Across three nodes or more an all-reduce takes NCCL's double binary tree where NCCL's model prefers it to the ring;
+// on a network whose switches reduce (SHARP), every all-reduce across nodes runs on them (NCCL's CollNet).
 #pragma once
 
 #include "topology/cluster_graph.hpp"
@@ -78,6 +79,7 @@ class Lowering {
   };
   std::optional<TreePlan> tree_plan(const std::map<int, std::vector<int>>& by_node, double bytes, bool forced);
   CollectivePhase tree_phase(const std::vector<int>& rail, double shard, const TreePlan& plan);
+  CollectivePhase sharp_all_reduce(const std::map<int, std::vector<int>>& by_node, double bytes);
   std::optional<CollectivePhase> nvls_all_reduce(const std::vector<int>& ranks, double bytes);
   CollectivePhase ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes);
   bool full_mesh(const std::vector<int>& ranks);

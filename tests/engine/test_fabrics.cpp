@@ -8,6 +8,7 @@
 #include "../unit/support.hpp"
 #include "flow_task.hpp"
 
+#include <functional>
 #include <numeric>
 
 namespace {
@@ -17,15 +18,11 @@ namespace {
 // as a ring (RING), ...
 std::vector<double> all_reduce_bus_bandwidths(const std::string& topology, int n, double bytes,
                                               const std::vector<sim::plan::CollectiveAlgorithm>& algorithms, int nodes,
-                                              int nics = 0)
+                                              const std::function<void(sim::topology::ClusterSpec&)>& adjust = {})
 {
   auto cluster = sim::scenario::load_cluster(topology, test::options());
-  if (nics > 0) { // fewer NICs, each serving consecutive GPUs
-    cluster.node.nics.count = nics;
-    cluster.node.nics.gpus.assign(static_cast<std::size_t>(nics), {});
-    for (int gpu = 0; gpu < cluster.node.gpus; ++gpu)
-      cluster.node.nics.gpus[static_cast<std::size_t>(gpu / (cluster.node.gpus / nics))].push_back(gpu);
-  }
+  if (adjust)
+    adjust(cluster);
   const auto graph = sim::topology::build_graph(cluster, nodes);
   std::vector<int> ranks(static_cast<std::size_t>(n));
   std::iota(ranks.begin(), ranks.end(), 0);
@@ -169,6 +166,20 @@ TEST_CASE("HGX H100 over RoCE on 4 nodes: an all-reduce of 32 GPUs near the publ
 TEST_CASE("HGX H100 over RoCE with 4 NICs on 5 nodes: a ring all-reduce of 40 GPUs near the published 190 GB/s")
 {
   // NVIDIA/nccl#1368 (NCCL 2.20, 5 nodes of 8 H100s, 4 x 400G RoCE, NCCL_ALGO=Ring): 190 GB/s at 1 GiB.
-  CHECK(all_reduce_bus_bandwidths("hgx-h100-roce", 40, 1 << 30, {sim::plan::CollectiveAlgorithm::HIERARCHICAL}, 5, 4)
+  auto four_nics = [](sim::topology::ClusterSpec& c) { // each NIC serving two consecutive GPUs
+    c.node.nics.count = 4;
+    c.node.nics.gpus = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};
+  };
+  CHECK(all_reduce_bus_bandwidths("hgx-h100-roce", 40, 1 << 30, {sim::plan::CollectiveAlgorithm::HIERARCHICAL}, 5,
+                                  four_nics)
             .front() == Approx(190e9).epsilon(0.10));
+}
+
+TEST_CASE("DGX H100 with SHARP on 8 nodes: an all-reduce of 64 GPUs on the switches at the published 386.6 GB/s")
+{
+  // coreweave/nccl-tests README, the H100-with-SHARP MPIJob example (8 nodes of 8 H100s): 386.56 GB/s at 8 GiB. CollNet
+  // puts each GPU's share on its NIC once each way; the NVLink reduce-scatter and all-gather inside the nodes bound it.
+  CHECK(all_reduce_bus_bandwidths("dgx-h100", 64, 8e9, {sim::plan::CollectiveAlgorithm::AUTO}, 8,
+                                  [](sim::topology::ClusterSpec& c) { c.network.sharp = true; })
+            .front() == Approx(386.6e9).epsilon(0.10));
 }

@@ -9,6 +9,7 @@
 
 #include <deque>
 #include <map>
+#include <numeric>
 #include <set>
 
 using sim::workload::Category;
@@ -334,6 +335,40 @@ TEST_CASE("an all-reduce across many nodes takes NCCL's double binary tree where
     }
   CHECK(across == 128);                         // 8 rails of 16 nodes
   CHECK(nodes[0][0].latency_s > 2 * 4 * 28e-6); // the tree's hops and the rings inside the nodes
+}
+
+TEST_CASE("with SHARP an all-reduce across nodes runs on the switches: each GPU's share once each way over its NIC")
+{
+  using sim::workload::CollectiveKind;
+  auto spec = sim::scenario::load_cluster("dgx-h100", test::options());
+  spec.network.sharp = true;
+  const auto g = sim::topology::build_graph(spec, 4);
+  std::vector<int> whole(32);
+  std::iota(whole.begin(), whole.end(), 0);
+  const auto phases =
+      sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, whole, 8e9, g, sim::plan::CollectiveAlgorithm::AUTO);
+  REQUIRE(phases.size() == 1); // one pipeline
+  std::size_t across = 0;
+  for (const auto& f : phases[0]) {
+    CHECK(f.latency_s == Approx((2 * (8.0 + 7 * 0.5) + 10.7) * 1e-6)); // NCCL's CollNet Direct latency
+    if (f.src / 8 != f.dst / 8) {
+      ++across;
+      CHECK(f.bytes == Approx(1e9)); // the GPU's eighth, once
+      CHECK(f.dst == (f.src + 8) % 32);
+    }
+  }
+  CHECK(across == 32);
+  // One GPU per node: the whole buffer once each way. Reduce-scatters and forced algorithms do not use the switches.
+  const auto rail = sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, {0, 8, 16, 24}, 8e9, g,
+                                                    sim::plan::CollectiveAlgorithm::AUTO);
+  REQUIRE(rail[0].size() == 4);
+  CHECK(rail[0][0].bytes == Approx(8e9));
+  CHECK(sim::workload::lower_collective(CollectiveKind::REDUCE_SCATTER, {0, 8, 16, 24}, 8e9, g,
+                                        sim::plan::CollectiveAlgorithm::AUTO)[0][0]
+            .bytes == Approx(3.0 / 4 * 8e9));
+  CHECK(sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, {0, 8, 16, 24}, 8e9, g,
+                                        sim::plan::CollectiveAlgorithm::HIERARCHICAL)[0][0]
+            .bytes == Approx(2.0 * 3 / 4 * 8e9));
 }
 
 TEST_CASE("tensor-parallel traffic per layer is two all-reduces forward and two backward of b*s*h")
