@@ -135,6 +135,20 @@ void check_folds_exactly(const std::string& args)
   }
 }
 
+TEST_CASE("NCCL's tree and SHARP all-reduces across nodes fold exactly and change the step")
+{
+  // Data-parallel groups of one GPU on each of 4 nodes: the tree (forced) and SHARP both apply to their all-reduces.
+  const std::string s =
+      scenario("default.json") + " --set gpus=64 --set plan.global_batch=32 --set plan.pp=2 --set plan.dp=4";
+  const double ring = run_json(s)["step_time_s"].get<double>();
+  const std::string tree = s + " --set plan.collective_algorithm=tree";
+  const std::string sharp = s + " --set topology.network.sharp=true";
+  CHECK(run_json(tree)["step_time_s"].get<double>() > ring);  // twice the share on each NIC at 0.92
+  CHECK(run_json(sharp)["step_time_s"].get<double>() < ring); // the share once each way
+  for (const std::string& c : {tree, sharp})
+    check_folds_exactly(c);
+}
+
 TEST_CASE("folding by symmetry classes is exact where the cluster is not symmetric as a whole")
 {
   // Oversubscribed trees (stages aligned with the leaves, spread over two, straddling them; a core above pods),
