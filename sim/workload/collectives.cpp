@@ -16,9 +16,11 @@ namespace {
 // LL128 at 0.92). LL128 is used over NVLink only.
 enum Protocol { LL = 0, LL128 = 1, SIMPLE = 2 };
 constexpr std::array<double, 3> base_latency_us{3.6, 10.0, 8.4};
-constexpr std::array<double, 3> nvlink_step_us{0.47, 1.9, 3.4};
-constexpr std::array<double, 3> pcie_step_us{1.0, 2.5, 5.7};
-constexpr std::array<double, 3> network_step_us{2.7, 4.0, 9.6};
+// Per-step hardware latency in microseconds per protocol {LL, LL128, Simple}, over each kind of hop.
+struct HopLatencies {
+  std::array<double, 3> nvlink, pcie, network;
+};
+constexpr HopLatencies ring_step_us{{0.47, 1.9, 3.4}, {1.0, 2.5, 5.7}, {2.7, 4.0, 9.6}};
 constexpr std::array<double, 3> bandwidth_share{0.25, 0.92, 1.0};
 // NVLS runs the Simple protocol only, with no base latency and 25 us over NVLink (the same tuning.cc).
 constexpr double nvls_latency_us = 25.0;
@@ -28,9 +30,7 @@ constexpr double nvls_latency_us = 25.0;
 // not used across the network, as for rings), and the correction for medium sizes NCCL applies to it (powers of two
 // of the buffer, 64 B to 256 MB: treeCorrectionFactor).
 constexpr std::array<double, 3> tree_base_latency_us{4.4, 4.4, 0.0};
-constexpr std::array<double, 3> tree_nvlink_step_us{0.52, 1.25, 28.0};
-constexpr std::array<double, 3> tree_pcie_step_us{1.0, 1.9, 28.0};
-constexpr std::array<double, 3> tree_network_step_us{5.0, 8.5, 28.0};
+constexpr HopLatencies tree_step_us{{0.52, 1.25, 28.0}, {1.0, 1.9, 28.0}, {5.0, 8.5, 28.0}};
 constexpr std::array<double, 3> tree_bandwidth_share{0.92 / 3.8, 0.92 * 120.0 / 128.0, 0.92};
 constexpr std::array<std::array<double, 23>, 3> tree_correction{{
     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
@@ -53,35 +53,22 @@ constexpr double collnet_network_us = 10.7;
 
 using Hop = Lowering::Hop;
 
-double step_latency_us(Hop hop, Protocol p)
+double step_latency_us(Hop hop, Protocol p, const HopLatencies& table = ring_step_us)
 {
   switch (hop) {
     case Hop::NVLINK:
-      return nvlink_step_us[p];
+      return table.nvlink[p];
     case Hop::PCIE:
-      return pcie_step_us[p];
+      return table.pcie[p];
     case Hop::NETWORK:
-      return network_step_us[p];
+      return table.network[p];
   }
-  return network_step_us[p];
+  return table.network[p];
 }
 
 int steps_of(CollectiveKind kind, int n)
 {
   return kind == CollectiveKind::ALL_REDUCE ? 2 * (n - 1) : n - 1;
-}
-
-double tree_step_latency_us(Hop hop, Protocol p)
-{
-  switch (hop) {
-    case Hop::NVLINK:
-      return tree_nvlink_step_us[p];
-    case Hop::PCIE:
-      return tree_pcie_step_us[p];
-    case Hop::NETWORK:
-      return tree_network_step_us[p];
-  }
-  return tree_network_step_us[p];
 }
 
 // NCCL's log2i: the floor of log2.
@@ -226,17 +213,18 @@ std::optional<Lowering::TreePlan> Lowering::tree_plan(const std::map<int, std::v
     const double intra_factor = p == LL ? ll_intra_multi_node : 1.0;
     double ring_latency = base_latency_us[p] +
                           std::max(0, steps - network_steps) * step_latency_us(intra, p) * intra_factor +
-                          network_steps * network_step_us[p];
+                          network_steps * ring_step_us.network[p];
     if (p == SIMPLE && bytes >= n / 16.0 * 65536.0)
       ring_latency *= ring_plateau;
     ring_time = std::min(ring_time, ring_latency * 1e-6 + bytes * steps / n / (bus * bandwidth_share[p]));
-    const double tree_latency = tree_base_latency_us[p] + 2.0 * (static_cast<double>(per_node - 1) *
-                                                                     tree_step_latency_us(intra, p) * intra_factor +
-                                                                 log2i(nodes) * tree_network_step_us[p]);
+    const double tree_latency =
+        tree_base_latency_us[p] +
+        2.0 * (static_cast<double>(per_node - 1) * step_latency_us(intra, p, tree_step_us) * intra_factor +
+               log2i(nodes) * tree_step_us.network[p]);
     const double time = tree_latency * 1e-6 + 2.0 * bytes / (bus * tree_share(p, bytes));
     if (time < tree_time) {
       tree_time = time;
-      best = TreePlan{p, (tree_base_latency_us[p] + 2.0 * log2i(nodes) * tree_network_step_us[p]) * 1e-6, bytes};
+      best = TreePlan{p, (tree_base_latency_us[p] + 2.0 * log2i(nodes) * tree_step_us.network[p]) * 1e-6, bytes};
     }
   }
   if (!forced && tree_time >= ring_time)
@@ -341,13 +329,13 @@ CollectivePhase Lowering::direct(const std::vector<int>& ranks, double bytes)
   double best_time = std::numeric_limits<double>::infinity();
   Protocol best = SIMPLE;
   for (Protocol p : {LL, LL128, SIMPLE}) {
-    const double time = (base_latency_us[p] + nvlink_step_us[p]) * 1e-6 + share / (bandwidth * bandwidth_share[p]);
+    const double time = (base_latency_us[p] + ring_step_us.nvlink[p]) * 1e-6 + share / (bandwidth * bandwidth_share[p]);
     if (time < best_time) {
       best_time = time;
       best = p;
     }
   }
-  const double latency = (base_latency_us[best] + nvlink_step_us[best]) * 1e-6;
+  const double latency = (base_latency_us[best] + ring_step_us.nvlink[best]) * 1e-6;
   CollectivePhase phase;
   for (int a : ranks)
     for (int b : ranks)
@@ -383,12 +371,12 @@ std::vector<CollectivePhase> Lowering::collective(CollectiveKind kind, const std
   const bool spans_nodes = by_node.size() > 1 && per_node > 1;
   const bool may_tree = algorithm == CollectiveAlgorithm::AUTO || algorithm == CollectiveAlgorithm::TREE;
   const bool hierarchical = uniform && spans_nodes && (may_tree || algorithm == CollectiveAlgorithm::HIERARCHICAL);
-  std::optional<TreePlan> tree;
-  if (kind == CollectiveKind::ALL_REDUCE && uniform && by_node.size() >= tree_fewest_nodes && may_tree)
-    tree = tree_plan(by_node, bytes, algorithm == CollectiveAlgorithm::TREE);
   if (kind == CollectiveKind::ALL_REDUCE && g_.sharp && uniform && by_node.size() > 1 &&
       algorithm == CollectiveAlgorithm::AUTO)
     return {sharp_all_reduce(by_node, bytes)};
+  std::optional<TreePlan> tree;
+  if (kind == CollectiveKind::ALL_REDUCE && uniform && by_node.size() >= tree_fewest_nodes && may_tree)
+    tree = tree_plan(by_node, bytes, algorithm == CollectiveAlgorithm::TREE);
   if (tree && per_node == 1) {
     std::vector<int> rail;
     for (const auto& [node, members] : by_node)
