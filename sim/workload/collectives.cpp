@@ -24,6 +24,12 @@ constexpr HopLatencies ring_step_us{{0.47, 1.9, 3.4}, {1.0, 2.5, 5.7}, {2.7, 4.0
 constexpr std::array<double, 3> bandwidth_share{0.25, 0.92, 1.0};
 // NVLS runs the Simple protocol only, with no base latency and 25 us over NVLink (the same tuning.cc).
 constexpr double nvls_latency_us = 25.0;
+// Groups of 4 GPUs or fewer of a node stay on rings: multicast gains nothing there (NVIDIA's GB200 NVL Partition User
+// Guide) and NCCL does not use it (stas00/ml-engineering network/README.md, 4 H200s: ring only; 5 and more: NVLS).
+constexpr std::size_t nvls_fewest_gpus = 5;
+// NCCL's NVLS-Tree (NVLS inside each node, a tree between nodes; NCCL 2.18 on) in the same model as of NCCL 2.30
+// (src/graph/tuning.cc): NVLS's 25 us inside the node and 20.9 us per network hop, two per level of the tree.
+constexpr double nvls_tree_network_us = 20.9;
 
 // The same model for NCCL's double binary tree (all-reduce only), as of v2.16 like the ring's constants above: base
 // and per-hop latencies per protocol, the tree's bandwidth (0.92 of the bus bandwidth, LL at 1/3.8 of it; LL128 is
@@ -157,58 +163,65 @@ CollectivePhase Lowering::ring(CollectiveKind kind, const std::vector<int>& rank
   return phase;
 }
 
-// An all-reduce by NVLink SHARP inside one NVSwitch node, where NCCL's model finds it faster than the ring: each GPU
-// sends the whole buffer to the switch, which reduces, and receives the result it multicasts. Each GPU's port
-// carries the buffer once each way, at the measured NVLS rate: a flow to the next rank stands for it. Groups of 4
-// GPUs or fewer stay on rings: multicast gains nothing there (NVIDIA's GB200 NVL Partition User Guide) and NCCL
-// does not use it (stas00/ml-engineering network/README.md, 4 H200s: ring only; 5 and more: NVLS).
+// The flows of an all-reduce of `bytes` by NVLink SHARP among `members` of one NVSwitch node: each GPU sends the whole
+// buffer to the switch, which reduces, and receives the result it multicasts. Each GPU's port carries the buffer once
+// each way, at the measured NVLS rate: a flow to the next member stands for it.
+void Lowering::add_nvls_flows(const std::vector<int>& members, double bytes, double latency, CollectivePhase& phase)
+{
+  const double rate = g_.rates[g_.kind[static_cast<std::size_t>(members.front())]].nvls_rate;
+  const std::size_t n = members.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const int a = members[i];
+    const int b = members[(i + 1) % n];
+    phase.push_back(Flow{a, b, bytes * path(a, b).bandwidth / rate, latency});
+  }
+}
+
+// An all-reduce by NVLink SHARP inside one NVSwitch node, where NCCL's model finds it faster than the ring.
 std::optional<CollectivePhase> Lowering::nvls_all_reduce(const std::vector<int>& ranks, double bytes)
 {
-  constexpr std::size_t fewest_gpus = 5;
   const int node = ranks.front() / g_.gpus_per_node;
   const double rate = g_.rates[g_.kind[static_cast<std::size_t>(ranks.front())]].nvls_rate;
-  if (rate <= 0 || ranks.size() < fewest_gpus ||
+  if (rate <= 0 || ranks.size() < nvls_fewest_gpus ||
       std::any_of(ranks.begin(), ranks.end(), [&](int r) { return r / g_.gpus_per_node != node; }))
     return std::nullopt;
   const double latency = nvls_latency_us * 1e-6;
   if (latency + bytes / rate >= ring_plan(CollectiveKind::ALL_REDUCE, ranks, bytes).time)
     return std::nullopt;
   CollectivePhase phase;
-  const std::size_t n = ranks.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const int a = ranks[i];
-    const int b = ranks[(i + 1) % n];
-    phase.push_back(Flow{a, b, bytes * path(a, b).bandwidth / rate, latency});
-  }
+  add_nvls_flows(ranks, bytes, latency, phase);
   return phase;
 }
 
-// NCCL's choice between its ring and its double binary tree for an all-reduce across nodes (`by_node`: the group's
-// GPUs per node, as many on each), by its model of both over the whole group: the ring's 2(n-1) steps, 2 x nodes of
-// them across the network, the tree's 2 log2(nodes) network hops and its chain of the node's GPUs. The bus bandwidth
-// is the node's network bandwidth: its narrowest rail edge times the GPUs on each node. `forced`: the tree whatever
-// the model says. The returned latency is that of the part across nodes (the node's chain runs in the phases inside
-// the node, as for the hierarchical ring).
-std::optional<Lowering::TreePlan> Lowering::tree_plan(const std::map<int, std::vector<int>>& by_node, double bytes,
-                                                      bool forced)
+// The narrowest edge between the nodes of a group spanning nodes (`by_node`: its GPUs per node, as many on each): of
+// the rails, the rings of each local rank across the nodes.
+double Lowering::rail_bandwidth(const std::map<int, std::vector<int>>& by_node)
 {
-  const int nodes = static_cast<int>(by_node.size());
-  const std::size_t per_node = by_node.begin()->second.size();
-  const int n = nodes * static_cast<int>(per_node);
   double rail_bw = std::numeric_limits<double>::infinity();
-  for (std::size_t i = 0; i < per_node; ++i)
+  for (std::size_t i = 0; i < by_node.begin()->second.size(); ++i)
     for (auto it = by_node.begin(); it != by_node.end(); ++it) {
       const auto next = std::next(it) == by_node.end() ? by_node.begin() : std::next(it);
       rail_bw = std::min(rail_bw, path(it->second[i], next->second[i]).bandwidth);
     }
-  const double bus = rail_bw * static_cast<double>(per_node);
+  return rail_bw;
+}
+
+// NCCL's model of its ring and of its double binary tree for an all-reduce of `bytes` across the nodes of `by_node`,
+// at bus bandwidth `bus`: the ring's 2(n-1) steps, 2 x nodes of them across the network, the tree's 2 log2(nodes)
+// network hops and its chain of the node's GPUs, each with its fastest protocol. The tree's latency is that of the
+// part across nodes (the node's chain runs in the phases inside the node, as for the hierarchical ring).
+Lowering::AcrossNodes Lowering::across_nodes(const std::map<int, std::vector<int>>& by_node, double bytes, double bus)
+{
+  const int nodes = static_cast<int>(by_node.size());
+  const std::size_t per_node = by_node.begin()->second.size();
+  const int n = nodes * static_cast<int>(per_node);
   const auto& first = by_node.begin()->second;
   const Hop intra = per_node > 1 ? path(first[0], first[1]).hop : Hop::NVLINK;
   const int steps = steps_of(CollectiveKind::ALL_REDUCE, n);
   const int network_steps = 2 * nodes;
-  double ring_time = std::numeric_limits<double>::infinity();
-  double tree_time = std::numeric_limits<double>::infinity();
-  TreePlan best{SIMPLE, 0, bytes};
+  AcrossNodes model;
+  model.ring_time = model.tree_time = std::numeric_limits<double>::infinity();
+  model.tree = TreePlan{SIMPLE, 0, bytes};
   for (Protocol p : {LL, SIMPLE}) {
     const double intra_factor = p == LL ? ll_intra_multi_node : 1.0;
     double ring_latency = base_latency_us[p] +
@@ -216,20 +229,86 @@ std::optional<Lowering::TreePlan> Lowering::tree_plan(const std::map<int, std::v
                           network_steps * ring_step_us.network[p];
     if (p == SIMPLE && bytes >= n / 16.0 * 65536.0)
       ring_latency *= ring_plateau;
-    ring_time = std::min(ring_time, ring_latency * 1e-6 + bytes * steps / n / (bus * bandwidth_share[p]));
+    model.ring_time = std::min(model.ring_time, ring_latency * 1e-6 + bytes * steps / n / (bus * bandwidth_share[p]));
+    if (p == SIMPLE)
+      model.ring_simple_latency = ring_latency * 1e-6;
     const double tree_latency =
         tree_base_latency_us[p] +
         2.0 * (static_cast<double>(per_node - 1) * step_latency_us(intra, p, tree_step_us) * intra_factor +
                log2i(nodes) * tree_step_us.network[p]);
     const double time = tree_latency * 1e-6 + 2.0 * bytes / (bus * tree_share(p, bytes));
-    if (time < tree_time) {
-      tree_time = time;
-      best = TreePlan{p, (tree_base_latency_us[p] + 2.0 * log2i(nodes) * tree_step_us.network[p]) * 1e-6, bytes};
+    if (p == SIMPLE)
+      model.tree_simple_latency = tree_latency * 1e-6;
+    if (time < model.tree_time) {
+      model.tree_time = time;
+      model.tree = TreePlan{p, (tree_base_latency_us[p] + 2.0 * log2i(nodes) * tree_step_us.network[p]) * 1e-6, bytes};
     }
   }
-  if (!forced && tree_time >= ring_time)
+  return model;
+}
+
+// NCCL's choice between its ring and its double binary tree for an all-reduce across nodes, by its model of both over
+// the whole group at the nodes' network bandwidth (the narrowest rail edge times the GPUs on each node). `forced`: the
+// tree whatever the model says.
+std::optional<Lowering::TreePlan> Lowering::tree_plan(const std::map<int, std::vector<int>>& by_node, double bytes,
+                                                      bool forced)
+{
+  const double bus = rail_bandwidth(by_node) * static_cast<double>(by_node.begin()->second.size());
+  const AcrossNodes model = across_nodes(by_node, bytes, bus);
+  if (!forced && model.tree_time >= model.ring_time)
     return std::nullopt;
-  return best;
+  return model.tree;
+}
+
+// An all-reduce across NVSwitch nodes as NCCL's NVLS-Tree runs it, where it is faster than the ring and the tree:
+// NVLink SHARP inside each node (each GPU's port carries the buffer once each way at the NVLS rate) while the nodes'
+// reduced shares cross the network, all pipelined. Every GPU of a node is a head with its NIC: on two nodes each sends
+// its share across once (NCCL's model doubles the network bandwidth of a two-node NVLS-Tree), on more it sends twice
+// its share, the busiest node of a double binary tree (see tree_phase), on the ring's edges. Each is weighed by its
+// latency in NCCL's model and its narrowest part, the NVLink ports or the NICs: NVLS-Tree wins where NVLink binds the
+// hierarchical ring (GB200 racks), and for mid-sized buffers by its lower latency.
+std::optional<CollectivePhase> Lowering::nvls_tree_all_reduce(const std::map<int, std::vector<int>>& by_node,
+                                                              double bytes)
+{
+  const std::size_t per_node = by_node.begin()->second.size();
+  if (per_node < nvls_fewest_gpus)
+    return std::nullopt;
+  double rate = std::numeric_limits<double>::infinity();
+  double intra_bw = std::numeric_limits<double>::infinity();
+  for (const auto& [node, members] : by_node) {
+    rate = std::min(rate, g_.rates[g_.kind[static_cast<std::size_t>(members.front())]].nvls_rate);
+    for (std::size_t i = 0; i < per_node; ++i)
+      intra_bw = std::min(intra_bw, path(members[i], members[(i + 1) % per_node]).bandwidth);
+  }
+  if (rate <= 0)
+    return std::nullopt;
+  const int nodes = static_cast<int>(by_node.size());
+  const double n = static_cast<double>(per_node) * nodes;
+  const double rail_bw = rail_bandwidth(by_node);
+  const double shard = bytes / static_cast<double>(per_node);
+  const double network_bytes = nodes == 2 ? shard : 2.0 * shard;
+  const double latency = (nvls_latency_us + 2.0 * log2i(nodes) * nvls_tree_network_us) * 1e-6;
+  const double time = latency + std::max(bytes / rate, network_bytes / rail_bw);
+  // The others: NCCL's model over the whole group, and the hierarchical ring's and tree's parts at the same latency.
+  const AcrossNodes model = across_nodes(by_node, bytes, std::min(rail_bw * static_cast<double>(per_node), intra_bw));
+  const double intra_parts =
+      2.0 * (static_cast<double>(per_node) - 1) / static_cast<double>(per_node) * bytes / intra_bw;
+  double others =
+      std::min(model.ring_time, model.ring_simple_latency + std::max(intra_parts, 2.0 * (n - 1) / n * shard / rail_bw));
+  if (nodes >= static_cast<int>(tree_fewest_nodes))
+    others = std::min(
+        {others, model.tree_time,
+         model.tree_simple_latency + std::max(intra_parts, 2.0 * shard / (rail_bw * tree_share(SIMPLE, bytes)))});
+  if (time >= others)
+    return std::nullopt;
+  CollectivePhase phase;
+  for (auto it = by_node.begin(); it != by_node.end(); ++it) {
+    add_nvls_flows(it->second, bytes, latency, phase);
+    const auto next = std::next(it) == by_node.end() ? by_node.begin() : std::next(it);
+    for (std::size_t i = 0; i < per_node; ++i)
+      phase.push_back(Flow{it->second[i], next->second[i], network_bytes, latency});
+  }
+  return phase;
 }
 
 // The tree across the nodes of `rail` (one GPU per node) for an all-reduce of `shard` bytes on each, of a collective
@@ -374,6 +453,9 @@ std::vector<CollectivePhase> Lowering::collective(CollectiveKind kind, const std
   if (kind == CollectiveKind::ALL_REDUCE && g_.sharp && uniform && by_node.size() > 1 &&
       algorithm == CollectiveAlgorithm::AUTO)
     return {sharp_all_reduce(by_node, bytes)};
+  if (kind == CollectiveKind::ALL_REDUCE && uniform && by_node.size() > 1 && algorithm == CollectiveAlgorithm::AUTO)
+    if (auto nvls_tree = nvls_tree_all_reduce(by_node, bytes))
+      return {*nvls_tree};
   std::optional<TreePlan> tree;
   if (kind == CollectiveKind::ALL_REDUCE && uniform && by_node.size() >= tree_fewest_nodes && may_tree)
     tree = tree_plan(by_node, bytes, algorithm == CollectiveAlgorithm::TREE);

@@ -5,7 +5,8 @@
 // each node. The protocol (LL, LL128, Simple) is the one NCCL's own cost model would pick. On a full mesh (AMD's
 // Infinity Fabric: every pair of GPUs on a link of its own) reduce-scatters and all-gathers are direct, as RCCL
 // runs them there: every rank sends its 1/n share to each other rank at once, over all its links. Inside one
-// NVSwitch node whose GPU has NVLink SHARP, an all-reduce runs on the switch (NVLS) where NCCL's model prefers it.
+// NVSwitch node whose GPU has NVLink SHARP, an all-reduce runs on the switch (NVLS) where NCCL's model prefers it,
+// and across such nodes on NCCL's NVLS-Tree (NVLS inside the nodes, a tree between them) where it prefers that.
 // Across three nodes or more an all-reduce takes NCCL's double binary tree where NCCL's model prefers it to the ring;
 // on a network whose switches reduce (SHARP), every all-reduce across nodes runs on them (NCCL's CollNet).
 #pragma once
@@ -77,7 +78,18 @@ class Lowering {
     double latency = 0; // seconds, across nodes
     double bytes = 0;   // the whole collective's buffer (NCCL's size correction is by it)
   };
+  struct AcrossNodes {
+    double ring_time = 0; // seconds, by NCCL's model, the fastest protocol
+    double tree_time = 0;
+    double ring_simple_latency = 0; // seconds, the Simple protocol's
+    double tree_simple_latency = 0;
+    TreePlan tree;
+  };
+  double rail_bandwidth(const std::map<int, std::vector<int>>& by_node);
+  AcrossNodes across_nodes(const std::map<int, std::vector<int>>& by_node, double bytes, double bus);
   std::optional<TreePlan> tree_plan(const std::map<int, std::vector<int>>& by_node, double bytes, bool forced);
+  std::optional<CollectivePhase> nvls_tree_all_reduce(const std::map<int, std::vector<int>>& by_node, double bytes);
+  void add_nvls_flows(const std::vector<int>& members, double bytes, double latency, CollectivePhase& phase);
   CollectivePhase tree_phase(const std::vector<int>& rail, double shard, const TreePlan& plan);
   CollectivePhase sharp_all_reduce(const std::map<int, std::vector<int>>& by_node, double bytes);
   std::optional<CollectivePhase> nvls_all_reduce(const std::vector<int>& ranks, double bytes);

@@ -337,6 +337,64 @@ TEST_CASE("an all-reduce across many nodes takes NCCL's double binary tree where
   CHECK(nodes[0][0].latency_s > 2 * 4 * 28e-6); // the tree's hops and the rings inside the nodes
 }
 
+TEST_CASE("across GB200 racks an all-reduce runs as NCCL's NVLS-Tree: NVLink SHARP inside, the shares across")
+{
+  using sim::plan::CollectiveAlgorithm;
+  using sim::workload::CollectiveKind;
+  const auto g = sim::topology::build_graph(sim::scenario::load_cluster("gb200-nvl72", test::options()), 4);
+  auto racks = [](int count) {
+    std::vector<int> r(static_cast<std::size_t>(72 * count));
+    std::iota(r.begin(), r.end(), 0);
+    return r;
+  };
+  const double bytes = 16.0 * (1 << 30);
+  const double link_rate = 900e9 * 0.756; // the NVLink ring rate (catalogue)
+  const double nvls_rate = 900e9 * 0.473;
+  for (int count : {2, 4}) {
+    const auto phases =
+        sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, racks(count), bytes, g, CollectiveAlgorithm::AUTO);
+    REQUIRE(phases.size() == 1); // one pipeline
+    REQUIRE(phases[0].size() == static_cast<std::size_t>(2 * 72 * count));
+    std::size_t across = 0;
+    for (const auto& f : phases[0]) {
+      // NCCL's NVLS-Tree latency: NVLS's 25 us and 20.9 us per network hop, two per level of the tree.
+      CHECK(f.latency_s == Approx((25.0 + 2 * (count == 2 ? 1 : 2) * 20.9) * 1e-6));
+      if (f.src / 72 != f.dst / 72) {
+        ++across;
+        CHECK(f.dst == (f.src + 72) % (72 * count));
+        // Two racks: each GPU's share once; more: twice, the busiest node of a double binary tree.
+        CHECK(f.bytes == Approx((count == 2 ? 1.0 : 2.0) * bytes / 72));
+      } else {
+        CHECK(f.bytes / link_rate == Approx(bytes / nvls_rate)); // the buffer at the NVLS rate
+      }
+    }
+    CHECK(across == static_cast<std::size_t>(72 * count));
+  }
+  // Asked for the hierarchical ring or the tree, not NVLS-Tree; small, NCCL's ring or tree (lower latency).
+  for (auto algorithm : {CollectiveAlgorithm::HIERARCHICAL, CollectiveAlgorithm::TREE})
+    CHECK(sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, racks(4), bytes, g, algorithm)[0][0].latency_s !=
+          Approx((25.0 + 4 * 20.9) * 1e-6));
+  CHECK(
+      sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, racks(4), 1 << 20, g, CollectiveAlgorithm::AUTO)[0][0]
+          .latency_s < 25e-6 + 4 * 20.9e-6);
+  // DGX H100 nodes, 8 GB: the NICs bind both, and NVLS-Tree's busiest node sends twice its share where the ring sends
+  // 2(n-1)/n of it: the ring. Four GPUs per node: never (no multicast gain).
+  const auto h100 = sim::topology::build_graph(sim::scenario::load_cluster("dgx-h100", test::options()), 4);
+  std::vector<int> whole(32);
+  std::iota(whole.begin(), whole.end(), 0);
+  const auto ring =
+      sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, whole, 8e9, h100, CollectiveAlgorithm::AUTO);
+  const auto across =
+      std::find_if(ring[0].begin(), ring[0].end(), [](const auto& f) { return f.src / 8 != f.dst / 8; });
+  REQUIRE(across != ring[0].end());
+  CHECK(across->bytes == Approx(2.0 * 31 / 32 * 1e9));
+  const std::vector<int> halves{0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27};
+  for (double size : {1e8, 1e9, 8e9})
+    CHECK(
+        sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, halves, size, h100, CollectiveAlgorithm::AUTO)[0][0]
+            .latency_s != Approx((25.0 + 4 * 20.9) * 1e-6));
+}
+
 TEST_CASE("with SHARP an all-reduce across nodes runs on the switches: each GPU's share once each way over its NIC")
 {
   using sim::workload::CollectiveKind;
