@@ -149,6 +149,19 @@ TEST_CASE("NCCL's tree and SHARP all-reduces across nodes fold exactly and chang
     check_folds_exactly(c);
 }
 
+TEST_CASE("NVLS-Tree all-reduces across DGX H100 nodes fold exactly and differ from the hierarchical ring")
+{
+  // Data-parallel groups of all 8 GPUs of each of 4 nodes: their gradient buckets take NVLS-Tree (by its latency).
+  const std::string s =
+      scenario("default.json") +
+      " --set model=sc21-gpt-1.7b --set topology=dgx-h100 --set gpus=32 --set plan.tp=1"
+      " --set plan.pp=1 --set plan.dp=32 --set plan.global_batch=32 --set plan.sequence_parallel=false"
+      " --set plan.seq_length=2048";
+  const double ring = run_json(s + " --set plan.collective_algorithm=hierarchical")["step_time_s"].get<double>();
+  CHECK(run_json(s)["step_time_s"].get<double>() != Approx(ring).epsilon(1e-6));
+  check_folds_exactly(s);
+}
+
 TEST_CASE("folding by symmetry classes is exact where the cluster is not symmetric as a whole")
 {
   // Oversubscribed trees (stages aligned with the leaves, spread over two, straddling them; a core above pods),
