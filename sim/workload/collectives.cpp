@@ -206,6 +206,17 @@ double Lowering::rail_bandwidth(const std::map<int, std::vector<int>>& by_node)
   return rail_bw;
 }
 
+// A flow of `bytes` from each GPU of `by_node` to the same local GPU of the next node (the rails' ring edges).
+void Lowering::add_rail_flows(const std::map<int, std::vector<int>>& by_node, double bytes, double latency,
+                              CollectivePhase& phase)
+{
+  for (auto it = by_node.begin(); it != by_node.end(); ++it) {
+    const auto next = std::next(it) == by_node.end() ? by_node.begin() : std::next(it);
+    for (std::size_t i = 0; i < it->second.size(); ++i)
+      phase.push_back(Flow{it->second[i], next->second[i], bytes, latency});
+  }
+}
+
 // NCCL's model of its ring and of its double binary tree for an all-reduce of `bytes` across the nodes of `by_node`,
 // at bus bandwidth `bus`: the ring's 2(n-1) steps, 2 x nodes of them across the network, the tree's 2 log2(nodes)
 // network hops and its chain of the node's GPUs, each with its fastest protocol. The tree's latency is that of the
@@ -302,12 +313,9 @@ std::optional<CollectivePhase> Lowering::nvls_tree_all_reduce(const std::map<int
   if (time >= others)
     return std::nullopt;
   CollectivePhase phase;
-  for (auto it = by_node.begin(); it != by_node.end(); ++it) {
-    add_nvls_flows(it->second, bytes, latency, phase);
-    const auto next = std::next(it) == by_node.end() ? by_node.begin() : std::next(it);
-    for (std::size_t i = 0; i < per_node; ++i)
-      phase.push_back(Flow{it->second[i], next->second[i], network_bytes, latency});
-  }
+  for (const auto& [node, members] : by_node)
+    add_nvls_flows(members, bytes, latency, phase);
+  add_rail_flows(by_node, network_bytes, latency, phase);
   return phase;
 }
 
@@ -367,11 +375,7 @@ CollectivePhase Lowering::sharp_all_reduce(const std::map<int, std::vector<int>>
       for (CollectiveKind k : {CollectiveKind::REDUCE_SCATTER, CollectiveKind::ALL_GATHER})
         for (const Flow& f : ring_or_direct(k, members, bytes))
           phases[k == CollectiveKind::REDUCE_SCATTER ? 0 : 2].push_back(f);
-  for (auto it = by_node.begin(); it != by_node.end(); ++it) {
-    const auto next = std::next(it) == by_node.end() ? by_node.begin() : std::next(it);
-    for (std::size_t i = 0; i < per_node; ++i)
-      phases[1].push_back(Flow{it->second[i], next->second[i], shard, 0.0});
-  }
+  add_rail_flows(by_node, shard, 0.0, phases[1]);
   CollectivePhase merged = pipelined(phases);
   const double latency_us = 2.0 * (std::min<double>(1.0, static_cast<double>(per_node - 1)) * collnet_nvlink_us +
                                    static_cast<double>(per_node - 1) * collnet_arity_us) +
@@ -450,12 +454,12 @@ std::vector<CollectivePhase> Lowering::collective(CollectiveKind kind, const std
   const bool spans_nodes = by_node.size() > 1 && per_node > 1;
   const bool may_tree = algorithm == CollectiveAlgorithm::AUTO || algorithm == CollectiveAlgorithm::TREE;
   const bool hierarchical = uniform && spans_nodes && (may_tree || algorithm == CollectiveAlgorithm::HIERARCHICAL);
-  if (kind == CollectiveKind::ALL_REDUCE && g_.sharp && uniform && by_node.size() > 1 &&
-      algorithm == CollectiveAlgorithm::AUTO)
-    return {sharp_all_reduce(by_node, bytes)};
-  if (kind == CollectiveKind::ALL_REDUCE && uniform && by_node.size() > 1 && algorithm == CollectiveAlgorithm::AUTO)
+  if (kind == CollectiveKind::ALL_REDUCE && uniform && by_node.size() > 1 && algorithm == CollectiveAlgorithm::AUTO) {
+    if (g_.sharp)
+      return {sharp_all_reduce(by_node, bytes)};
     if (auto nvls_tree = nvls_tree_all_reduce(by_node, bytes))
       return {*nvls_tree};
+  }
   std::optional<TreePlan> tree;
   if (kind == CollectiveKind::ALL_REDUCE && uniform && by_node.size() >= tree_fewest_nodes && may_tree)
     tree = tree_plan(by_node, bytes, algorithm == CollectiveAlgorithm::TREE);

@@ -86,6 +86,8 @@ class Lowering {
     TreePlan tree;
   };
   double rail_bandwidth(const std::map<int, std::vector<int>>& by_node);
+  void add_rail_flows(const std::map<int, std::vector<int>>& by_node, double bytes, double latency,
+                      CollectivePhase& phase);
   AcrossNodes across_nodes(const std::map<int, std::vector<int>>& by_node, double bytes, double bus);
   std::optional<TreePlan> tree_plan(const std::map<int, std::vector<int>>& by_node, double bytes, bool forced);
   std::optional<CollectivePhase> nvls_tree_all_reduce(const std::map<int, std::vector<int>>& by_node, double bytes);
