@@ -50,8 +50,8 @@ double attention_rate(const Kernel& kernel, const GpuSpec& gpu, Precision precis
 {
   const bool backward = kernel.kind == KernelKind::ATTENTION_BACKWARD;
   if (gpu.kernel_tables && sixteen_bit(precision))
-    if (auto rate =
-            gpu.kernel_tables->attention_rate(kernel.attention, backward, kernel.causal, kernel.seq, kernel.head_dim))
+    if (auto rate = gpu.kernel_tables->attention_rate(kernel.attention, backward, kernel.causal, kernel.seq,
+                                                      kernel.head_dim, kernel.heads))
       return *rate;
   double efficiency = gpu.attention_efficiency > 0 ? gpu.attention_efficiency : gpu.gemm_efficiency;
   if (backward && gpu.attention_backward_efficiency > 0)

@@ -77,8 +77,34 @@ double KernelTables::gemm_rate(double m, double n, double k, double batch) const
   return rate;
 }
 
+double KernelTables::attention_occupancy_fraction(AttentionImpl impl, bool backward, double seq, double heads) const
+{
+  if (heads <= 0 || sms <= 0)
+    return 1.0;
+  const AttentionPass pass = backward ? AttentionPass::BACKWARD : AttentionPass::FORWARD;
+  std::map<double, double> curve; // waves -> fraction
+  for (AttentionImpl which : {impl, AttentionImpl::FLASH2}) {
+    for (const auto& o : attention_occupancy)
+      if (o.impl == which && o.pass == pass)
+        curve[o.waves] = o.fraction;
+    if (!curve.empty())
+      break;
+  }
+  if (curve.empty())
+    return 1.0;
+  const double waves = heads * std::ceil(seq / 128.0) / sms;
+  const auto hi = curve.lower_bound(waves);
+  if (hi == curve.begin())
+    return hi->second;
+  if (hi == curve.end())
+    return 1.0;
+  const auto lo = std::prev(hi);
+  const double f = (std::log2(waves) - std::log2(lo->first)) / (std::log2(hi->first) - std::log2(lo->first));
+  return lo->second + f * (hi->second - lo->second);
+}
+
 std::optional<double> KernelTables::attention_rate(AttentionImpl impl, bool backward, bool causal, double seq,
-                                                   double head_dim) const
+                                                   double head_dim, double heads) const
 {
   std::vector<const AttentionSample*> rows;
   for (AttentionPass pass :
@@ -110,7 +136,7 @@ std::optional<double> KernelTables::attention_rate(AttentionImpl impl, bool back
   std::map<double, double> by_head;
   for (const auto& [d, curve] : curves)
     by_head[d] = along(curve, seq);
-  return along(by_head, head_dim);
+  return along(by_head, head_dim) * attention_occupancy_fraction(impl, backward, seq, heads);
 }
 
 namespace {
@@ -195,6 +221,27 @@ std::shared_ptr<const KernelTables> read_kernel_tables(const core::Node& node)
       a.rate = row.element(5).as_quantity(core::Dimension::FLOP_RATE);
       a.source = row_source(row.element(6), t->sources);
       t->attention.push_back(std::move(a));
+    }
+    if (auto occupancy_node = attention.find("occupancy")) {
+      core::ObjectReader occupancy(*occupancy_node);
+      occupancy.allow({"about"});
+      expect_columns(occupancy, {"impl", "direction", "waves", "fraction", "source"});
+      const core::Node occupancy_rows = occupancy.at("rows", "an array of rows");
+      for (std::size_t i = 0; i < occupancy_rows.array_size(); ++i) {
+        const core::Node row = occupancy_rows.element(i);
+        if (row.array_size() != 5)
+          row.fail("wrong length", "[impl, direction, waves, fraction, source]");
+        OccupancySample o;
+        o.impl = row.element(0).as_choice<AttentionImpl>(attention_impl_choices);
+        o.pass = row.element(1).as_choice<AttentionPass>(attention_pass_choices);
+        if (o.pass == AttentionPass::FORWARD_BACKWARD)
+          row.element(1).fail("not a single pass", "fwd or bwd");
+        o.waves = row.element(2).as_number(0.01, 1e4);
+        o.fraction = row.element(3).as_number(0.01, 1.0);
+        o.source = row_source(row.element(4), t->sources);
+        t->attention_occupancy.push_back(std::move(o));
+      }
+      occupancy.finish();
     }
     attention.finish();
   }

@@ -32,6 +32,16 @@ struct AttentionSample {
   std::string source;
 };
 
+// How far below its full rate an attention kernel runs when its (head, 128-query block) tiles fill the SMs only a
+// few times: the rate's fraction at `waves` = tiles / SMs.
+struct OccupancySample {
+  AttentionImpl impl = AttentionImpl::FLASH2;
+  AttentionPass pass = AttentionPass::FORWARD;
+  double waves = 0;
+  double fraction = 1;
+  std::string source;
+};
+
 class KernelTables {
  public:
   std::string name;
@@ -40,6 +50,7 @@ class KernelTables {
   double gemm_best = 0; // the best GEMM rate of a shape sweep (MAMF): the large-shape limit
   std::vector<GemmSample> gemm;
   std::vector<AttentionSample> attention;
+  std::vector<OccupancySample> attention_occupancy;
   std::map<std::string, std::string> sources; // source key of a row, or a field -> where it comes from
 
   // The rate a 16-bit GEMM of this shape runs at: the measured rows' ratio to a roofline (gemm_best with wave
@@ -50,9 +61,15 @@ class KernelTables {
 
   // The rate of a fused attention kernel's forward or backward pass, interpolated over sequence length and head size
   // among the rows of the implementation (the same causality preferred): the pass's own rows, else the combined
-  // forward+backward rows; nullopt when the table has neither.
-  std::optional<double> attention_rate(AttentionImpl impl, bool backward, bool causal, double seq,
-                                       double head_dim) const;
+  // forward+backward rows; nullopt when the table has neither. The curves are measured with many heads (16k tokens
+  // of hidden 2048); `heads` (batch x heads on the GPU, 0 when unknown) scales the rate by the occupancy curve.
+  std::optional<double> attention_rate(AttentionImpl impl, bool backward, bool causal, double seq, double head_dim,
+                                       double heads = 0) const;
+
+  // The fraction of its full rate an attention kernel of `heads` x ceil(seq / 128) tiles reaches: the occupancy
+  // curve of its implementation (FlashAttention-2's for an implementation without one), piecewise linear in log2 of
+  // the waves, held at the first row below it and 1 beyond the last; 1 without a curve or with heads 0.
+  double attention_occupancy_fraction(AttentionImpl impl, bool backward, double seq, double heads) const;
 
   // The table's own roofline for a GEMM shape: gemm_best times the wave quantisation of 128 x 128 output tiles.
   double gemm_prior(double m, double n, double batch) const;

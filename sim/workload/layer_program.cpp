@@ -287,6 +287,7 @@ std::vector<Kernel> core_forward(const Shape& x)
     k.kind = hardware::KernelKind::ATTENTION;
     k.seq = x.s;
     k.head_dim = x.d;
+    k.heads = x.b * heads / x.cp; // all-to-all context parallelism splits the heads
     k.causal = true;
     k.attention = x.attention;
     // Causal: each query sees half the keys on average, or its window (a window's diagonal block is half masked).
@@ -321,6 +322,7 @@ std::vector<Kernel> ring_attention(const Shape& x, bool backward)
     k.kind = backward ? hardware::KernelKind::ATTENTION_BACKWARD : hardware::KernelKind::ATTENTION;
     k.seq = 2.0 * chunk;
     k.head_dim = x.d;
+    k.heads = x.b * x.a / x.t;
     k.causal = step == 0;
     k.attention = x.attention;
     k.flops = 2.0 * x.b * 2.0 * chunk * chunk * (x.q + x.o) / x.t * (backward ? 2.5 : 1.0);
@@ -1094,8 +1096,8 @@ bool same_steps(const LayerPrograms& a, const LayerPrograms& b)
   const auto alike = [](const Program& x, const Program& y) {
     return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const Step& s, const Step& t) {
       return s.kind == t.kind && s.label == t.label && s.recompute == t.recompute &&
-             (s.kind == Step::Kind::COMPUTE ||
-              (s.collective == t.collective && s.group == t.group && s.bytes == t.bytes && s.deduplicated == t.deduplicated));
+             (s.kind == Step::Kind::COMPUTE || (s.collective == t.collective && s.group == t.group &&
+                                                s.bytes == t.bytes && s.deduplicated == t.deduplicated));
     });
   };
   const auto all_alike = [&](const auto& xs, const auto& ys) {

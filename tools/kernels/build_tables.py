@@ -6,11 +6,15 @@ Inputs, all public measurements:
     (Apache-2.0): a100.csv, h100.csv (m,n,k,batch,layout,tflops,source);
   - data/extra_gemm.csv: rows transcribed from the MAMF table (stas00/ml-engineering) and Azure's cuBLASLt runs;
   - data/flash_attention.csv: FlashAttention curves read off the published figures (Dao-AILab/flash-attention
-    assets, FA2 and FA3 papers).
+    assets, FA2 and FA3 papers);
+  - data/h100/: measure.py's run on an H100 SXM (GEMMs at the validation shapes in all three layouts; attention; the
+    published curves' shapes and the validation shapes, from which the occupancy curve is taken).
 
 Usage:
   python3 tools/kernels/extract_gemm.py VIDUR XLA_HEADER --out /tmp/gemm    # once, from the fetched sources
-  python3 tools/kernels/build_tables.py /tmp/gemm [--out topologies/gpus/kernels]
+  python3 tools/kernels/build_tables.py [/tmp/gemm] [--out topologies/gpus/kernels]
+Without the folder, the public GEMM rows are those of the tables already written (the rows of every source but
+the measured one), so that a new measurement can join without fetching vidur and XLA again.
 
 The vidur rows are subsampled in the token dimension (m) to the sizes below, which keeps the tables small without
 losing the tile-aligned sizes training uses. vidur's mlp_down_proj rows are left out: its benchmark multiplies
@@ -20,6 +24,7 @@ all-zero activations (its dummy weights make SiLU*mul underflow in fp16), which 
 import argparse
 import csv
 import json
+import math
 import os
 import re
 import statistics
@@ -38,6 +43,7 @@ CHIPS = {
         "best": ("271.2Tf", "mamf"),
         "extra_gpu": "a100",
         "attention_gpu": "a100_80gb_sxm4",
+        "measured": None,
     },
     "h100-sxm": {
         "gemm_csv": "h100.csv",
@@ -48,6 +54,7 @@ CHIPS = {
         "best": ("794.5Tf", "mamf"),
         "extra_gpu": "h100",
         "attention_gpu": "h100_80gb_sxm5",
+        "measured": "h100",
     },
 }
 
@@ -71,8 +78,18 @@ SOURCES = {
                 "16k tokens per batch; FlashAttention-2, FlashAttention-3 and cuDNN bars read off the figures",
     "fa2-h100": "Dao-AILab/flash-attention assets/flash2_h100_fwd_bwd_benchmark.png (4f285b35, 2023-07-17): H100 SXM5, "
                 "fp16, forward+backward TFLOP/s; bar labels read off the figure",
-    "derived": "H100 FlashAttention-2 causal backward: derived from the forward and forward+backward figures (not "
-               "measured as such)",
+    "h100-measured": "tools/kernels/measure.py on one H100 80GB HBM3 (SXM5, 700 W, driver 580, PyTorch 2.11, CUDA 13.0, "
+                     "cuDNN 9.19; tools/kernels/data/h100/env.txt): bf16 GEMMs through cuBLAS (F.linear and "
+                     "torch.matmul, random data) at the validation cases' per-rank shapes in the forward, "
+                     "data-gradient and weight-gradient layouts; causal attention backward through "
+                     "scaled_dot_product_attention's flash (FlashAttention-2) and cuDNN backends at FlashAttention's "
+                     "benchmark shapes; medians of CUDA-event times with the L2 flushed",
+    "occupancy": "tools/kernels/data/h100/attention.csv: the validation cases' attention shapes measured on the H100 "
+                 "against the same implementation at FlashAttention's benchmark shapes (16k tokens, hidden 2048), "
+                 "by waves of (head, 128-query block) tiles over the SMs: medians per half-octave of waves, head "
+                 "sizes 64 and 128",
+    "occupancy-derived": "the H100's measured occupancy curve (tools/kernels/data/h100/attention.csv) in waves of "
+                         "tiles over the SMs, carried to this chip [derived]",
 }
 
 IMPLS = {"flash_attn_1_cuda": "flash1", "flash_attn_2": "flash2", "flash_attn_3": "flash3", "cudnn": "cudnn"}
@@ -82,8 +99,16 @@ def rate(tflops):
     return "%.1fTf" % float(tflops)
 
 
-def gemm_rows(chip, gemm_dir):
+def public_gemm_rows(chip, chip_id, gemm_dir):
+    """{(m, n, k, batch, layout, source): [TFLOP/s]} of the public sources: from extract_gemm.py's CSVs, or from the
+    table already written."""
     rows = {}
+    if gemm_dir is None:
+        with open(os.path.join(HERE, "..", "..", "topologies", "gpus", "kernels", chip_id + ".json")) as fh:
+            for m, n, k, b, layout, rate_text, source in json.load(fh)["gemm"]["rows"]:
+                if source != "h100-measured":
+                    rows.setdefault((m, n, k, b, layout, source), []).append(float(rate_text[:-2]))
+        return rows
     with open(os.path.join(gemm_dir, chip["gemm_csv"])) as fh:
         for r in csv.DictReader(fh):
             source = r["source"].split(":")[0]
@@ -102,8 +127,29 @@ def gemm_rows(chip, gemm_dir):
                 continue
             key = (int(r["m"]), int(r["n"]), int(r["k"]), int(r["batch"]), "fwd", source)
             rows.setdefault(key, []).append(float(r["tflops"]))
+    return rows
+
+
+def gemm_rows(chip, chip_id, gemm_dir):
+    rows = public_gemm_rows(chip, chip_id, gemm_dir)
+    if chip["measured"]:
+        with open(os.path.join(HERE, "data", chip["measured"], "gemm.csv")) as fh:
+            for r in csv.DictReader(fh):
+                if r["layout"] in ("fwd", "dgrad", "wgrad"):  # wgrad_fp32 (an fp32 output) is not a table layout
+                    key = (int(r["m"]), int(r["n"]), int(r["k"]), int(r["batch"]), r["layout"], "h100-measured")
+                    rows.setdefault(key, []).append(float(r["tflops"]))
     return [[m, n, k, b, layout, rate(statistics.median(v)), source]
             for (m, n, k, b, layout, source), v in sorted(rows.items())]
+
+
+MEASURED_IMPLS = {"flash": "flash2", "cudnn": "cudnn"}
+
+
+def measured_attention(chip):
+    if not chip["measured"]:
+        return []
+    with open(os.path.join(HERE, "data", chip["measured"], "attention.csv")) as fh:
+        return list(csv.DictReader(fh))
 
 
 def attention_rows(chip):
@@ -114,6 +160,8 @@ def attention_rows(chip):
                 continue
             src = r["source"]
             if "DERIVED" in src or "derived" in src.split(";")[0]:
+                if chip["measured"]:
+                    continue  # the measured causal backward below replaces the derivation
                 source = "derived"
             elif "flash2_a100" in src:
                 source = "fa2-a100"
@@ -123,16 +171,55 @@ def attention_rows(chip):
                 source = "fa3-h100"
             out.append([IMPLS[r["impl"]], r["direction"], r["causal"] == "true", int(r["head_dim"]),
                         int(r["seq_len"]), rate(r["tflops"]), source])
+    # The causal backward, which the published figures do not show on H100 (FlashAttention-2's was derived,
+    # cuDNN's absent): measured at the benchmark's shapes.
+    for r in measured_attention(chip):
+        if r["shapes_of"] == "fa-benchmark" and r["direction"] == "bwd" and r["causal"] == "true":
+            out.append([MEASURED_IMPLS[r["impl"]], "bwd", True, int(r["head_dim"]), int(r["seq_len"]),
+                        rate(r["tflops"]), "h100-measured"])
     out.sort(key=lambda row: (row[0], row[1], row[2], row[3], row[4]))
     return out
 
 
+def occupancy_rows(chip):
+    """The attention rate at a shape over the same implementation's rate at FlashAttention's benchmark shapes (which
+    fill the GPU), against the waves of (head, 128-query block) tiles over the H100's SMs: the median per
+    half-octave of waves below 16 waves, where it reaches 1; head sizes 64 and 128 (others pad)."""
+    measured = measured_attention(CHIPS["h100-sxm"])
+    sms = CHIPS["h100-sxm"]["sms"]
+    grid = {}
+    for r in measured:
+        if r["shapes_of"] == "fa-benchmark":
+            grid.setdefault((r["impl"], r["direction"], r["causal"], int(r["head_dim"])), {})[int(r["seq_len"])] = \
+                float(r["tflops"])
+    bins = {}
+    for r in measured:
+        d, s = int(r["head_dim"]), int(r["seq_len"])
+        curve = grid.get((r["impl"], r["direction"], r["causal"], d))
+        if r["shapes_of"] == "fa-benchmark" or curve is None or s not in curve:
+            continue
+        waves = int(r["heads"]) * -(-s // 128) / sms
+        if waves < 2 ** 3.75:  # the half-octave bins below 16 waves
+            octave = round(2 * math.log2(waves)) / 2
+            bins.setdefault((MEASURED_IMPLS[r["impl"]], r["direction"], octave), []).append(
+                float(r["tflops"]) / curve[s])
+    source = "occupancy" if chip["measured"] else "occupancy-derived"
+    rows = [[impl, direction, round(2 ** octave, 3), round(min(1.0, statistics.median(v)), 3), source]
+            for (impl, direction, octave), v in sorted(bins.items())]
+    for impl in sorted({r[0] for r in rows}):
+        for direction in ("fwd", "bwd"):
+            rows.append([impl, direction, 16.0, 1.0, source])
+    rows.sort(key=lambda row: (row[0], row[1], row[2]))
+    return rows
+
+
 def write(chip_id, chip, gemm_dir, out_dir):
-    gemm = gemm_rows(chip, gemm_dir)
+    gemm = gemm_rows(chip, chip_id, gemm_dir)
     attention = attention_rows(chip)
+    occupancy = occupancy_rows(chip)
     # The large-shape limit: MAMF, or a measured row above it (XLA's batched 4096-cubed GEMMs on H100).
     best = max([float(chip["best"][0][:-2])] + [float(r[5][:-2]) for r in gemm])
-    used = sorted({r[6] for r in gemm} | {r[6] for r in attention} | {chip["best"][1]})
+    used = sorted({r[6] for r in gemm} | {r[6] for r in attention} | {r[4] for r in occupancy} | {chip["best"][1]})
     doc = {
         "schema": "kernels/v1",
         "name": chip["name"],
@@ -150,13 +237,20 @@ def write(chip_id, chip, gemm_dir, out_dir):
                      "halved when causal; backward 2.5x forward)",
             "columns": ["impl", "direction", "causal", "head_dim", "seq", "rate", "source"],
             "rows": attention,
+            "occupancy": {
+                "about": "the rate at few (head, 128-query block) tiles per SM as a fraction of the rate at many, by "
+                         "waves of tiles over the SMs (1 from the last row on)",
+                "columns": ["impl", "direction", "waves", "fraction", "source"],
+                "rows": occupancy,
+            },
         },
         "sources": {key: SOURCES[key] for key in used},
     }
     path = os.path.join(out_dir, chip_id + ".json")
     with open(path, "w") as fh:
         fh.write(compact_json(doc))
-    print("%s: %d GEMM rows, %d attention rows" % (path, len(gemm), len(attention)), file=sys.stderr)
+    print("%s: %d GEMM rows, %d attention rows, %d occupancy rows" % (path, len(gemm), len(attention), len(occupancy)),
+          file=sys.stderr)
 
 
 def compact_json(doc):
@@ -167,7 +261,8 @@ def compact_json(doc):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("gemm_dir", help="folder with extract_gemm.py's a100.csv and h100.csv")
+    parser.add_argument("gemm_dir", nargs="?", help="folder with extract_gemm.py's a100.csv and h100.csv (default: the "
+                        "public rows of the tables already written)")
     parser.add_argument("--out", default=os.path.join(HERE, "..", "..", "topologies", "gpus", "kernels"))
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
