@@ -2,10 +2,9 @@
 // by shape (without one, the sustained large-GEMM efficiency less the wave quantisation of the output tiles over the
 // SMs); FP8 GEMMs at that rate times the chip's measured FP8/BF16 GEMM speedup. Fused attention: the measured curve of
 // its implementation by sequence length and head size, less its measured occupancy loss when few heads fill the SMs
-// (without one, a flat efficiency). Memory-bound kernels: the
-// achieved bandwidth of their class. Every kernel is also bounded by its memory traffic, tensor-core work runs at the
-// node's sustained clock, and every kernel pays a fixed overhead except table GEMMs, whose measured times already hold
-// it.
+// (without one, a flat efficiency). Memory-bound kernels: the achieved bandwidth of their class. Every kernel is also
+// bounded by its memory traffic, tensor-core work runs at the node's sustained clock, and every kernel pays a fixed
+// overhead except table GEMMs, whose measured times already hold it.
 #pragma once
 
 #include "hardware/gpu_spec.hpp"
@@ -26,8 +25,9 @@ struct Kernel {
   GemmLayout layout = GemmLayout::FORWARD;
   bool fp8 = false;             // GEMM: FP8 operands (Transformer Engine's linear layers), a 16-bit output
   bool weight_gradient = false; // a weight's gradient (which zero-bubble schedules may compute later)
-  double seq = 0;      // attention: sequence length, head size, batch x heads on the GPU (0: unknown), causal mask,
-  double head_dim = 0; // implementation
+  // Attention: sequence length, head size, batch x heads on the GPU (0: unknown), causal mask, implementation.
+  double seq = 0;
+  double head_dim = 0;
   double heads = 0;
   bool causal = true;
   AttentionImpl attention = AttentionImpl::FLASH2;
