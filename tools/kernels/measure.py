@@ -20,8 +20,11 @@ Times are medians of CUDA-event timings after warm-up, each repetition after a 2
 cache; the number of repetitions adapts to the kernel's length. Only this one GPU is loaded: a node under load runs
 slower clocks (topologies/gpus/*.json sustained_compute_ratio), which simtrain applies on top of these tables.
 
+  memory_sizes.csv   (--sizes, instead of the above) the memory-bound kernels from 256 to 32K tokens, and the
+                 embedding's backward: what small kernels cost beyond their bytes
+
 Usage (on a GPU machine with PyTorch):
-  python3 tools/kernels/measure.py tools/kernels/data/validation_shapes.json --out DIR [--deadline SECONDS]
+  python3 tools/kernels/measure.py tools/kernels/data/validation_shapes.json --out DIR [--deadline SECONDS] [--sizes]
 """
 
 import argparse
@@ -363,6 +366,28 @@ def measure_optimizer(table, source):
     del params, half, grads, g16
 
 
+def size_cases():
+    """The memory-bound kernels from small to large (256 to 32K tokens of hidden 4096 with SwiGLU, of hidden 8192 with
+    GeLU, FFN width = hidden): what a kernel costs beyond its bytes at the sizes tensor and sequence parallelism
+    leave."""
+    return [(tokens, h, h, h == 4096, "sizes") for h in (4096, 8192) for tokens in (256, 512, 1024, 2048, 4096, 8192,
+                                                                                    16384, 32768)]
+
+
+def measure_embedding_backward(table, source):
+    """The embedding's weight gradient (PyTorch's embedding_dense_backward: a sort and a segmented sum) into a
+    32K-row table of hidden 4096, at 256 to 32K tokens."""
+    h, vocab = 4096, 32768
+    w = torch.randn(vocab, h, dtype=BF16, device="cuda", requires_grad=True)
+    for tokens in (256, 1024, 4096, 16384, 32768):
+        ids = torch.randint(0, vocab, (tokens,), device="cuda")
+        dout = torch.randn(tokens, h, dtype=BF16, device="cuda")
+        n = tokens * h
+        t = timed(lambda y: torch.autograd.grad(y, w, dout), lambda: (F.embedding(ids, w),))
+        table.row("embedding", "torch", "bwd", n, h, 2 * E * n, "%.2f" % (t * 1e6), "%.0f" % (2 * E * n / t / 1e9),
+                  source)
+
+
 def section(name, fn):
     log("%s ..." % name)
     try:
@@ -379,6 +404,9 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--deadline", type=float, default=450.0, help="seconds after which sections stop early")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile variants")
+    parser.add_argument("--sizes", action="store_true",
+                        help="only the memory-bound kernels from small to large, and the embedding's backward "
+                             "(memory_sizes.csv)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         sys.exit("measure.py: no CUDA device")
@@ -394,6 +422,17 @@ def main():
         torch.backends.cudnn.version(), gpu_state()))
     env.flush()
     deadline = START + args.deadline
+    if args.sizes:
+        sizes_table = Table(os.path.join(args.out, "memory_sizes.csv"),
+                            ["kernel_class", "implementation", "direction", "elements", "hidden", "bytes", "time_us",
+                             "gbps", "source"])
+        section("embedding backward", lambda: measure_embedding_backward(sizes_table, source))
+        section("memory-bound kernels by size",
+                lambda: measure_memory(size_cases(), sizes_table, source, deadline, not args.no_compile))
+        env.write("at the end:\n%s\n" % gpu_state())
+        env.close()
+        log("done")
+        return
     gemms = ordered_gemms(shapes)
     h100 = [g for g in gemms if g[3] == "h100"]
     log("%s; %d GEMM shapes (%d of H100 cases)" % (source, len(gemms), len(h100)))
