@@ -141,18 +141,32 @@ std::optional<double> KernelTables::attention_rate(AttentionImpl impl, bool back
 
 namespace {
 
-void expect_columns(core::ObjectReader& table, const std::vector<std::string>& columns)
+// Reads a table's rows after checking its column names: `read` takes each row, whose length is checked. Returns the
+// rows' node.
+template <class Read>
+core::Node read_rows(core::ObjectReader& table, const std::vector<std::string>& columns, Read read)
 {
   const core::Node node = table.at("columns", "the list of column names");
   std::vector<std::string> found;
   for (std::size_t i = 0; i < node.array_size(); ++i)
     found.push_back(node.element(i).as_string());
+  std::string names;
+  for (const auto& c : columns)
+    names += (names.empty() ? "" : ", ") + c;
   if (found != columns) {
     std::string expected;
     for (const auto& c : columns)
       expected += (expected.empty() ? "[\"" : "\", \"") + c;
     node.fail("unexpected columns", expected + "\"]");
   }
+  const core::Node rows = table.at("rows", "an array of rows");
+  for (std::size_t i = 0; i < rows.array_size(); ++i) {
+    const core::Node row = rows.element(i);
+    if (row.array_size() != columns.size())
+      row.fail("wrong length", "[" + names + "]");
+    read(row);
+  }
+  return rows;
 }
 
 std::string row_source(const core::Node& cell, const std::map<std::string, std::string>& sources)
@@ -181,24 +195,21 @@ std::shared_ptr<const KernelTables> read_kernel_tables(const core::Node& node)
   core::ObjectReader gemm(r.at("gemm", "an object with the measured GEMM rows"));
   t->gemm_best = gemm.quantity("best", core::Dimension::FLOP_RATE);
   gemm.allow({"about"});
-  expect_columns(gemm, {"m", "n", "k", "batch", "layout", "rate", "source"});
-  const core::Node gemm_rows = gemm.at("rows", "an array of rows");
-  for (std::size_t i = 0; i < gemm_rows.array_size(); ++i) {
-    const core::Node row = gemm_rows.element(i);
-    if (row.array_size() != 7)
-      row.fail("wrong length", "[m, n, k, batch, layout, rate, source]");
-    GemmSample s;
-    s.m = static_cast<double>(row.element(0).as_integer(1, 1 << 24));
-    s.n = static_cast<double>(row.element(1).as_integer(1, 1 << 24));
-    s.k = static_cast<double>(row.element(2).as_integer(1, 1 << 24));
-    s.batch = static_cast<double>(row.element(3).as_integer(1, 1 << 20));
-    s.layout = row.element(4).as_choice<GemmLayout>(gemm_layout_choices);
-    s.rate = row.element(5).as_quantity(core::Dimension::FLOP_RATE);
-    s.source = row_source(row.element(6), t->sources);
-    if (s.rate > t->gemm_best * 1.0001)
-      row.element(5).fail("above the table's best rate", fmt::format("at most {}", gemm.node().json()["best"].dump()));
-    t->gemm.push_back(std::move(s));
-  }
+  const core::Node gemm_rows =
+      read_rows(gemm, {"m", "n", "k", "batch", "layout", "rate", "source"}, [&](const core::Node& row) {
+        GemmSample s;
+        s.m = static_cast<double>(row.element(0).as_integer(1, 1 << 24));
+        s.n = static_cast<double>(row.element(1).as_integer(1, 1 << 24));
+        s.k = static_cast<double>(row.element(2).as_integer(1, 1 << 24));
+        s.batch = static_cast<double>(row.element(3).as_integer(1, 1 << 20));
+        s.layout = row.element(4).as_choice<GemmLayout>(gemm_layout_choices);
+        s.rate = row.element(5).as_quantity(core::Dimension::FLOP_RATE);
+        s.source = row_source(row.element(6), t->sources);
+        if (s.rate > t->gemm_best * 1.0001)
+          row.element(5).fail("above the table's best rate",
+                              fmt::format("at most {}", gemm.node().json()["best"].dump()));
+        t->gemm.push_back(std::move(s));
+      });
   if (t->gemm.empty())
     gemm_rows.fail("no rows", "at least one measured GEMM");
   gemm.finish();
@@ -206,31 +217,22 @@ std::shared_ptr<const KernelTables> read_kernel_tables(const core::Node& node)
   if (auto attention_node = r.find("attention")) {
     core::ObjectReader attention(*attention_node);
     attention.allow({"about"});
-    expect_columns(attention, {"impl", "direction", "causal", "head_dim", "seq", "rate", "source"});
-    const core::Node rows = attention.at("rows", "an array of rows");
-    for (std::size_t i = 0; i < rows.array_size(); ++i) {
-      const core::Node row = rows.element(i);
-      if (row.array_size() != 7)
-        row.fail("wrong length", "[impl, direction, causal, head_dim, seq, rate, source]");
-      AttentionSample a;
-      a.impl = row.element(0).as_choice<AttentionImpl>(attention_impl_choices);
-      a.pass = row.element(1).as_choice<AttentionPass>(attention_pass_choices);
-      a.causal = row.element(2).as_bool();
-      a.head_dim = static_cast<double>(row.element(3).as_integer(8, 1024));
-      a.seq = static_cast<double>(row.element(4).as_integer(16, 1 << 24));
-      a.rate = row.element(5).as_quantity(core::Dimension::FLOP_RATE);
-      a.source = row_source(row.element(6), t->sources);
-      t->attention.push_back(std::move(a));
-    }
+    read_rows(attention, {"impl", "direction", "causal", "head_dim", "seq", "rate", "source"},
+              [&](const core::Node& row) {
+                AttentionSample a;
+                a.impl = row.element(0).as_choice<AttentionImpl>(attention_impl_choices);
+                a.pass = row.element(1).as_choice<AttentionPass>(attention_pass_choices);
+                a.causal = row.element(2).as_bool();
+                a.head_dim = static_cast<double>(row.element(3).as_integer(8, 1024));
+                a.seq = static_cast<double>(row.element(4).as_integer(16, 1 << 24));
+                a.rate = row.element(5).as_quantity(core::Dimension::FLOP_RATE);
+                a.source = row_source(row.element(6), t->sources);
+                t->attention.push_back(std::move(a));
+              });
     if (auto occupancy_node = attention.find("occupancy")) {
       core::ObjectReader occupancy(*occupancy_node);
       occupancy.allow({"about"});
-      expect_columns(occupancy, {"impl", "direction", "waves", "fraction", "source"});
-      const core::Node occupancy_rows = occupancy.at("rows", "an array of rows");
-      for (std::size_t i = 0; i < occupancy_rows.array_size(); ++i) {
-        const core::Node row = occupancy_rows.element(i);
-        if (row.array_size() != 5)
-          row.fail("wrong length", "[impl, direction, waves, fraction, source]");
+      read_rows(occupancy, {"impl", "direction", "waves", "fraction", "source"}, [&](const core::Node& row) {
         OccupancySample o;
         o.impl = row.element(0).as_choice<AttentionImpl>(attention_impl_choices);
         o.pass = row.element(1).as_choice<AttentionPass>(attention_pass_choices);
@@ -240,7 +242,7 @@ std::shared_ptr<const KernelTables> read_kernel_tables(const core::Node& node)
         o.fraction = row.element(3).as_number(0.01, 1.0);
         o.source = row_source(row.element(4), t->sources);
         t->attention_occupancy.push_back(std::move(o));
-      }
+      });
       occupancy.finish();
     }
     attention.finish();
