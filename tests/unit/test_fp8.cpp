@@ -61,15 +61,10 @@ double program_time(const std::vector<sim::workload::KernelCost>& ks, std::strin
   return t;
 }
 
-} // namespace
-
-TEST_CASE("an FP8 GEMM runs at the measured BF16 rate of its shape times the chip's FP8 speedup, one byte per input")
+// The median of the FP8/BF16 speedups measure.py measured on a part (tools/kernels/data/GPU/fp8.csv, column 8).
+double measured_fp8_speedup(const std::string& gpu)
 {
-  using namespace sim::hardware;
-  const auto s = load(llama({}));
-  const GpuSpec& h100 = s.cluster.gpu;
-  // The catalogue's speedup is the median of the FP8/BF16 ratios measured at the H100 cases' shapes.
-  std::ifstream csv(test::source_dir() / "tools/kernels/data/h100/fp8.csv");
+  std::ifstream csv(test::source_dir() / "tools/kernels/data" / gpu / "fp8.csv");
   std::string line;
   std::vector<double> ratios;
   std::getline(csv, line);
@@ -82,8 +77,22 @@ TEST_CASE("an FP8 GEMM runs at the measured BF16 rate of its shape times the chi
   }
   REQUIRE(ratios.size() > 50);
   std::sort(ratios.begin(), ratios.end());
+  return ratios[ratios.size() / 2];
+}
+
+} // namespace
+
+TEST_CASE("an FP8 GEMM runs at the measured BF16 rate of its shape times the chip's FP8 speedup, one byte per input")
+{
+  using namespace sim::hardware;
+  const auto s = load(llama({}));
+  const GpuSpec& h100 = s.cluster.gpu;
+  // The catalogue's speedup is the median of the FP8/BF16 ratios measured at the H100 cases' shapes, on the H100 and
+  // on the H200.
   const double speedup = h100.fp8_gemm_speedup;
-  CHECK(speedup == Approx(ratios[ratios.size() / 2]).epsilon(0.005));
+  CHECK(speedup == Approx(measured_fp8_speedup("h100")).epsilon(0.005));
+  CHECK(sim::scenario::load_cluster("hgx-h200", test::options()).gpu.fp8_gemm_speedup ==
+        Approx(measured_fp8_speedup("h200")).epsilon(0.005));
   for (const double m : {1024.0, 8192.0}) {
     const Kernel bf16 = gemm("g", m, 8192, 8192);
     const Kernel fp8 = fp8_gemm(bf16);

@@ -7,8 +7,10 @@ Inputs, all public measurements:
   - data/extra_gemm.csv: rows transcribed from the MAMF table (stas00/ml-engineering) and Azure's cuBLASLt runs;
   - data/flash_attention.csv: FlashAttention curves read off the published figures (Dao-AILab/flash-attention
     assets, FA2 and FA3 papers);
-  - data/h100/: measure.py's run on an H100 SXM (GEMMs at the validation shapes in all three layouts; attention; the
-    published curves' shapes and the validation shapes, from which the occupancy curve is taken).
+  - data/h100/, data/h200/: measure.py's runs on an H100 SXM and an H200 SXM (GEMMs at the validation shapes in all
+    three layouts; attention at the published curves' shapes and at the validation shapes, from which each chip's
+    occupancy curve is taken). The H200 has no public per-shape GEMM data: its table is its own measurement, with the
+    H100's published FlashAttention-1 and -3 curves carried over for the implementations it did not run.
 
 Usage:
   python3 tools/kernels/extract_gemm.py VIDUR XLA_HEADER --out /tmp/gemm    # once, from the fetched sources
@@ -56,6 +58,20 @@ CHIPS = {
         "attention_gpu": "h100_80gb_sxm5",
         "measured": "h100",
     },
+    "h200-sxm": {
+        "gemm_csv": None,
+        "name": "H200 SXM (GH100, 132 SMs, 1980 MHz boost, 141 GB HBM3e)",
+        "description": "Measured 16-bit kernel rates of the H200 SXM: GEMMs by shape and FlashAttention-2 and cuDNN "
+                       "attention by sequence length and head size, measured on the part; FlashAttention-1 and -3 "
+                       "from the H100's published curves.",
+        "sms": 132,
+        "best": ("823.9Tf", "mamf-h200"),
+        "extra_gpu": "h200",
+        "attention_gpu": "h100_80gb_sxm5",
+        "measured": "h200",
+        "own_attention": True,
+        "occupancy_source": "occupancy-h200",
+    },
 }
 
 SOURCES = {
@@ -78,6 +94,25 @@ SOURCES = {
                 "16k tokens per batch; FlashAttention-2, FlashAttention-3 and cuDNN bars read off the figures",
     "fa2-h100": "Dao-AILab/flash-attention assets/flash2_h100_fwd_bwd_benchmark.png (4f285b35, 2023-07-17): H100 SXM5, "
                 "fp16, forward+backward TFLOP/s; bar labels read off the figure",
+    "mamf-h200": "stas00/ml-engineering PR #137 (996698dd) compute/accelerator/benchmarks/README.md: H200 SXM at its "
+                 "700 W limit, best bf16 matmul of a shape sweep in short bursts (MAMF) 823.9 TF/s",
+    "h200-measured": "tools/kernels/measure.py on one H200 SXM 141 GB (700 W, PyTorch 2.11, CUDA 13.0, cuDNN 9.19; "
+                     "tools/kernels/data/h200/env.txt: it held 1.8 GHz under load): bf16 GEMMs through cuBLAS "
+                     "(F.linear and torch.matmul, random data) at the validation cases' per-rank shapes in the forward, "
+                     "data-gradient and weight-gradient layouts; attention forward and backward, causal and not, "
+                     "through scaled_dot_product_attention's flash (FlashAttention-2) and cuDNN backends at "
+                     "FlashAttention's benchmark shapes (16k tokens, hidden 2048); medians of CUDA-event times with the "
+                     "L2 flushed",
+    "fa3-h100-carried": "the H100's FlashAttention-3 figures (FA3 paper, arXiv 2407.08608; Dao-AILab/flash-attention "
+                        "assets/flash3_fp16_fwd.png 7ef24848) carried to the H200, the same GH100 die and SM clocks "
+                        "[derived]",
+    "fa2-h100-carried": "the H100's FlashAttention-1 forward+backward figure (Dao-AILab/flash-attention "
+                        "assets/flash2_h100_fwd_bwd_benchmark.png 4f285b35) carried to the H200, the same GH100 die "
+                        "and SM clocks [derived]",
+    "occupancy-h200": "tools/kernels/data/h200/attention.csv: the validation cases' attention shapes measured on the "
+                      "H200 against the same implementation at FlashAttention's benchmark shapes (16k tokens, hidden "
+                      "2048), by waves of (head, 128-query block) tiles over the SMs: medians per half-octave of "
+                      "waves, head sizes 64 and 128",
     "h100-measured": "tools/kernels/measure.py on one H100 80GB HBM3 (SXM5, 700 W, driver 580, PyTorch 2.11, CUDA 13.0, "
                      "cuDNN 9.19; tools/kernels/data/h100/env.txt): bf16 GEMMs through cuBLAS (F.linear and "
                      "torch.matmul, random data) at the validation cases' per-rank shapes in the forward, "
@@ -99,14 +134,21 @@ def rate(tflops):
     return "%.1fTf" % float(tflops)
 
 
+def measured_source(chip):
+    """The source key of the rows measure.py measured on the chip itself (h100-measured)."""
+    return chip["measured"] + "-measured" if chip["measured"] else None
+
+
 def public_gemm_rows(chip, chip_id, gemm_dir):
     """{(m, n, k, batch, layout, source): [TFLOP/s]} of the public sources: from extract_gemm.py's CSVs, or from the
     table already written."""
     rows = {}
+    if chip["gemm_csv"] is None:
+        return rows
     if gemm_dir is None:
         with open(os.path.join(HERE, "..", "..", "topologies", "gpus", "kernels", chip_id + ".json")) as fh:
             for m, n, k, b, layout, rate_text, source in json.load(fh)["gemm"]["rows"]:
-                if source != "h100-measured":
+                if source != measured_source(chip):
                     rows.setdefault((m, n, k, b, layout, source), []).append(float(rate_text[:-2]))
         return rows
     with open(os.path.join(gemm_dir, chip["gemm_csv"])) as fh:
@@ -136,7 +178,8 @@ def gemm_rows(chip, chip_id, gemm_dir):
         with open(os.path.join(HERE, "data", chip["measured"], "gemm.csv")) as fh:
             for r in csv.DictReader(fh):
                 if r["layout"] in ("fwd", "dgrad", "wgrad"):  # wgrad_fp32 (an fp32 output) is not a table layout
-                    key = (int(r["m"]), int(r["n"]), int(r["k"]), int(r["batch"]), r["layout"], "h100-measured")
+                    key = (int(r["m"]), int(r["n"]), int(r["k"]), int(r["batch"]), r["layout"],
+                           measured_source(chip))
                     rows.setdefault(key, []).append(float(r["tflops"]))
     return [[m, n, k, b, layout, rate(statistics.median(v)), source]
             for (m, n, k, b, layout, source), v in sorted(rows.items())]
@@ -153,10 +196,17 @@ def measured_attention(chip):
 
 
 def attention_rows(chip):
+    """The published curves of the chip, and its measured rows at FlashAttention's benchmark shapes. A chip with
+    `own_attention` takes every pass of the implementations it measured from its own run, and carries the published
+    curves of the others over from the H100; otherwise only the causal backward is measured (the published figures
+    show it for no implementation on H100: FlashAttention-2's was derived, cuDNN's absent)."""
+    benchmark = [r for r in measured_attention(chip) if r["shapes_of"] == "fa-benchmark"]
+    own = chip.get("own_attention", False)
+    measured_impls = {MEASURED_IMPLS[r["impl"]] for r in benchmark} if own else set()
     out = []
     with open(os.path.join(HERE, "data", "flash_attention.csv")) as fh:
         for r in csv.DictReader(fh):
-            if r["gpu"] != chip["attention_gpu"] or r["impl"] not in IMPLS:
+            if r["gpu"] != chip["attention_gpu"] or r["impl"] not in IMPLS or IMPLS[r["impl"]] in measured_impls:
                 continue
             src = r["source"]
             if "DERIVED" in src or "derived" in src.split(";")[0]:
@@ -169,24 +219,26 @@ def attention_rows(chip):
                 source = "fa2-h100"
             else:
                 source = "fa3-h100"
+            if own:
+                source += "-carried"
             out.append([IMPLS[r["impl"]], r["direction"], r["causal"] == "true", int(r["head_dim"]),
                         int(r["seq_len"]), rate(r["tflops"]), source])
-    # The causal backward, which the published figures do not show on H100 (FlashAttention-2's was derived,
-    # cuDNN's absent): measured at the benchmark's shapes.
-    for r in measured_attention(chip):
-        if r["shapes_of"] == "fa-benchmark" and r["direction"] == "bwd" and r["causal"] == "true":
-            out.append([MEASURED_IMPLS[r["impl"]], "bwd", True, int(r["head_dim"]), int(r["seq_len"]),
-                        rate(r["tflops"]), "h100-measured"])
+    for r in benchmark:
+        if own or (r["direction"] == "bwd" and r["causal"] == "true"):
+            out.append([MEASURED_IMPLS[r["impl"]], r["direction"], r["causal"] == "true", int(r["head_dim"]),
+                        int(r["seq_len"]), rate(r["tflops"]), measured_source(chip)])
     out.sort(key=lambda row: (row[0], row[1], row[2], row[3], row[4]))
     return out
 
 
 def occupancy_rows(chip):
     """The attention rate at a shape over the same implementation's rate at FlashAttention's benchmark shapes (which
-    fill the GPU), against the waves of (head, 128-query block) tiles over the H100's SMs: the median per
-    half-octave of waves below 16 waves, where it reaches 1; head sizes 64 and 128 (others pad)."""
-    measured = measured_attention(CHIPS["h100-sxm"])
-    sms = CHIPS["h100-sxm"]["sms"]
+    fill the GPU), against the waves of (head, 128-query block) tiles over the SMs: the median per half-octave of
+    waves below 16 waves, where it reaches 1; head sizes 64 and 128 (others pad). A chip without measurements of its
+    own takes the H100's curve."""
+    measuring = chip if chip["measured"] else CHIPS["h100-sxm"]
+    measured = measured_attention(measuring)
+    sms = measuring["sms"]
     grid = {}
     for r in measured:
         if r["shapes_of"] == "fa-benchmark":
@@ -203,7 +255,7 @@ def occupancy_rows(chip):
             octave = round(2 * math.log2(waves)) / 2
             bins.setdefault((MEASURED_IMPLS[r["impl"]], r["direction"], octave), []).append(
                 float(r["tflops"]) / curve[s])
-    source = "occupancy" if chip["measured"] else "occupancy-derived"
+    source = chip.get("occupancy_source", "occupancy") if chip["measured"] else "occupancy-derived"
     rows = [[impl, direction, round(2 ** octave, 3), round(min(1.0, statistics.median(v)), 3), source]
             for (impl, direction, octave), v in sorted(bins.items())]
     for impl in sorted({r[0] for r in rows}):
