@@ -13,7 +13,7 @@ namespace {
 // NCCL's tuning model for rings (src/graph/tuning.cc, NVIDIA/nccl): per-collective base latency and per-step
 // hardware latency in microseconds, per protocol {LL, LL128, Simple}, and each protocol's share of the bus
 // bandwidth (LL moves 4 bytes of data per 8-byte line and runs at 1/4 of the bus bandwidth in the model;
-// LL128 at 0.92). LL128 is used over NVLink only.
+// LL128 at 0.92).
 enum Protocol { LL = 0, LL128 = 1, SIMPLE = 2 };
 constexpr std::array<double, 3> base_latency_us{3.6, 10.0, 8.4};
 // Per-step hardware latency in microseconds per protocol {LL, LL128, Simple}, over each kind of hop.
@@ -22,6 +22,12 @@ struct HopLatencies {
 };
 constexpr HopLatencies ring_step_us{{0.47, 1.9, 3.4}, {1.0, 2.5, 5.7}, {2.7, 4.0, 9.6}};
 constexpr std::array<double, 3> bandwidth_share{0.25, 0.92, 1.0};
+// LL128 across the network, as NCCL enables it by default since 2.7.3 (tuning.cc): where each GPU's NIC is under
+// its PCIe switch (PXB or closer) and the node's GPUs talk over NVLink. Its ring runs at 0.92 of the bus bandwidth
+// with several GPUs per node and 0.7 with one, and its rings and trees at no more than 20 GB/s per channel (v2.16's
+// ll128MaxBwPerCh), a channel being one NIC's ring at that NIC's rate.
+constexpr double ll128_ring_one_per_node = 0.7;
+constexpr double ll128_channel_cap = 20e9;
 // NVLS runs the Simple protocol only, with no base latency and 25 us over NVLink (the same tuning.cc).
 constexpr double nvls_latency_us = 25.0;
 // Groups of 4 GPUs or fewer of a node stay on rings: multicast gains nothing there (NVIDIA's GB200 NVL Partition User
@@ -32,9 +38,9 @@ constexpr std::size_t nvls_fewest_gpus = 5;
 constexpr double nvls_tree_network_us = 20.9;
 
 // The same model for NCCL's double binary tree (all-reduce only), as of v2.16 like the ring's constants above: base
-// and per-hop latencies per protocol, the tree's bandwidth (0.92 of the bus bandwidth, LL at 1/3.8 of it; LL128 is
-// not used across the network, as for rings), and the correction for medium sizes NCCL applies to it (powers of two
-// of the buffer, 64 B to 256 MB: treeCorrectionFactor).
+// and per-hop latencies per protocol, the tree's bandwidth (0.92 of the bus bandwidth, LL at 1/3.8 of it, LL128 at
+// 120/128 of it and the per-channel cap), and the correction for medium sizes NCCL applies to it (powers of two of
+// the buffer, 64 B to 256 MB: treeCorrectionFactor).
 constexpr std::array<double, 3> tree_base_latency_us{4.4, 4.4, 0.0};
 constexpr HopLatencies tree_step_us{{0.52, 1.25, 28.0}, {1.0, 1.9, 28.0}, {5.0, 8.5, 28.0}};
 constexpr std::array<double, 3> tree_bandwidth_share{0.92 / 3.8, 0.92 * 120.0 / 128.0, 0.92};
@@ -86,6 +92,13 @@ int log2i(double n)
   return l;
 }
 
+// LL128's share of a ring across nodes whose network edges run at `edge_bw` each (one channel per NIC), for `ppn`
+// GPUs per node: 0.92, or 0.7 with one GPU per node, and no more than the per-channel cap.
+double ll128_network_share(double ppn, double edge_bw)
+{
+  return std::min(ppn < 2 ? ll128_ring_one_per_node : bandwidth_share[LL128], ll128_channel_cap / edge_bw);
+}
+
 // The tree's bandwidth share of protocol p for a buffer of `bytes`, correction included.
 double tree_share(Protocol p, double bytes)
 {
@@ -110,6 +123,7 @@ const Lowering::PathInfo& Lowering::path(int a, int b)
     for (auto e : links) {
       const auto& l = g_.graph[e];
       info.bandwidth = std::min(info.bandwidth, l.bandwidth * l.efficiency);
+      info.through_cpu = info.through_cpu || l.cls == topology::LinkClass::CPU;
       if (l.cls != topology::LinkClass::NVLINK)
         info.hop =
             std::max(info.hop, l.cls == topology::LinkClass::PCIE || l.cls == topology::LinkClass::CPU ? Hop::PCIE
@@ -120,46 +134,60 @@ const Lowering::PathInfo& Lowering::path(int a, int b)
 }
 
 // NCCL's choice of protocol for a ring: the fastest by its model, from the ring's slowest hop and narrowest edge.
-Lowering::RingPlan Lowering::ring_plan(CollectiveKind kind, const std::vector<int>& ranks, double bytes)
+// LL128 runs over NVLink, and across the network where NCCL enables it (NICs under the GPUs' PCIe switches, NVLink
+// inside the nodes), at its share of a ring across nodes.
+Lowering::RingPlan Lowering::ring_plan(CollectiveKind kind, const std::vector<int>& ranks, double bytes, double ppn)
 {
   const int n = static_cast<int>(ranks.size());
   std::vector<Hop> hops;
   double edge_bw = std::numeric_limits<double>::infinity();
-  bool all_nvlink = true;
+  bool through_cpu = false;
   for (int i = 0; i < n; ++i) {
     const PathInfo& info = path(ranks[static_cast<std::size_t>(i)], ranks[static_cast<std::size_t>((i + 1) % n)]);
     hops.push_back(info.hop);
-    all_nvlink = all_nvlink && info.hop == Hop::NVLINK;
+    through_cpu = through_cpu || info.through_cpu;
     edge_bw = std::min(edge_bw, info.bandwidth);
   }
   // NCCL's latency: the ring's steps cross each kind of hop in proportion; the slowest hop kind sets the pace.
   const int steps = steps_of(kind, n);
   const Hop slowest = *std::max_element(hops.begin(), hops.end());
+  const bool pcie = std::find(hops.begin(), hops.end(), Hop::PCIE) != hops.end();
+  std::array<double, 3> share = bandwidth_share;
+  if (slowest == Hop::NETWORK)
+    share[LL128] = pcie || through_cpu ? 0.0 : ll128_network_share(ppn, edge_bw);
+  else if (slowest == Hop::PCIE)
+    share[LL128] = 0.0;
   const double per_rank = ring_bytes_per_rank(kind, n, bytes);
-  RingPlan best{SIMPLE, 0, std::numeric_limits<double>::infinity()};
+  RingPlan best{SIMPLE, 0, std::numeric_limits<double>::infinity(), 1.0};
   for (Protocol p : {LL, LL128, SIMPLE}) {
-    if (p == LL128 && !all_nvlink)
+    if (share[p] <= 0)
       continue;
     const double latency = (base_latency_us[p] + steps * step_latency_us(slowest, p)) * 1e-6;
-    const double time = latency + per_rank / (edge_bw * bandwidth_share[p]);
+    const double time = latency + per_rank / (edge_bw * share[p]);
     if (time < best.time)
-      best = RingPlan{p, latency, time};
+      best = RingPlan{p, latency, time, share[p]};
   }
   return best;
 }
 
-// One ring phase: n flows r_i -> r_{i+1}.
-CollectivePhase Lowering::ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes)
+// One ring phase: n flows r_i -> r_{i+1}. `ppn` 0: the ring's own GPUs per node.
+CollectivePhase Lowering::ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes, double ppn)
 {
   const int n = static_cast<int>(ranks.size());
   if (n < 2)
     return {};
-  const RingPlan plan = ring_plan(kind, ranks, bytes);
+  if (ppn <= 0) {
+    std::map<int, int> per_node;
+    for (int r : ranks)
+      ++per_node[r / g_.gpus_per_node];
+    ppn = static_cast<double>(n) / static_cast<double>(per_node.size());
+  }
+  const RingPlan plan = ring_plan(kind, ranks, bytes, ppn);
   const double per_rank = ring_bytes_per_rank(kind, n, bytes);
   CollectivePhase phase;
   for (int i = 0; i < n; ++i)
     phase.push_back(Flow{ranks[static_cast<std::size_t>(i)], ranks[static_cast<std::size_t>((i + 1) % n)],
-                         per_rank / bandwidth_share[static_cast<std::size_t>(plan.protocol)], plan.latency});
+                         per_rank / plan.share, plan.latency});
   return phase;
 }
 
@@ -186,7 +214,7 @@ std::optional<CollectivePhase> Lowering::nvls_all_reduce(const std::vector<int>&
       std::any_of(ranks.begin(), ranks.end(), [&](int r) { return r / g_.gpus_per_node != node; }))
     return std::nullopt;
   const double latency = nvls_latency_us * 1e-6;
-  if (latency + bytes / rate >= ring_plan(CollectiveKind::ALL_REDUCE, ranks, bytes).time)
+  if (latency + bytes / rate >= ring_plan(CollectiveKind::ALL_REDUCE, ranks, bytes, 0).time)
     return std::nullopt;
   CollectivePhase phase;
   add_nvls_flows(ranks, bytes, latency, phase);
@@ -217,6 +245,20 @@ void Lowering::add_rail_flows(const std::map<int, std::vector<int>>& by_node, do
   }
 }
 
+// Whether NCCL runs LL128 across the nodes of `by_node`: each GPU's path to the next node's avoids the CPUs (its NIC
+// under its PCIe switch) and the node's GPUs talk over NVLink.
+bool Lowering::ll128_across_nodes(const std::map<int, std::vector<int>>& by_node)
+{
+  const auto& first = by_node.begin()->second;
+  if (first.size() > 1 && path(first[0], first[1]).hop != Hop::NVLINK)
+    return false;
+  const auto& next = std::next(by_node.begin()) == by_node.end() ? first : std::next(by_node.begin())->second;
+  for (std::size_t i = 0; i < first.size(); ++i)
+    if (path(first[i], next[i]).through_cpu)
+      return false;
+  return true;
+}
+
 // NCCL's model of its ring and of its double binary tree for an all-reduce of `bytes` across the nodes of `by_node`,
 // at bus bandwidth `bus`: the ring's 2(n-1) steps, 2 x nodes of them across the network, the tree's 2 log2(nodes)
 // network hops and its chain of the node's GPUs, each with its fastest protocol. The tree's latency is that of the
@@ -230,29 +272,39 @@ Lowering::AcrossNodes Lowering::across_nodes(const std::map<int, std::vector<int
   const Hop intra = per_node > 1 ? path(first[0], first[1]).hop : Hop::NVLINK;
   const int steps = steps_of(CollectiveKind::ALL_REDUCE, n);
   const int network_steps = 2 * nodes;
+  // LL128's shares across the network, where NCCL runs it: the per-channel cap against one NIC's rate.
+  const bool ll128 = ll128_across_nodes(by_node);
+  const double rail_bw = rail_bandwidth(by_node);
+  const double ring_ll128 = ll128_network_share(static_cast<double>(per_node), rail_bw);
+  const double tree_cap = ll128_channel_cap / rail_bw;
   AcrossNodes model;
   model.ring_time = model.tree_time = std::numeric_limits<double>::infinity();
-  model.tree = TreePlan{SIMPLE, 0, bytes};
-  for (Protocol p : {LL, SIMPLE}) {
+  model.tree = TreePlan{SIMPLE, 0, bytes, 1.0};
+  for (Protocol p : {LL, LL128, SIMPLE}) {
+    if (p == LL128 && !ll128)
+      continue;
     const double intra_factor = p == LL ? ll_intra_multi_node : 1.0;
     double ring_latency = base_latency_us[p] +
                           std::max(0, steps - network_steps) * step_latency_us(intra, p) * intra_factor +
                           network_steps * ring_step_us.network[p];
     if (p == SIMPLE && bytes >= n / 16.0 * 65536.0)
       ring_latency *= ring_plateau;
-    model.ring_time = std::min(model.ring_time, ring_latency * 1e-6 + bytes * steps / n / (bus * bandwidth_share[p]));
+    const double ring_share = p == LL128 ? ring_ll128 : bandwidth_share[p];
+    model.ring_time = std::min(model.ring_time, ring_latency * 1e-6 + bytes * steps / n / (bus * ring_share));
     if (p == SIMPLE)
       model.ring_simple_latency = ring_latency * 1e-6;
     const double tree_latency =
         tree_base_latency_us[p] +
         2.0 * (static_cast<double>(per_node - 1) * step_latency_us(intra, p, tree_step_us) * intra_factor +
                log2i(nodes) * tree_step_us.network[p]);
-    const double time = tree_latency * 1e-6 + 2.0 * bytes / (bus * tree_share(p, bytes));
+    const double cap = p == LL128 ? tree_cap : 1.0;
+    const double time = tree_latency * 1e-6 + 2.0 * bytes / (bus * std::min(tree_share(p, bytes), cap));
     if (p == SIMPLE)
       model.tree_simple_latency = tree_latency * 1e-6;
     if (time < model.tree_time) {
       model.tree_time = time;
-      model.tree = TreePlan{p, (tree_base_latency_us[p] + 2.0 * log2i(nodes) * tree_step_us.network[p]) * 1e-6, bytes};
+      model.tree =
+          TreePlan{p, (tree_base_latency_us[p] + 2.0 * log2i(nodes) * tree_step_us.network[p]) * 1e-6, bytes, cap};
     }
   }
   return model;
@@ -331,7 +383,8 @@ CollectivePhase Lowering::tree_phase(const std::vector<int>& rail, double shard,
   const std::size_t n = rail.size();
   const auto p = static_cast<Protocol>(plan.protocol);
   for (std::size_t i = 0; i < n; ++i)
-    phase.push_back(Flow{rail[i], rail[(i + 1) % n], 2.0 * shard / tree_share(p, plan.bytes), plan.latency});
+    phase.push_back(
+        Flow{rail[i], rail[(i + 1) % n], 2.0 * shard / std::min(tree_share(p, plan.bytes), plan.cap), plan.latency});
   return phase;
 }
 
@@ -499,7 +552,7 @@ std::vector<CollectivePhase> Lowering::collective(CollectiveKind kind, const std
       std::vector<int> rail;
       for (const auto& [node, members] : by_node)
         rail.push_back(members[i]);
-      for (Flow f : tree ? tree_phase(rail, buffer, *tree) : ring(k, rail, buffer)) {
+      for (Flow f : tree ? tree_phase(rail, buffer, *tree) : ring(k, rail, buffer, static_cast<double>(per_node))) {
         if (!tree && !(k == CollectiveKind::ALL_REDUCE && nodes == 2))
           f.bytes *= flat_share / rail_share;
         phase.push_back(f);

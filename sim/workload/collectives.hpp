@@ -61,8 +61,9 @@ class Lowering {
   enum class Hop { NVLINK, PCIE, NETWORK };
   struct PathInfo {
     Hop hop = Hop::NETWORK;
-    double bandwidth = 0; // achievable, of the narrowest link
-    bool direct = false;  // one NVLink-class link of its own (a mesh), no switch between
+    double bandwidth = 0;     // achievable, of the narrowest link
+    bool direct = false;      // one NVLink-class link of its own (a mesh), no switch between
+    bool through_cpu = false; // crosses a CPU (NCCL's PHB/SYS): its GPU and NIC are not under one PCIe switch
   };
   const PathInfo& path(int a, int b);
 
@@ -71,12 +72,15 @@ class Lowering {
     int protocol = 0;   // NCCL's LL, LL128 or Simple
     double latency = 0; // seconds, base and steps
     double time = 0;    // seconds, latency and bytes, by NCCL's model
+    double share = 1;   // of the ring's bandwidth the protocol moves data at
   };
-  RingPlan ring_plan(CollectiveKind kind, const std::vector<int>& ranks, double bytes);
+  // `ppn`: GPUs per node of the whole collective (NCCL's ranks per node), which a ring across nodes runs for.
+  RingPlan ring_plan(CollectiveKind kind, const std::vector<int>& ranks, double bytes, double ppn);
   struct TreePlan {
-    int protocol = 0;   // NCCL's LL or Simple
+    int protocol = 0;   // NCCL's LL, LL128 or Simple
     double latency = 0; // seconds, across nodes
     double bytes = 0;   // the whole collective's buffer (NCCL's size correction is by it)
+    double cap = 1;     // the most of the bandwidth LL128 moves data at across the network (per-channel cap)
   };
   struct AcrossNodes {
     double ring_time = 0; // seconds, by NCCL's model, the fastest protocol
@@ -89,13 +93,14 @@ class Lowering {
   void add_rail_flows(const std::map<int, std::vector<int>>& by_node, double bytes, double latency,
                       CollectivePhase& phase);
   AcrossNodes across_nodes(const std::map<int, std::vector<int>>& by_node, double bytes, double bus);
+  bool ll128_across_nodes(const std::map<int, std::vector<int>>& by_node);
   std::optional<TreePlan> tree_plan(const std::map<int, std::vector<int>>& by_node, double bytes, bool forced);
   std::optional<CollectivePhase> nvls_tree_all_reduce(const std::map<int, std::vector<int>>& by_node, double bytes);
   void add_nvls_flows(const std::vector<int>& members, double bytes, double latency, CollectivePhase& phase);
   CollectivePhase tree_phase(const std::vector<int>& rail, double shard, const TreePlan& plan);
   CollectivePhase sharp_all_reduce(const std::map<int, std::vector<int>>& by_node, double bytes);
   std::optional<CollectivePhase> nvls_all_reduce(const std::vector<int>& ranks, double bytes);
-  CollectivePhase ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes);
+  CollectivePhase ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes, double ppn = 0);
   bool full_mesh(const std::vector<int>& ranks);
   CollectivePhase direct(const std::vector<int>& ranks, double bytes);
   CollectivePhase ring_or_direct(CollectiveKind kind, const std::vector<int>& ranks, double bytes)

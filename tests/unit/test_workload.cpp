@@ -292,13 +292,17 @@ TEST_CASE("an all-reduce across many nodes takes NCCL's double binary tree where
     return r;
   };
   // 1 MB over 128 nodes: the ring's 256 network steps cost milliseconds, the tree's 2 log2(128) = 14 hops far less.
+  // A DGX A100's NICs sit under its GPUs' PCIe switches: NCCL runs the tree in LL128, 4.4 us and 8.5 us per network
+  // hop (NCCL 2.16).
   const auto tree = sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, one_per_node(128), 1 << 20, g,
                                                     CollectiveAlgorithm::AUTO);
   REQUIRE(tree.size() == 1);
-  REQUIRE(tree[0].size() == 128);                       // on the ring's edges
-  CHECK(tree[0][0].latency_s == Approx(2 * 7 * 28e-6)); // Simple: 28 us per network hop of the tree (NCCL 2.16)
-  // Twice the buffer at the tree's share: 0.92, times NCCL's correction at 16K x 64 B (0.5).
-  CHECK(tree[0][0].bytes == Approx(2.0 * (1 << 20) / (0.92 * 0.5)));
+  REQUIRE(tree[0].size() == 128); // on the ring's edges
+  CHECK(tree[0][0].latency_s == Approx((4.4 + 2 * 7 * 8.5) * 1e-6));
+  // Twice the buffer at the tree's LL128 share: 0.92 x 120/128, times NCCL's correction at 16K x 64 B (0.6), under
+  // the 20 GB/s per channel cap (0.85 of a 23.5 GB/s HDR NIC).
+  const double ll128_tree = 0.92 * 120.0 / 128.0;
+  CHECK(tree[0][0].bytes == Approx(2.0 * (1 << 20) / (ll128_tree * 0.6)));
   for (const auto& f : tree[0])
     CHECK(f.dst == (f.src + 8) % (8 * 128));
   // 64 MB over 16 nodes: bandwidth-bound, where the ring moves less: the ring.
@@ -308,17 +312,18 @@ TEST_CASE("an all-reduce across many nodes takes NCCL's double binary tree where
   // Asked for, the tree; asked for rings, never; two nodes: the hierarchical ring, which moves what the tree would.
   const auto forced =
       sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, one_per_node(16), 64e6, g, CollectiveAlgorithm::TREE);
-  CHECK(forced[0][0].bytes == Approx(2.0 * 64e6 / (0.92 * 0.7))); // 64e6 / 64 B is past 2^19: correction 0.7
+  // 64e6 / 64 B is past 2^19: LL128's correction 0.9 against Simple's 0.7, so LL128 again.
+  CHECK(forced[0][0].bytes == Approx(2.0 * 64e6 / (ll128_tree * 0.9)));
   for (auto algorithm : {CollectiveAlgorithm::RING, CollectiveAlgorithm::HIERARCHICAL})
     CHECK(sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, one_per_node(128), 1 << 20, g, algorithm)[0][0]
-              .latency_s != Approx(2 * 7 * 28e-6));
+              .latency_s != Approx((4.4 + 2 * 7 * 8.5) * 1e-6));
   CHECK(sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, one_per_node(2), 1 << 20, g,
                                         CollectiveAlgorithm::TREE)[0][0]
             .bytes < 2.0 * (1 << 20));
   // Reduce-scatters and all-gathers have no tree.
   CHECK(sim::workload::lower_collective(CollectiveKind::REDUCE_SCATTER, one_per_node(128), 1 << 20, g,
                                         CollectiveAlgorithm::TREE)[0][0]
-            .latency_s != Approx(2 * 7 * 28e-6));
+            .latency_s != Approx((4.4 + 2 * 7 * 8.5) * 1e-6));
   // Whole nodes (64 MB over 16 nodes of 8): the ring's 222 steps inside nodes tip NCCL's model to the tree, which
   // runs across the nodes between the hierarchical phases inside them.
   std::vector<int> whole;
@@ -331,10 +336,53 @@ TEST_CASE("an all-reduce across many nodes takes NCCL's double binary tree where
   for (const auto& f : nodes[0])
     if (f.src / 8 != f.dst / 8) {
       ++across;
-      CHECK(f.bytes == Approx(2.0 * 8e6 / (0.92 * 0.7)));
+      CHECK(f.bytes == Approx(2.0 * 8e6 / (ll128_tree * 0.9)));
     }
   CHECK(across == 128);                         // 8 rails of 16 nodes
-  CHECK(nodes[0][0].latency_s > 2 * 4 * 28e-6); // the tree's hops and the rings inside the nodes
+  CHECK(nodes[0][0].latency_s > (4.4 + 2 * 4 * 8.5) * 1e-6); // the tree's hops and the rings inside the nodes
+}
+
+TEST_CASE("LL128 crosses the network where NCCL enables it, at its ring share and under its per-channel cap")
+{
+  using sim::plan::CollectiveAlgorithm;
+  using sim::workload::CollectiveKind;
+  auto one_per_node = [](int nodes, int per_node) {
+    std::vector<int> r;
+    for (int i = 0; i < nodes; ++i)
+      r.push_back(per_node * i);
+    return r;
+  };
+  // 1 MB gathered over a ring of 8 DGX A100 nodes, one GPU each: LL128's 7 network steps at 4 us beat Simple's at
+  // 9.6 us, at 0.7 of the ring's bandwidth with one GPU per node (NCCL's ppn < 2).
+  const auto a100 = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 8);
+  const auto ring =
+      sim::workload::lower_collective(CollectiveKind::ALL_GATHER, one_per_node(8, 8), 1e6, a100, CollectiveAlgorithm::RING);
+  REQUIRE(ring.size() == 1);
+  CHECK(ring[0][0].latency_s == Approx((10.0 + 7 * 4.0) * 1e-6));
+  CHECK(ring[0][0].bytes == Approx(7.0 / 8 * 1e6 / 0.7));
+  // Large, Simple: no overhead on the wire.
+  const auto large =
+      sim::workload::lower_collective(CollectiveKind::ALL_GATHER, one_per_node(8, 8), 4e9, a100, CollectiveAlgorithm::RING);
+  CHECK(large[0][0].bytes == Approx(7.0 / 8 * 4e9));
+  // On 400 Gb/s NICs the 20 GB/s per channel cap binds (20 / 47 of the NIC), so Simple keeps mid sizes.
+  const auto h100 = sim::topology::build_graph(sim::scenario::load_cluster("dgx-h100", test::options()), 8);
+  const auto capped =
+      sim::workload::lower_collective(CollectiveKind::ALL_GATHER, one_per_node(8, 8), 64e6, h100, CollectiveAlgorithm::RING);
+  CHECK(capped[0][0].bytes == Approx(7.0 / 8 * 64e6));
+  const auto small =
+      sim::workload::lower_collective(CollectiveKind::ALL_GATHER, one_per_node(8, 8), 1e6, h100, CollectiveAlgorithm::RING);
+  CHECK(small[0][0].bytes == Approx(7.0 / 8 * 1e6 / (20e9 / (50e9 * 0.94))));
+  // GPUs on PCIe only (no NVLink inside the node): never LL128 across the network, as NCCL's typeIntra check.
+  const auto l40s = sim::topology::build_graph(sim::scenario::load_cluster("l40s-pcie", test::options()), 8);
+  std::vector<int> two_per_node;
+  for (int node = 0; node < 8; ++node)
+    for (int local : {0, 1})
+      two_per_node.push_back(8 * node + local);
+  const auto pcie =
+      sim::workload::lower_collective(CollectiveKind::ALL_GATHER, two_per_node, 1e6, l40s, CollectiveAlgorithm::RING);
+  REQUIRE(pcie.size() == 1);
+  for (const auto& f : pcie[0])
+    CHECK(f.bytes == Approx(15.0 / 16 * 1e6)); // Simple, no wire overhead, on every edge
 }
 
 TEST_CASE("across GB200 racks an all-reduce runs as NCCL's NVLS-Tree: NVLink SHARP inside, the shares across")
