@@ -214,7 +214,8 @@ std::optional<CollectivePhase> Lowering::nvls_all_reduce(const std::vector<int>&
       std::any_of(ranks.begin(), ranks.end(), [&](int r) { return r / g_.gpus_per_node != node; }))
     return std::nullopt;
   const double latency = nvls_latency_us * 1e-6;
-  if (latency + bytes / rate >= ring_plan(CollectiveKind::ALL_REDUCE, ranks, bytes, 0).time)
+  if (latency + bytes / rate >=
+      ring_plan(CollectiveKind::ALL_REDUCE, ranks, bytes, static_cast<double>(ranks.size())).time)
     return std::nullopt;
   CollectivePhase phase;
   add_nvls_flows(ranks, bytes, latency, phase);

@@ -54,14 +54,15 @@ std::vector<double> held_out_gemm_errors(const KernelTables& full, double min_m)
 // Regression bounds at the errors measured when the tables were built, with a margin: A100 median 4.7 %, p95 19 %;
 // H100, whose two sources differ by 8 % at the same shapes, median 7.8 %, p95 30 %; H200, whose table is its own
 // measurement only (1,170 rows at the validation shapes, no public per-shape data), median 2.0 %, p95 11.5 %.
-TEST_CASE("GEMM shapes a table was not built from are predicted within its bounds (A100 6/22, H100 9/33, H200 4/15 pct)")
+TEST_CASE(
+    "GEMM shapes a table was not built from are predicted within its bounds (A100 6/22, H100 9/33, H200 4/15 pct)")
 {
   struct Bound {
     const char* preset;
     double median, p95;
   };
-  for (const auto& [preset, median, p95] : {Bound{"dgx-a100", 0.06, 0.22}, Bound{"dgx-h100", 0.09, 0.33},
-                                            Bound{"hgx-h200", 0.04, 0.15}}) {
+  for (const auto& [preset, median, p95] :
+       {Bound{"dgx-a100", 0.06, 0.22}, Bound{"dgx-h100", 0.09, 0.33}, Bound{"hgx-h200", 0.04, 0.15}}) {
     const auto errors = held_out_gemm_errors(*shipped(preset), 512);
     INFO(preset << ": " << errors.size() << " held-out rows; median " << quantile(errors, 0.5) << ", p95 "
                 << quantile(errors, 0.95));
@@ -262,16 +263,17 @@ TEST_CASE("the H100's and H200's measured memory-bound classes are the central v
     std::string csv_class, implementation;
     bool large_only;
   };
-  const std::vector<Class> classes{{MemoryKernel::LAYERNORM_TORCH, "layernorm", "torch", true},
-                                   {MemoryKernel::RMSNORM_TORCH, "rmsnorm", "torch", true},
-                                   {MemoryKernel::DROPOUT, "dropout", "torch", true},
-                                   {MemoryKernel::GELU, "gelu", "torch_compile", true},
-                                   {MemoryKernel::BIAS_DROPOUT_ADD, "bias_dropout_add", "torch_compile", true},
-                                   {MemoryKernel::RESIDUAL_ADD, "residual_add", "torch", true},
-                                   {MemoryKernel::ROPE, "rope", "torch_compile", true},
-                                   {MemoryKernel::EMBEDDING, "embedding", "torch", false},
-                                   {MemoryKernel::ADAM, "adam", "torch_fused", false},
-                                   {MemoryKernel::GRADIENT_ACCUMULATION, "gradient_accumulation", "torch_foreach", false}};
+  const std::vector<Class> classes{
+      {MemoryKernel::LAYERNORM_TORCH, "layernorm", "torch", true},
+      {MemoryKernel::RMSNORM_TORCH, "rmsnorm", "torch", true},
+      {MemoryKernel::DROPOUT, "dropout", "torch", true},
+      {MemoryKernel::GELU, "gelu", "torch_compile", true},
+      {MemoryKernel::BIAS_DROPOUT_ADD, "bias_dropout_add", "torch_compile", true},
+      {MemoryKernel::RESIDUAL_ADD, "residual_add", "torch", true},
+      {MemoryKernel::ROPE, "rope", "torch_compile", true},
+      {MemoryKernel::EMBEDDING, "embedding", "torch", false},
+      {MemoryKernel::ADAM, "adam", "torch_fused", false},
+      {MemoryKernel::GRADIENT_ACCUMULATION, "gradient_accumulation", "torch_foreach", false}};
   for (const auto& [preset, gpu_dir] : {std::pair{"dgx-h100", "h100"}, std::pair{"hgx-h200", "h200"}}) {
     const auto gpu = sim::scenario::load_cluster(preset, test::options()).gpu;
     const auto rows = measured_rows("memory.csv", gpu_dir);

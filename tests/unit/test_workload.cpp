@@ -338,7 +338,7 @@ TEST_CASE("an all-reduce across many nodes takes NCCL's double binary tree where
       ++across;
       CHECK(f.bytes == Approx(2.0 * 8e6 / (ll128_tree * 0.9)));
     }
-  CHECK(across == 128);                         // 8 rails of 16 nodes
+  CHECK(across == 128);                                      // 8 rails of 16 nodes
   CHECK(nodes[0][0].latency_s > (4.4 + 2 * 4 * 8.5) * 1e-6); // the tree's hops and the rings inside the nodes
 }
 
@@ -355,22 +355,22 @@ TEST_CASE("LL128 crosses the network where NCCL enables it, at its ring share an
   // 1 MB gathered over a ring of 8 DGX A100 nodes, one GPU each: LL128's 7 network steps at 4 us beat Simple's at
   // 9.6 us, at 0.7 of the ring's bandwidth with one GPU per node (NCCL's ppn < 2).
   const auto a100 = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 8);
-  const auto ring =
-      sim::workload::lower_collective(CollectiveKind::ALL_GATHER, one_per_node(8, 8), 1e6, a100, CollectiveAlgorithm::RING);
+  const auto ring = sim::workload::lower_collective(CollectiveKind::ALL_GATHER, one_per_node(8, 8), 1e6, a100,
+                                                    CollectiveAlgorithm::RING);
   REQUIRE(ring.size() == 1);
   CHECK(ring[0][0].latency_s == Approx((10.0 + 7 * 4.0) * 1e-6));
   CHECK(ring[0][0].bytes == Approx(7.0 / 8 * 1e6 / 0.7));
   // Large, Simple: no overhead on the wire.
-  const auto large =
-      sim::workload::lower_collective(CollectiveKind::ALL_GATHER, one_per_node(8, 8), 4e9, a100, CollectiveAlgorithm::RING);
+  const auto large = sim::workload::lower_collective(CollectiveKind::ALL_GATHER, one_per_node(8, 8), 4e9, a100,
+                                                     CollectiveAlgorithm::RING);
   CHECK(large[0][0].bytes == Approx(7.0 / 8 * 4e9));
   // On 400 Gb/s NICs the 20 GB/s per channel cap binds (20 / 47 of the NIC), so Simple keeps mid sizes.
   const auto h100 = sim::topology::build_graph(sim::scenario::load_cluster("dgx-h100", test::options()), 8);
-  const auto capped =
-      sim::workload::lower_collective(CollectiveKind::ALL_GATHER, one_per_node(8, 8), 64e6, h100, CollectiveAlgorithm::RING);
+  const auto capped = sim::workload::lower_collective(CollectiveKind::ALL_GATHER, one_per_node(8, 8), 64e6, h100,
+                                                      CollectiveAlgorithm::RING);
   CHECK(capped[0][0].bytes == Approx(7.0 / 8 * 64e6));
-  const auto small =
-      sim::workload::lower_collective(CollectiveKind::ALL_GATHER, one_per_node(8, 8), 1e6, h100, CollectiveAlgorithm::RING);
+  const auto small = sim::workload::lower_collective(CollectiveKind::ALL_GATHER, one_per_node(8, 8), 1e6, h100,
+                                                     CollectiveAlgorithm::RING);
   CHECK(small[0][0].bytes == Approx(7.0 / 8 * 1e6 / (20e9 / (50e9 * 0.94))));
   // GPUs on PCIe only (no NVLink inside the node): never LL128 across the network, as NCCL's typeIntra check.
   const auto l40s = sim::topology::build_graph(sim::scenario::load_cluster("l40s-pcie", test::options()), 8);
