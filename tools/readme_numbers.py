@@ -7,10 +7,12 @@ A quoted number is marked with an HTML comment (invisible on the rendered page) 
     <!--n a=scenarios/whatif/h100-tp-heavy.json; b=scenarios/whatif/h800-tp-heavy.json :
           (b.tokens_per_s / a.tokens_per_s - 1) * 100 | .1f-->−19.4%
 
-Before the colon, the runs: `;`-separated, each a scenario and optional `--set PATH=VALUE` overrides, with an optional
-`label=` (one unlabelled run's report keys are plain names; labelled ones are `label.key`). After it, an expression
-over report keys (dotted paths into `simtrain run --format json`), numbers, + - * / and parentheses; after the bar, a
-Python format spec (`memory.per_stage[0].peak_bytes` indexes a list, `x["key-with-dashes"]` takes any key). The number right after the comment is what the expression gives, so formatted.
+Before ` : ` (a colon between spaces), the runs: `;`-separated, each a scenario and optional `--set PATH=VALUE`
+overrides, with an optional `label=` (one unlabelled run's report keys are plain names; labelled ones are
+`label.key`). After it, an expression over report keys (dotted paths into `simtrain run --format json`;
+`memory.per_stage[0].peak_bytes` indexes a list, `x["key-with-dashes"]` takes any key), numbers, + - * / and
+parentheses; after the bar, a Python format spec. The number right after the comment is what the expression gives,
+so formatted (with a typographic minus where the quoted one has it).
 
   readme_numbers.py check SIMTRAIN FILE...    exit 1 and list each number that differs (stale) or cannot be made
   readme_numbers.py update SIMTRAIN FILE...   rewrite them (tools/update-goldens does, after a change meant to move
