@@ -133,28 +133,45 @@ const Lowering::PathInfo& Lowering::path(int a, int b)
   return it->second;
 }
 
+// Whether NCCL runs LL128 across the network for a collective over `by_node` (NCCL's check is of the whole
+// communicator): the nodes' GPUs talk over NVLink, and each GPU's path to the next node avoids the CPUs (its NIC under
+// its PCIe switch).
+NetworkUse Lowering::network_use(const std::map<int, std::vector<int>>& by_node)
+{
+  std::size_t ranks = 0;
+  for (const auto& [node, members] : by_node)
+    ranks += members.size();
+  NetworkUse net{static_cast<double>(ranks) / static_cast<double>(by_node.size()), by_node.size() > 1};
+  for (auto it = by_node.begin(); it != by_node.end() && net.ll128; ++it) {
+    const auto& members = it->second;
+    const auto& next = std::next(it) == by_node.end() ? by_node.begin()->second : std::next(it)->second;
+    if (members.size() > 1 && path(members[0], members[1]).hop != Hop::NVLINK)
+      net.ll128 = false;
+    for (std::size_t i = 0; i < std::min(members.size(), next.size()) && net.ll128; ++i)
+      net.ll128 = !path(members[i], next[i]).through_cpu;
+  }
+  return net;
+}
+
 // NCCL's choice of protocol for a ring: the fastest by its model, from the ring's slowest hop and narrowest edge.
-// LL128 runs over NVLink, and across the network where NCCL enables it (NICs under the GPUs' PCIe switches, NVLink
-// inside the nodes), at its share of a ring across nodes.
-Lowering::RingPlan Lowering::ring_plan(CollectiveKind kind, const std::vector<int>& ranks, double bytes, double ppn)
+// LL128 runs over NVLink, and across the network where NCCL enables it for the ring's collective (`net`), at its
+// share of a ring across nodes; never over PCIe.
+Lowering::RingPlan Lowering::ring_plan(CollectiveKind kind, const std::vector<int>& ranks, double bytes,
+                                       const NetworkUse& net)
 {
   const int n = static_cast<int>(ranks.size());
-  std::vector<Hop> hops;
+  Hop slowest = Hop::NVLINK;
   double edge_bw = std::numeric_limits<double>::infinity();
-  bool through_cpu = false;
   for (int i = 0; i < n; ++i) {
     const PathInfo& info = path(ranks[static_cast<std::size_t>(i)], ranks[static_cast<std::size_t>((i + 1) % n)]);
-    hops.push_back(info.hop);
-    through_cpu = through_cpu || info.through_cpu;
+    slowest = std::max(slowest, info.hop);
     edge_bw = std::min(edge_bw, info.bandwidth);
   }
   // NCCL's latency: the ring's steps cross each kind of hop in proportion; the slowest hop kind sets the pace.
   const int steps = steps_of(kind, n);
-  const Hop slowest = *std::max_element(hops.begin(), hops.end());
-  const bool pcie = std::find(hops.begin(), hops.end(), Hop::PCIE) != hops.end();
   std::array<double, 3> share = bandwidth_share;
   if (slowest == Hop::NETWORK)
-    share[LL128] = pcie || through_cpu ? 0.0 : ll128_network_share(ppn, edge_bw);
+    share[LL128] = net.ll128 ? ll128_network_share(net.ppn, edge_bw) : 0.0;
   else if (slowest == Hop::PCIE)
     share[LL128] = 0.0;
   const double per_rank = ring_bytes_per_rank(kind, n, bytes);
@@ -170,19 +187,13 @@ Lowering::RingPlan Lowering::ring_plan(CollectiveKind kind, const std::vector<in
   return best;
 }
 
-// One ring phase: n flows r_i -> r_{i+1}. `ppn` 0: the ring's own GPUs per node.
-CollectivePhase Lowering::ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes, double ppn)
+// One ring phase: n flows r_i -> r_{i+1}.
+CollectivePhase Lowering::ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes, const NetworkUse& net)
 {
   const int n = static_cast<int>(ranks.size());
   if (n < 2)
     return {};
-  if (ppn <= 0) {
-    std::map<int, int> per_node;
-    for (int r : ranks)
-      ++per_node[r / g_.gpus_per_node];
-    ppn = static_cast<double>(n) / static_cast<double>(per_node.size());
-  }
-  const RingPlan plan = ring_plan(kind, ranks, bytes, ppn);
+  const RingPlan plan = ring_plan(kind, ranks, bytes, net);
   const double per_rank = ring_bytes_per_rank(kind, n, bytes);
   CollectivePhase phase;
   for (int i = 0; i < n; ++i)
@@ -214,8 +225,7 @@ std::optional<CollectivePhase> Lowering::nvls_all_reduce(const std::vector<int>&
       std::any_of(ranks.begin(), ranks.end(), [&](int r) { return r / g_.gpus_per_node != node; }))
     return std::nullopt;
   const double latency = nvls_latency_us * 1e-6;
-  if (latency + bytes / rate >=
-      ring_plan(CollectiveKind::ALL_REDUCE, ranks, bytes, static_cast<double>(ranks.size())).time)
+  if (latency + bytes / rate >= ring_plan(CollectiveKind::ALL_REDUCE, ranks, bytes, {}).time)
     return std::nullopt;
   CollectivePhase phase;
   add_nvls_flows(ranks, bytes, latency, phase);
@@ -246,20 +256,6 @@ void Lowering::add_rail_flows(const std::map<int, std::vector<int>>& by_node, do
   }
 }
 
-// Whether NCCL runs LL128 across the nodes of `by_node`: each GPU's path to the next node's avoids the CPUs (its NIC
-// under its PCIe switch) and the node's GPUs talk over NVLink.
-bool Lowering::ll128_across_nodes(const std::map<int, std::vector<int>>& by_node)
-{
-  const auto& first = by_node.begin()->second;
-  if (first.size() > 1 && path(first[0], first[1]).hop != Hop::NVLINK)
-    return false;
-  const auto& next = std::next(by_node.begin()) == by_node.end() ? first : std::next(by_node.begin())->second;
-  for (std::size_t i = 0; i < first.size(); ++i)
-    if (path(first[i], next[i]).through_cpu)
-      return false;
-  return true;
-}
-
 // NCCL's model of its ring and of its double binary tree for an all-reduce of `bytes` across the nodes of `by_node`,
 // at bus bandwidth `bus`: the ring's 2(n-1) steps, 2 x nodes of them across the network, the tree's 2 log2(nodes)
 // network hops and its chain of the node's GPUs, each with its fastest protocol. The tree's latency is that of the
@@ -274,15 +270,15 @@ Lowering::AcrossNodes Lowering::across_nodes(const std::map<int, std::vector<int
   const int steps = steps_of(CollectiveKind::ALL_REDUCE, n);
   const int network_steps = 2 * nodes;
   // LL128's shares across the network, where NCCL runs it: the per-channel cap against one NIC's rate.
-  const bool ll128 = ll128_across_nodes(by_node);
+  const NetworkUse net = network_use(by_node);
   const double rail_bw = rail_bandwidth(by_node);
-  const double ring_ll128 = ll128_network_share(static_cast<double>(per_node), rail_bw);
+  const double ring_ll128 = ll128_network_share(net.ppn, rail_bw);
   const double tree_cap = ll128_channel_cap / rail_bw;
   AcrossNodes model;
   model.ring_time = model.tree_time = std::numeric_limits<double>::infinity();
   model.tree = TreePlan{SIMPLE, 0, bytes, 1.0};
   for (Protocol p : {LL, LL128, SIMPLE}) {
-    if (p == LL128 && !ll128)
+    if (p == LL128 && !net.ll128)
       continue;
     const double intra_factor = p == LL ? ll_intra_multi_node : 1.0;
     double ring_latency = base_latency_us[p] +
@@ -529,7 +525,7 @@ std::vector<CollectivePhase> Lowering::collective(CollectiveKind kind, const std
         return {*nvls};
     if (full_mesh(ranks) && kind == CollectiveKind::ALL_REDUCE)
       return {direct(ranks, bytes), direct(ranks, bytes)}; // reduce-scatter, then all-gather
-    return {ring_or_direct(kind, ranks, bytes)};
+    return {ring_or_direct(kind, ranks, bytes, network_use(by_node))};
   }
 
   // Inside each node over the node's share, across nodes per local rank over 1/per_node of the buffer.
@@ -547,13 +543,14 @@ std::vector<CollectivePhase> Lowering::collective(CollectiveKind kind, const std
   const int nodes = static_cast<int>(by_node.size());
   const double flat_share = static_cast<double>(ranks.size() - 1) / static_cast<double>(ranks.size());
   const double rail_share = static_cast<double>(nodes - 1) / nodes;
+  const NetworkUse net = network_use(by_node);
   auto inter = [&](CollectiveKind k, double buffer) {
     CollectivePhase phase;
     for (std::size_t i = 0; i < per_node; ++i) {
       std::vector<int> rail;
       for (const auto& [node, members] : by_node)
         rail.push_back(members[i]);
-      for (Flow f : tree ? tree_phase(rail, buffer, *tree) : ring(k, rail, buffer, static_cast<double>(per_node))) {
+      for (Flow f : tree ? tree_phase(rail, buffer, *tree) : ring(k, rail, buffer, net)) {
         if (!tree && !(k == CollectiveKind::ALL_REDUCE && nodes == 2))
           f.bytes *= flat_share / rail_share;
         phase.push_back(f);

@@ -37,6 +37,13 @@ using CollectivePhase = std::vector<Flow>;
 // Per-rank bytes a ring of n ranks sends for a buffer of `bytes`: 2(n-1)/n (all-reduce) or (n-1)/n.
 double ring_bytes_per_rank(CollectiveKind kind, int n, double bytes);
 
+// How the whole collective a ring belongs to meets the network, as NCCL sees its communicator: its GPUs per node,
+// and whether NCCL runs LL128 across the network for it. Rings inside one node never cross it.
+struct NetworkUse {
+  double ppn = 1;
+  bool ll128 = false;
+};
+
 // Lowers collectives and sends on one cluster, remembering what it learnt about each GPU pair's path.
 class Lowering {
  public:
@@ -74,8 +81,8 @@ class Lowering {
     double time = 0;    // seconds, latency and bytes, by NCCL's model
     double share = 1;   // of the ring's bandwidth the protocol moves data at
   };
-  // `ppn`: GPUs per node of the whole collective (NCCL's ranks per node), which a ring across nodes runs for.
-  RingPlan ring_plan(CollectiveKind kind, const std::vector<int>& ranks, double bytes, double ppn);
+  NetworkUse network_use(const std::map<int, std::vector<int>>& by_node);
+  RingPlan ring_plan(CollectiveKind kind, const std::vector<int>& ranks, double bytes, const NetworkUse& net);
   struct TreePlan {
     int protocol = 0;   // NCCL's LL, LL128 or Simple
     double latency = 0; // seconds, across nodes
@@ -93,19 +100,20 @@ class Lowering {
   void add_rail_flows(const std::map<int, std::vector<int>>& by_node, double bytes, double latency,
                       CollectivePhase& phase);
   AcrossNodes across_nodes(const std::map<int, std::vector<int>>& by_node, double bytes, double bus);
-  bool ll128_across_nodes(const std::map<int, std::vector<int>>& by_node);
   std::optional<TreePlan> tree_plan(const std::map<int, std::vector<int>>& by_node, double bytes, bool forced);
   std::optional<CollectivePhase> nvls_tree_all_reduce(const std::map<int, std::vector<int>>& by_node, double bytes);
   void add_nvls_flows(const std::vector<int>& members, double bytes, double latency, CollectivePhase& phase);
   CollectivePhase tree_phase(const std::vector<int>& rail, double shard, const TreePlan& plan);
   CollectivePhase sharp_all_reduce(const std::map<int, std::vector<int>>& by_node, double bytes);
   std::optional<CollectivePhase> nvls_all_reduce(const std::vector<int>& ranks, double bytes);
-  CollectivePhase ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes, double ppn = 0);
+  CollectivePhase ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes, const NetworkUse& net = {});
   bool full_mesh(const std::vector<int>& ranks);
   CollectivePhase direct(const std::vector<int>& ranks, double bytes);
-  CollectivePhase ring_or_direct(CollectiveKind kind, const std::vector<int>& ranks, double bytes)
+  CollectivePhase ring_or_direct(CollectiveKind kind, const std::vector<int>& ranks, double bytes,
+                                 const NetworkUse& net = {})
   {
-    return kind != CollectiveKind::ALL_REDUCE && full_mesh(ranks) ? direct(ranks, bytes) : ring(kind, ranks, bytes);
+    return kind != CollectiveKind::ALL_REDUCE && full_mesh(ranks) ? direct(ranks, bytes)
+                                                                  : ring(kind, ranks, bytes, net);
   }
 
   const topology::ClusterGraph& g_;

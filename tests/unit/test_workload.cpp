@@ -383,6 +383,18 @@ TEST_CASE("LL128 crosses the network where NCCL enables it, at its ring share an
   REQUIRE(pcie.size() == 1);
   for (const auto& f : pcie[0])
     CHECK(f.bytes == Approx(15.0 / 16 * 1e6)); // Simple, no wire overhead, on every edge
+  // Nor when the same group reduces hierarchically, though its rails cross only the network: NCCL's check is of the
+  // whole communicator. Each rail carries NCCL's flat ring's share of the node's half of the buffer, in Simple.
+  const auto rails = sim::workload::lower_collective(CollectiveKind::ALL_GATHER, two_per_node, 1e6, l40s,
+                                                     CollectiveAlgorithm::HIERARCHICAL);
+  REQUIRE(rails.size() == 1);
+  std::size_t across = 0;
+  for (const auto& f : rails[0])
+    if (f.src / 8 != f.dst / 8) {
+      ++across;
+      CHECK(f.bytes == Approx(15.0 / 16 * 0.5e6));
+    }
+  CHECK(across == 16);
 }
 
 TEST_CASE("across GB200 racks an all-reduce runs as NCCL's NVLS-Tree: NVLink SHARP inside, the shares across")
