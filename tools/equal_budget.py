@@ -8,6 +8,7 @@
                                                 scenario's plan and into scenarios/whatif/README.md and README.md
                                                 between their markers
 """
+import functools
 import json
 import math
 import os
@@ -20,6 +21,7 @@ BUDGET_SYSTEM = "dgx-h100"  # the budget is the hourly cost of this system's sce
 GROUP = 64  # 8-GPU nodes are bought 64 GPUs at a time; a larger NVLink domain (GB200 NVL72) a whole domain at a time
 
 
+@functools.lru_cache(maxsize=None)
 def cluster_usd_per_hour(simtrain, topology, gpus):
     """What simtrain's cost model charges per hour for GPUS of TOPOLOGY, owned (capital over the amortisation years,
     the network its topology counts, power): from a run of a small data-parallel probe, whose plan does not enter
@@ -35,6 +37,7 @@ def cluster_usd_per_hour(simtrain, topology, gpus):
     return report["cost"]["cluster_usd_per_hour"]
 
 
+@functools.lru_cache(maxsize=None)
 def node_gpus(simtrain, topology):
     out = subprocess.run([simtrain, "inspect", topology, "--format", "json"], check=True, capture_output=True,
                          text=True).stdout
