@@ -37,6 +37,8 @@ struct GpuSpec {
   int sms = 0;                 // streaming multiprocessors (0: unknown, no wave quantisation)
   double nvlink_bandwidth = 0; // bytes/s per direction per GPU; 0 without NVLink
   int pcie_generation = 0;
+  // CUDA compute capability (9.0 for Hopper); 0 for parts that are not NVIDIA's. NCCL picks its tuning by it.
+  double compute_capability = 0;
   double gemm_efficiency = 0;               // sustained large-matmul FLOP/s / peak
   double memory_efficiency = 0;             // achievable / nominal memory bandwidth; 0 when not measured
   double attention_efficiency = 0;          // fused attention FLOP/s / peak; 0 when not measured

@@ -216,6 +216,7 @@ ClusterGraph build_graph(const ClusterSpec& spec, int nodes)
         gpu.memory_bandwidth * gpu.memory_kernel_efficiency(hardware::MemoryKernel::ELEMENTWISE, false);
     if (const auto* sw = spec.node.nvlink ? std::get_if<NvSwitchFabric>(&*spec.node.nvlink) : nullptr)
       r.nvls_rate = nvswitch_port(*sw, gpu) * gpu.nccl_nvls_efficiency;
+    r.compute_capability = gpu.compute_capability;
     cg.rates.push_back(r);
   }
   for (int g = 0; g < nodes * spec.node.gpus; ++g)

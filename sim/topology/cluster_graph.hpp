@@ -63,11 +63,13 @@ struct ClusterGraph {
   // (nominal x STREAM efficiency). With the HBM bytes NCCL moves per byte it sends or receives, what a collective
   // beside a kernel takes from it.
   // Also the bytes/s each GPU of an NVSwitch node sends (and receives) in an NVLink SHARP all-reduce, which moves
-  // the whole buffer once each way (the switch reduces and multicasts); 0 without NVLS.
+  // the whole buffer once each way (the switch reduces and multicasts); 0 without NVLS. And its CUDA compute
+  // capability, by which NCCL picks its tuning (0: not an NVIDIA part).
   struct GpuRates {
     double compute_share_during_comm = 1.0;
     double memory_bandwidth = 0;
     double nvls_rate = 0;
+    double compute_capability = 0;
   };
   std::vector<GpuRates> rates;
   std::vector<std::uint8_t> kind; // per GPU

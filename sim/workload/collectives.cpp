@@ -24,10 +24,19 @@ constexpr HopLatencies ring_step_us{{0.47, 1.9, 3.4}, {1.0, 2.5, 5.7}, {2.7, 4.0
 constexpr std::array<double, 3> bandwidth_share{0.25, 0.92, 1.0};
 // LL128 across the network, as NCCL enables it by default since 2.7.3 (tuning.cc): where each GPU's NIC is under
 // its PCIe switch (PXB or closer) and the node's GPUs talk over NVLink. Its ring runs at 0.92 of the bus bandwidth
-// with several GPUs per node and 0.7 with one, and its rings and trees at no more than 20 GB/s per channel (v2.16's
-// ll128MaxBwPerCh), a channel being one NIC's ring at that NIC's rate.
+// with several GPUs per node and 0.7 with one, and its rings and trees at no more than a cap per channel, a channel
+// being one NIC's ring at that NIC's rate. The caps are per GPU generation {Volta, Ampere, Hopper, Blackwell}: rings'
+// perChMaxRingLL128Bws, trees' perChMaxTreeLL128Bws from four nodes on (trees run from three), as of NCCL 2.19 for
+// Volta to Hopper (Hopper's 36.7 since 2.17; v2.16 had 20 GB/s for every part) and of 2.30 for Blackwell.
 constexpr double ll128_ring_one_per_node = 0.7;
-constexpr double ll128_channel_cap = 20e9;
+constexpr std::array<double, 4> ll128_ring_channel_cap{20e9, 20e9, 36.7e9, 40e9};
+constexpr std::array<double, 4> ll128_tree_channel_cap{20e9, 20e9, 29e9, 20e9};
+// NCCL's trees send a node's traffic across the network through one GPU and its NIC (NCCL_TOPO_PATTERN_TREE) when
+// the communicator has one GPU per node, and on Hopper and later when no NIC serves two of the node's GPUs (the
+// balanced tree, which splits it over two GPUs, needs one that does; search.cc since 2.19). Such a tree moves 0.85
+// of its bandwidth (tuning.cc since 2.26), as measured: NVIDIA/nccl#1368, 5 DGX H100 nodes at 1 GiB, NCCL 2.20, tree
+// 150 GB/s bus bandwidth against the ring's 190.
+constexpr double one_gpu_tree_share = 0.85;
 // NVLS runs the Simple protocol only, with no base latency and 25 us over NVLink (the same tuning.cc).
 constexpr double nvls_latency_us = 25.0;
 // Groups of 4 GPUs or fewer of a node stay on rings: multicast gains nothing there (NVIDIA's GB200 NVL Partition User
@@ -92,23 +101,47 @@ int log2i(double n)
   return l;
 }
 
-// LL128's share of a ring across nodes whose network edges run at `edge_bw` each (one channel per NIC), for `ppn`
-// GPUs per node: 0.92, or 0.7 with one GPU per node, and no more than the per-channel cap.
-double ll128_network_share(double ppn, double edge_bw)
+std::size_t row(NcclGeneration generation)
 {
-  return std::min(ppn < 2 ? ll128_ring_one_per_node : bandwidth_share[LL128], ll128_channel_cap / edge_bw);
+  return static_cast<std::size_t>(generation);
 }
 
-// The tree's bandwidth share of protocol p for a buffer of `bytes`, correction included.
-double tree_share(Protocol p, double bytes)
+// LL128's share of a ring across nodes whose network edges run at `edge_bw` each (one channel per NIC): 0.92, or 0.7
+// with one GPU per node, and no more than the per-channel cap of the GPUs' generation.
+double ll128_network_share(const NetworkUse& net, double edge_bw)
+{
+  return std::min(net.ppn < 2 ? ll128_ring_one_per_node : bandwidth_share[LL128],
+                  ll128_ring_channel_cap[row(net.generation)] / edge_bw);
+}
+
+// The share of the network bandwidth (`rail_bw` per NIC) a tree across nodes moves data at with protocol p, for a
+// buffer of `bytes`, in NCCL's order: the protocol's share under LL128's per-channel cap, the one-GPU pattern's, then
+// the correction for the buffer's size.
+double tree_share(Protocol p, double bytes, const NetworkUse& net, double rail_bw)
 {
   const int log_size = log2i(bytes / 64.0);
   const double correction =
       log_size < 23 ? tree_correction[static_cast<std::size_t>(p)][static_cast<std::size_t>(log_size)] : 1.0;
-  return tree_bandwidth_share[p] * correction;
+  double share = tree_bandwidth_share[p];
+  if (p == LL128)
+    share = std::min(share, ll128_tree_channel_cap[row(net.generation)] / rail_bw);
+  if (net.one_gpu_tree)
+    share *= one_gpu_tree_share;
+  return share * correction;
 }
 
 } // namespace
+
+NcclGeneration nccl_generation(double compute_capability)
+{
+  if (compute_capability >= 10.0)
+    return NcclGeneration::BLACKWELL;
+  if (compute_capability >= 9.0)
+    return NcclGeneration::HOPPER;
+  if (compute_capability >= 8.0)
+    return NcclGeneration::AMPERE;
+  return NcclGeneration::VOLTA;
+}
 
 const Lowering::PathInfo& Lowering::path(int a, int b)
 {
@@ -133,15 +166,28 @@ const Lowering::PathInfo& Lowering::path(int a, int b)
   return it->second;
 }
 
-// Whether NCCL runs LL128 across the network for a collective over `by_node` (NCCL's check is of the whole
-// communicator): the nodes' GPUs talk over NVLink, and each GPU's path to the next node avoids the CPUs (its NIC under
-// its PCIe switch).
+// How NCCL sees a collective over `by_node` (its checks are of the whole communicator). LL128 across the network: the
+// nodes' GPUs talk over NVLink, and each GPU's path to the next node avoids the CPUs (its NIC under its PCIe switch).
+// The generation: of its oldest GPU. The one-GPU tree: one GPU per node, or Hopper and later with no NIC serving two
+// of a node's GPUs.
 NetworkUse Lowering::network_use(const std::map<int, std::vector<int>>& by_node)
 {
   std::size_t ranks = 0;
-  for (const auto& [node, members] : by_node)
+  double capability = std::numeric_limits<double>::infinity();
+  bool nic_each = true;
+  for (const auto& [node, members] : by_node) {
     ranks += members.size();
-  NetworkUse net{static_cast<double>(ranks) / static_cast<double>(by_node.size()), by_node.size() > 1};
+    std::vector<int> nics;
+    for (int r : members) {
+      capability = std::min(capability, g_.rates[g_.kind[static_cast<std::size_t>(r)]].compute_capability);
+      nics.push_back(g_.nic_of_gpu[static_cast<std::size_t>(r % g_.gpus_per_node)]);
+    }
+    std::sort(nics.begin(), nics.end());
+    nic_each = nic_each && std::adjacent_find(nics.begin(), nics.end()) == nics.end();
+  }
+  NetworkUse net{static_cast<double>(ranks) / static_cast<double>(by_node.size()), by_node.size() > 1,
+                 nccl_generation(capability)};
+  net.one_gpu_tree = net.ppn < 2 || (net.generation >= NcclGeneration::HOPPER && nic_each);
   for (auto it = by_node.begin(); it != by_node.end() && net.ll128; ++it) {
     const auto& members = it->second;
     const auto& next = std::next(it) == by_node.end() ? by_node.begin()->second : std::next(it)->second;
@@ -171,7 +217,7 @@ Lowering::RingPlan Lowering::ring_plan(CollectiveKind kind, const std::vector<in
   const int steps = steps_of(kind, n);
   std::array<double, 3> share = bandwidth_share;
   if (slowest == Hop::NETWORK)
-    share[LL128] = net.ll128 ? ll128_network_share(net.ppn, edge_bw) : 0.0;
+    share[LL128] = net.ll128 ? ll128_network_share(net, edge_bw) : 0.0;
   else if (slowest == Hop::PCIE)
     share[LL128] = 0.0;
   const double per_rank = ring_bytes_per_rank(kind, n, bytes);
@@ -269,14 +315,12 @@ Lowering::AcrossNodes Lowering::across_nodes(const std::map<int, std::vector<int
   const Hop intra = per_node > 1 ? path(first[0], first[1]).hop : Hop::NVLINK;
   const int steps = steps_of(CollectiveKind::ALL_REDUCE, n);
   const int network_steps = 2 * nodes;
-  // LL128's shares across the network, where NCCL runs it: the per-channel cap against one NIC's rate.
+  // LL128's shares across the network, where NCCL runs it: the per-channel caps against one NIC's rate.
   const NetworkUse net = network_use(by_node);
   const double rail_bw = rail_bandwidth(by_node);
-  const double ring_ll128 = ll128_network_share(net.ppn, rail_bw);
-  const double tree_cap = ll128_channel_cap / rail_bw;
+  const double ring_ll128 = ll128_network_share(net, rail_bw);
   AcrossNodes model;
   model.ring_time = model.tree_time = std::numeric_limits<double>::infinity();
-  model.tree = TreePlan{SIMPLE, 0, bytes, 1.0};
   for (Protocol p : {LL, LL128, SIMPLE}) {
     if (p == LL128 && !net.ll128)
       continue;
@@ -294,14 +338,15 @@ Lowering::AcrossNodes Lowering::across_nodes(const std::map<int, std::vector<int
         tree_base_latency_us[p] +
         2.0 * (static_cast<double>(per_node - 1) * step_latency_us(intra, p, tree_step_us) * intra_factor +
                log2i(nodes) * tree_step_us.network[p]);
-    const double cap = p == LL128 ? tree_cap : 1.0;
-    const double time = tree_latency * 1e-6 + 2.0 * bytes / (bus * std::min(tree_share(p, bytes), cap));
-    if (p == SIMPLE)
+    const double share = tree_share(p, bytes, net, rail_bw);
+    const double time = tree_latency * 1e-6 + 2.0 * bytes / (bus * share);
+    if (p == SIMPLE) {
       model.tree_simple_latency = tree_latency * 1e-6;
+      model.tree_simple_share = share;
+    }
     if (time < model.tree_time) {
       model.tree_time = time;
-      model.tree =
-          TreePlan{p, (tree_base_latency_us[p] + 2.0 * log2i(nodes) * tree_step_us.network[p]) * 1e-6, bytes, cap};
+      model.tree = TreePlan{p, (tree_base_latency_us[p] + 2.0 * log2i(nodes) * tree_step_us.network[p]) * 1e-6, share};
     }
   }
   return model;
@@ -358,7 +403,7 @@ std::optional<CollectivePhase> Lowering::nvls_tree_all_reduce(const std::map<int
   if (nodes >= static_cast<int>(tree_fewest_nodes))
     others = std::min(
         {others, model.tree_time,
-         model.tree_simple_latency + std::max(intra_parts, 2.0 * shard / (rail_bw * tree_share(SIMPLE, bytes)))});
+         model.tree_simple_latency + std::max(intra_parts, 2.0 * shard / (rail_bw * model.tree_simple_share))});
   if (time >= others)
     return std::nullopt;
   CollectivePhase phase;
@@ -368,8 +413,8 @@ std::optional<CollectivePhase> Lowering::nvls_tree_all_reduce(const std::map<int
   return phase;
 }
 
-// The tree across the nodes of `rail` (one GPU per node) for an all-reduce of `shard` bytes on each, of a collective
-// of `bytes` in all. Each node's NIC sends and receives twice its shard at the tree's bandwidth (NCCL's model), the
+// The tree across the nodes of `rail` (one GPU per node) for an all-reduce of `shard` bytes on each. Each node's NIC
+// sends and receives twice its shard at the tree's share of its bandwidth (NCCL's model, `plan`), the
 // busiest node of a double binary tree: interior in one tree (its share up to its parent and down to two children),
 // a leaf in the other. Those bytes travel on the ring's edges between the nodes: the same load on every NIC, so every
 // GPU of the rail sends what the others send and a folded cluster stays folded; the switch links they cross are the
@@ -378,10 +423,8 @@ CollectivePhase Lowering::tree_phase(const std::vector<int>& rail, double shard,
 {
   CollectivePhase phase;
   const std::size_t n = rail.size();
-  const auto p = static_cast<Protocol>(plan.protocol);
   for (std::size_t i = 0; i < n; ++i)
-    phase.push_back(
-        Flow{rail[i], rail[(i + 1) % n], 2.0 * shard / std::min(tree_share(p, plan.bytes), plan.cap), plan.latency});
+    phase.push_back(Flow{rail[i], rail[(i + 1) % n], 2.0 * shard / plan.share, plan.latency});
   return phase;
 }
 

@@ -37,11 +37,20 @@ using CollectivePhase = std::vector<Flow>;
 // Per-rank bytes a ring of n ranks sends for a buffer of `bytes`: 2(n-1)/n (all-reduce) or (n-1)/n.
 double ring_bytes_per_rank(CollectiveKind kind, int n, double bytes);
 
+// The rows of NCCL's tuning tables (tuning.cc's compCapIndex), picked by the communicator's smallest CUDA compute
+// capability: 10.0 and up Blackwell, 9.x Hopper, 8.x Ampere, the rest Volta (parts that are not NVIDIA's too).
+enum class NcclGeneration { VOLTA, AMPERE, HOPPER, BLACKWELL };
+NcclGeneration nccl_generation(double compute_capability);
+
 // How the whole collective a ring belongs to meets the network, as NCCL sees its communicator: its GPUs per node,
-// and whether NCCL runs LL128 across the network for it. Rings inside one node never cross it.
+// whether NCCL runs LL128 across the network for it (rings inside one node never cross it), its GPUs' row of NCCL's
+// tuning tables, and whether its trees take NCCL's one-GPU pattern (each node's tree traffic in and out through one
+// GPU and its NIC).
 struct NetworkUse {
   double ppn = 1;
   bool ll128 = false;
+  NcclGeneration generation = NcclGeneration::VOLTA;
+  bool one_gpu_tree = false;
 };
 
 // Lowers collectives and sends on one cluster, remembering what it learnt about each GPU pair's path.
@@ -86,14 +95,14 @@ class Lowering {
   struct TreePlan {
     int protocol = 0;   // NCCL's LL, LL128 or Simple
     double latency = 0; // seconds, across nodes
-    double bytes = 0;   // the whole collective's buffer (NCCL's size correction is by it)
-    double cap = 1;     // the most of the bandwidth LL128 moves data at across the network (per-channel cap)
+    double share = 1;   // of the network bandwidth the tree moves data at, for the whole collective's buffer
   };
   struct AcrossNodes {
     double ring_time = 0; // seconds, by NCCL's model, the fastest protocol
     double tree_time = 0;
     double ring_simple_latency = 0; // seconds, the Simple protocol's
     double tree_simple_latency = 0;
+    double tree_simple_share = 1; // the tree's share of the network bandwidth with the Simple protocol
     TreePlan tree;
   };
   double rail_bandwidth(const std::map<int, std::vector<int>>& by_node);

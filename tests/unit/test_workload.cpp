@@ -299,10 +299,11 @@ TEST_CASE("an all-reduce across many nodes takes NCCL's double binary tree where
   REQUIRE(tree.size() == 1);
   REQUIRE(tree[0].size() == 128); // on the ring's edges
   CHECK(tree[0][0].latency_s == Approx((4.4 + 2 * 7 * 8.5) * 1e-6));
-  // Twice the buffer at the tree's LL128 share: 0.92 x 120/128, times NCCL's correction at 16K x 64 B (0.6), under
-  // the 20 GB/s per channel cap (0.85 of a 23.5 GB/s HDR NIC).
-  const double ll128_tree = 0.92 * 120.0 / 128.0;
-  CHECK(tree[0][0].bytes == Approx(2.0 * (1 << 20) / (ll128_tree * 0.6)));
+  // Twice the buffer at the tree's LL128 share: 0.92 x 120/128 under Ampere's 20 GB/s per channel cap (0.85 of a
+  // 23.5 GB/s HDR NIC), times the one-GPU pattern's 0.85 (one GPU per node), times NCCL's correction at 16K x 64 B
+  // (0.6).
+  const double ll128_tree = std::min(0.92 * 120.0 / 128.0, 20.0 / 23.5);
+  CHECK(tree[0][0].bytes == Approx(2.0 * (1 << 20) / (ll128_tree * 0.85 * 0.6)));
   for (const auto& f : tree[0])
     CHECK(f.dst == (f.src + 8) % (8 * 128));
   // 64 MB over 16 nodes: bandwidth-bound, where the ring moves less: the ring.
@@ -313,7 +314,7 @@ TEST_CASE("an all-reduce across many nodes takes NCCL's double binary tree where
   const auto forced =
       sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, one_per_node(16), 64e6, g, CollectiveAlgorithm::TREE);
   // 64e6 / 64 B is past 2^19: LL128's correction 0.9 against Simple's 0.7, so LL128 again.
-  CHECK(forced[0][0].bytes == Approx(2.0 * 64e6 / (ll128_tree * 0.9)));
+  CHECK(forced[0][0].bytes == Approx(2.0 * 64e6 / (ll128_tree * 0.85 * 0.9)));
   for (auto algorithm : {CollectiveAlgorithm::RING, CollectiveAlgorithm::HIERARCHICAL})
     CHECK(sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, one_per_node(128), 1 << 20, g, algorithm)[0][0]
               .latency_s != Approx((4.4 + 2 * 7 * 8.5) * 1e-6));
@@ -325,7 +326,7 @@ TEST_CASE("an all-reduce across many nodes takes NCCL's double binary tree where
                                         CollectiveAlgorithm::TREE)[0][0]
             .latency_s != Approx((4.4 + 2 * 7 * 8.5) * 1e-6));
   // Whole nodes (64 MB over 16 nodes of 8): the ring's 222 steps inside nodes tip NCCL's model to the tree, which
-  // runs across the nodes between the hierarchical phases inside them.
+  // runs across the nodes between the hierarchical phases inside them; on Ampere it is the balanced tree (no 0.85).
   std::vector<int> whole;
   for (int r = 0; r < 128; ++r)
     whole.push_back(r);
@@ -340,6 +341,37 @@ TEST_CASE("an all-reduce across many nodes takes NCCL's double binary tree where
     }
   CHECK(across == 128);                                      // 8 rails of 16 nodes
   CHECK(nodes[0][0].latency_s > (4.4 + 2 * 4 * 8.5) * 1e-6); // the tree's hops and the rings inside the nodes
+}
+
+TEST_CASE("NCCL's one-GPU tree moves 0.85 of the tree's bandwidth: one GPU per node, or Hopper with a NIC per GPU")
+{
+  using sim::plan::CollectiveAlgorithm;
+  using sim::workload::CollectiveKind;
+  // 1 GB over 16 whole DGX H100 nodes, the tree asked for: Hopper falls back from the balanced tree to the one-GPU
+  // pattern when each GPU has its own NIC. Bandwidth-bound, Simple (0.92, no correction at 2^24 x 64 B) beats LL128
+  // (Hopper's 29 GB/s per channel from four nodes, 29 / 47 of the NIC). Each rail sends twice its 125 MB share.
+  auto cluster = sim::scenario::load_cluster("dgx-h100", test::options());
+  std::vector<int> whole;
+  for (int r = 0; r < 128; ++r)
+    whole.push_back(r);
+  auto across_bytes = [&](const sim::topology::ClusterSpec& c) {
+    const auto g = sim::topology::build_graph(c, 16);
+    const auto phases =
+        sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, whole, 1e9, g, CollectiveAlgorithm::TREE);
+    for (const auto& f : phases.at(0))
+      if (f.src / 8 != f.dst / 8)
+        return f.bytes;
+    return 0.0;
+  };
+  CHECK(across_bytes(cluster) == Approx(2.0 * 125e6 / (0.92 * 0.85)));
+  // Two GPUs per NIC: the balanced tree splits a node's traffic over two GPUs, at the tree's whole share.
+  cluster.node.nics.count = 4;
+  cluster.node.nics.gpus = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};
+  CHECK(across_bytes(cluster) == Approx(2.0 * 125e6 / 0.92));
+  // No compute capability (not an NVIDIA part): NCCL's first row, the balanced tree.
+  auto unknown = sim::scenario::load_cluster("dgx-h100", test::options());
+  unknown.gpu.compute_capability = 0;
+  CHECK(across_bytes(unknown) == Approx(2.0 * 125e6 / 0.92));
 }
 
 TEST_CASE("LL128 crosses the network where NCCL enables it, at its ring share and under its per-channel cap")
@@ -364,14 +396,24 @@ TEST_CASE("LL128 crosses the network where NCCL enables it, at its ring share an
   const auto large = sim::workload::lower_collective(CollectiveKind::ALL_GATHER, one_per_node(8, 8), 4e9, a100,
                                                      CollectiveAlgorithm::RING);
   CHECK(large[0][0].bytes == Approx(7.0 / 8 * 4e9));
-  // On 400 Gb/s NICs the 20 GB/s per channel cap binds (20 / 47 of the NIC), so Simple keeps mid sizes.
+  // The per-channel cap is the GPUs' generation's: on 400 Gb/s NICs (47 GB/s) Hopper's 36.7 GB/s and Blackwell's 40
+  // bind LL128 with two GPUs per node (0.92 of the NIC otherwise); with one GPU per node its 0.7 is below both. Large,
+  // Simple again.
   const auto h100 = sim::topology::build_graph(sim::scenario::load_cluster("dgx-h100", test::options()), 8);
-  const auto capped = sim::workload::lower_collective(CollectiveKind::ALL_GATHER, one_per_node(8, 8), 64e6, h100,
-                                                      CollectiveAlgorithm::RING);
-  CHECK(capped[0][0].bytes == Approx(7.0 / 8 * 64e6));
-  const auto small = sim::workload::lower_collective(CollectiveKind::ALL_GATHER, one_per_node(8, 8), 1e6, h100,
-                                                     CollectiveAlgorithm::RING);
-  CHECK(small[0][0].bytes == Approx(7.0 / 8 * 1e6 / (20e9 / (50e9 * 0.94))));
+  const auto b200 = sim::topology::build_graph(sim::scenario::load_cluster("hgx-b200", test::options()), 8);
+  const auto ll128_bytes = [&](const auto& g, const std::vector<int>& ranks, double bytes) {
+    return sim::workload::lower_collective(CollectiveKind::ALL_GATHER, ranks, bytes, g, CollectiveAlgorithm::RING)[0]
+        .back()
+        .bytes;
+  };
+  std::vector<int> two_each;
+  for (int node = 0; node < 8; ++node)
+    for (int local : {0, 1})
+      two_each.push_back(8 * node + local);
+  CHECK(ll128_bytes(h100, two_each, 1e6) == Approx(15.0 / 16 * 1e6 / (36.7 / 47.0)));
+  CHECK(ll128_bytes(b200, two_each, 1e6) == Approx(15.0 / 16 * 1e6 / (40.0 / 47.0)));
+  CHECK(ll128_bytes(h100, one_per_node(8, 8), 1e6) == Approx(7.0 / 8 * 1e6 / 0.7));
+  CHECK(ll128_bytes(h100, one_per_node(8, 8), 64e6) == Approx(7.0 / 8 * 64e6));
   // GPUs on PCIe only (no NVLink inside the node): never LL128 across the network, as NCCL's typeIntra check.
   const auto l40s = sim::topology::build_graph(sim::scenario::load_cluster("l40s-pcie", test::options()), 8);
   std::vector<int> two_per_node;
