@@ -22,13 +22,15 @@ const KernelTables* gemm_table(const Kernel& kernel, const GpuSpec& gpu, Precisi
              : nullptr;
 }
 
-// A GEMM's sustained rate at its shape: the measured table's, or the large-GEMM efficiency less wave quantisation.
+// A GEMM's sustained rate at its shape: the measured table's, or the large-GEMM efficiency less wave quantisation. An
+// FP8 GEMM's: the 16-bit rate times the table's measured FP8 speed-up around its shape, else the part's.
 double gemm_rate(const Kernel& kernel, const GpuSpec& gpu, Precision precision)
 {
   if (kernel.fp8) {
     const double speedup = gpu.fp8_speedup().value_or(0.0);
     if (const KernelTables* table = gemm_table(kernel, gpu, precision))
-      return table->gemm_rate(kernel.m, kernel.n, kernel.k, kernel.batch) * speedup;
+      return table->gemm_rate(kernel.m, kernel.n, kernel.k, kernel.batch) *
+             table->fp8_speedup(kernel.m, kernel.n, kernel.k, kernel.batch).value_or(speedup);
     const double sixteen = gpu.peak(Precision::BF16).value_or(gpu.peak(Precision::FP16).value_or(0.0));
     return sixteen * speedup * gpu.gemm_efficiency * wave_efficiency(kernel.m, kernel.n, kernel.batch, gpu.sms);
   }

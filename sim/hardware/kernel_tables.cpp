@@ -57,7 +57,24 @@ void KernelTables::prepare() const
   for (const auto& s : gemm)
     points_.push_back(Point{{std::log2(s.m), std::log2(s.n), std::log2(s.k), std::log2(s.batch)},
                             gemm_prior(s.m, s.n, s.batch) / s.rate});
+  for (const auto& s : fp8_gemm)
+    fp8_points_.push_back(Point{{std::log2(s.m), std::log2(s.n), std::log2(s.k), std::log2(s.batch)}, s.speedup});
 }
+
+namespace {
+// The value of `points` at shape `key` (m, n, k, batch), interpolated around the nearest.
+template <class Points>
+double at_shape(const Points& points, const std::array<double, 4>& key)
+{
+  const double q[4] = {std::log2(key[0]), std::log2(key[1]), std::log2(key[2]), std::log2(key[3])};
+  return interpolate(
+      points,
+      [&q](const auto& p) {
+        return square(p.x[0] - q[0]) + square(p.x[1] - q[1]) + square(p.x[2] - q[2]) + square(p.x[3] - q[3]);
+      },
+      [](const auto& p) { return p.correction; });
+}
+} // namespace
 
 double KernelTables::gemm_rate(double m, double n, double k, double batch) const
 {
@@ -65,16 +82,22 @@ double KernelTables::gemm_rate(double m, double n, double k, double batch) const
   if (const auto it = cache_.find(key); it != cache_.end())
     return it->second;
   prepare();
-  const double q[4] = {std::log2(m), std::log2(n), std::log2(k), std::log2(batch)};
-  const double correction = interpolate(
-      points_,
-      [&q](const Point& p) {
-        return square(p.x[0] - q[0]) + square(p.x[1] - q[1]) + square(p.x[2] - q[2]) + square(p.x[3] - q[3]);
-      },
-      [](const Point& p) { return p.correction; });
-  const double rate = std::min(gemm_prior(m, n, batch) / correction, gemm_best);
+  const double rate = std::min(gemm_prior(m, n, batch) / at_shape(points_, key), gemm_best);
   cache_.emplace(key, rate);
   return rate;
+}
+
+std::optional<double> KernelTables::fp8_speedup(double m, double n, double k, double batch) const
+{
+  if (fp8_gemm.empty())
+    return std::nullopt;
+  const std::array<double, 4> key{m, n, k, batch};
+  if (const auto it = fp8_cache_.find(key); it != fp8_cache_.end())
+    return it->second;
+  prepare();
+  const double speedup = at_shape(fp8_points_, key);
+  fp8_cache_.emplace(key, speedup);
+  return speedup;
 }
 
 double KernelTables::attention_occupancy_fraction(AttentionImpl impl, bool backward, double seq, double heads) const
@@ -177,6 +200,17 @@ std::string row_source(const core::Node& cell, const std::map<std::string, std::
   return key;
 }
 
+// The first five cells of a GEMM row: m, n, k, batch and layout.
+template <class Sample>
+void read_shape(const core::Node& row, Sample& s)
+{
+  s.m = static_cast<double>(row.element(0).as_integer(1, 1 << 24));
+  s.n = static_cast<double>(row.element(1).as_integer(1, 1 << 24));
+  s.k = static_cast<double>(row.element(2).as_integer(1, 1 << 24));
+  s.batch = static_cast<double>(row.element(3).as_integer(1, 1 << 20));
+  s.layout = row.element(4).as_choice<GemmLayout>(gemm_layout_choices);
+}
+
 } // namespace
 
 std::shared_ptr<const KernelTables> read_kernel_tables(const core::Node& node)
@@ -198,11 +232,7 @@ std::shared_ptr<const KernelTables> read_kernel_tables(const core::Node& node)
   const core::Node gemm_rows =
       read_rows(gemm, {"m", "n", "k", "batch", "layout", "rate", "source"}, [&](const core::Node& row) {
         GemmSample s;
-        s.m = static_cast<double>(row.element(0).as_integer(1, 1 << 24));
-        s.n = static_cast<double>(row.element(1).as_integer(1, 1 << 24));
-        s.k = static_cast<double>(row.element(2).as_integer(1, 1 << 24));
-        s.batch = static_cast<double>(row.element(3).as_integer(1, 1 << 20));
-        s.layout = row.element(4).as_choice<GemmLayout>(gemm_layout_choices);
+        read_shape(row, s);
         s.rate = row.element(5).as_quantity(core::Dimension::FLOP_RATE);
         s.source = row_source(row.element(6), t->sources);
         if (s.rate > t->gemm_best * 1.0001)
@@ -213,6 +243,19 @@ std::shared_ptr<const KernelTables> read_kernel_tables(const core::Node& node)
   if (t->gemm.empty())
     gemm_rows.fail("no rows", "at least one measured GEMM");
   gemm.finish();
+
+  if (auto fp8_node = r.find("fp8_gemm")) {
+    core::ObjectReader fp8(*fp8_node);
+    fp8.allow({"about"});
+    read_rows(fp8, {"m", "n", "k", "batch", "layout", "speedup", "source"}, [&](const core::Node& row) {
+      Fp8GemmSample s;
+      read_shape(row, s);
+      s.speedup = row.element(5).as_number(0.5, 4.0);
+      s.source = row_source(row.element(6), t->sources);
+      t->fp8_gemm.push_back(std::move(s));
+    });
+    fp8.finish();
+  }
 
   if (auto attention_node = r.find("attention")) {
     core::ObjectReader attention(*attention_node);

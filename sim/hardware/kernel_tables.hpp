@@ -1,6 +1,7 @@
-// Measured kernel throughput of one GPU chip (kernels/v1): 16-bit GEMMs by shape and fused attention by
-// implementation, sequence length and head size, each row with its source. Shared by the catalogue entries of parts
-// with the same chip and clocks (A100 40 GB / 80 GB / A800; H100 / H800), and interpolated between the measured rows.
+// Measured kernel throughput of one GPU chip (kernels/v1): 16-bit GEMMs by shape, FP8 GEMMs' speed-up over them
+// where measured, and fused attention by implementation, sequence length and head size, each row with its source.
+// Shared by the catalogue entries of parts with the same chip and clocks (A100 40 GB / 80 GB / A800; H100 / H800), and
+// interpolated between the measured rows.
 #pragma once
 
 #include "core/json_reader.hpp"
@@ -19,6 +20,14 @@ struct GemmSample {
   double m = 0, n = 0, k = 0, batch = 1;
   GemmLayout layout = GemmLayout::FORWARD;
   double rate = 0; // FLOP/s as measured
+  std::string source;
+};
+
+// FP8 GEMM throughput over 16-bit's at one shape, both measured side by side on the chip.
+struct Fp8GemmSample {
+  double m = 0, n = 0, k = 0, batch = 1;
+  GemmLayout layout = GemmLayout::FORWARD;
+  double speedup = 1;
   std::string source;
 };
 
@@ -49,6 +58,7 @@ class KernelTables {
   int sms = 0;          // the chip's SMs: the wave quantisation of the table's own prior
   double gemm_best = 0; // the best GEMM rate of a shape sweep (MAMF): the large-shape limit
   std::vector<GemmSample> gemm;
+  std::vector<Fp8GemmSample> fp8_gemm; // empty: the chip was not measured in FP8
   std::vector<AttentionSample> attention;
   std::vector<OccupancySample> attention_occupancy;
   std::map<std::string, std::string> sources; // source key of a row, or a field -> where it comes from
@@ -58,6 +68,11 @@ class KernelTables {
   // never above gemm_best. Every layout's rows count alike: cuBLAS runs the forward (NT) and data-gradient (NN)
   // layouts within 2 % of each other on A100 and H100 (deepreinforce-ai/CUDA-L2 eval_results, 1,000 shapes).
   double gemm_rate(double m, double n, double k, double batch) const;
+
+  // FP8 GEMM throughput over 16-bit's at this shape: the measured speed-ups, interpolated in log space around the
+  // nearest measured shapes as gemm_rate's corrections are (every pass's rows alike: Transformer Engine runs each FP8
+  // GEMM in the one layout FP8 tensor cores take); nullopt when the table has no FP8 rows.
+  std::optional<double> fp8_speedup(double m, double n, double k, double batch) const;
 
   // The rate of a fused attention kernel's forward or backward pass, interpolated over sequence length and head size
   // among the rows of the implementation (the same causality preferred): the pass's own rows, else the combined
@@ -79,8 +94,8 @@ class KernelTables {
     double x[4]; // log2 of m, n, k, batch
     double correction;
   };
-  mutable std::vector<Point> points_; // built on first use
-  mutable std::map<std::array<double, 4>, double> cache_;
+  mutable std::vector<Point> points_, fp8_points_; // built on first use
+  mutable std::map<std::array<double, 4>, double> cache_, fp8_cache_;
   void prepare() const;
 };
 

@@ -61,10 +61,11 @@ double program_time(const std::vector<sim::workload::KernelCost>& ks, std::strin
   return t;
 }
 
-// The median of the FP8/BF16 speedups measure.py measured on a part (tools/kernels/data/GPU/fp8.csv, column 8).
+// The median of the FP8/BF16 speedups measure.py measured on a part in every pass (tools/kernels/data/GPU/
+// fp8_layouts.csv, column 8: forward, data- and weight-gradient GEMMs).
 double measured_fp8_speedup(const std::string& gpu)
 {
-  std::ifstream csv(test::source_dir() / "tools/kernels/data" / gpu / "fp8.csv");
+  std::ifstream csv(test::source_dir() / "tools/kernels/data" / gpu / "fp8_layouts.csv");
   std::string line;
   std::vector<double> ratios;
   std::getline(csv, line);
@@ -75,31 +76,52 @@ double measured_fp8_speedup(const std::string& gpu)
       std::getline(cells, cell, ',');
     ratios.push_back(std::stod(cell));
   }
-  REQUIRE(ratios.size() > 50);
+  REQUIRE(ratios.size() > 150);
   std::sort(ratios.begin(), ratios.end());
   return ratios[ratios.size() / 2];
 }
 
 } // namespace
 
-TEST_CASE("an FP8 GEMM runs at the measured BF16 rate of its shape times the chip's FP8 speedup, one byte per input")
+TEST_CASE("an FP8 GEMM runs at the measured BF16 rate of its shape times the FP8 speedup measured around it, one byte "
+          "per input")
 {
   using namespace sim::hardware;
   const auto s = load(llama({}));
   const GpuSpec& h100 = s.cluster.gpu;
-  // The catalogue's speedup is the median of the FP8/BF16 ratios measured at the H100 cases' shapes, on the H100 and
-  // on the H200.
+  // The catalogue's speedup is the median of the FP8/BF16 ratios measured at the H100 cases' shapes in all three
+  // passes, on the H100 and on the H200.
   const double speedup = h100.fp8_gemm_speedup;
   CHECK(speedup == Approx(measured_fp8_speedup("h100")).epsilon(0.005));
   CHECK(sim::scenario::load_cluster("hgx-h200", test::options()).gpu.fp8_gemm_speedup ==
         Approx(measured_fp8_speedup("h200")).epsilon(0.005));
-  for (const double m : {1024.0, 8192.0}) {
+  // The H100's table holds the speed-up of every pass's GEMM at the H100 cases' shapes: an FP8 GEMM takes the one
+  // measured around its shape. At a measured shape, that row's (4,096 x 2,048 x 2,048, the smallest: 1.46); a shape
+  // far from every row, the nearest rows'.
+  const KernelTables& table = *h100.kernel_tables;
+  REQUIRE(table.fp8_gemm.size() > 150);
+  const auto ratio = [&](double m, double n, double k) {
+    const Kernel bf16 = gemm("g", m, n, k);
+    return busy_time(bf16, h100, Precision::BF16) / busy_time(fp8_gemm(bf16), h100, Precision::BF16);
+  };
+  CHECK(ratio(4096, 2048, 2048) == Approx(*table.fp8_speedup(4096, 2048, 2048, 1)));
+  CHECK(*table.fp8_speedup(4096, 2048, 2048, 1) == Approx(1.462).epsilon(0.02));
+  CHECK(ratio(4096, 16384, 16384) == Approx(*table.fp8_speedup(4096, 16384, 16384, 1)));
+  CHECK(*table.fp8_speedup(4096, 16384, 16384, 1) > 1.8);
+  // Every value lies within the measured range, and the table's median is the catalogue's.
+  for (const double m : {64.0, 1024.0, 8192.0, 65536.0}) {
     const Kernel bf16 = gemm("g", m, 8192, 8192);
     const Kernel fp8 = fp8_gemm(bf16);
     CHECK(fp8.flops == bf16.flops);
     CHECK(fp8.bytes == Approx(m * 8192 + 8192.0 * 8192 + 2.0 * m * 8192));
-    CHECK(busy_time(bf16, h100, Precision::BF16) / busy_time(fp8, h100, Precision::BF16) == Approx(speedup));
+    CHECK(ratio(m, 8192, 8192) >= 1.46);
+    CHECK(ratio(m, 8192, 8192) <= 1.97);
   }
+  // A chip without FP8 rows (B200: no table) runs every FP8 GEMM at the part's speed-up.
+  const GpuSpec b200 = sim::scenario::load_cluster("hgx-b200", test::options()).gpu;
+  const Kernel big = gemm("g", 8192, 8192, 8192);
+  CHECK(busy_time(big, b200, Precision::BF16) / busy_time(fp8_gemm(big), b200, Precision::BF16) ==
+        Approx(b200.fp8_gemm_speedup));
 }
 
 TEST_CASE("without a measured FP8 speedup the datasheet FP8/BF16 peak ratio stands in, and parts without FP8 have none")

@@ -109,6 +109,16 @@ SOURCES = {
     "fa2-h100-carried": "the H100's FlashAttention-1 forward+backward figure (Dao-AILab/flash-attention "
                         "assets/flash2_h100_fwd_bwd_benchmark.png 4f285b35) carried to the H200, the same GH100 die "
                         "and SM clocks [derived]",
+    "h100-fp8": "tools/kernels/measure.py --fp8-layouts on one H100 80GB HBM3 (PyTorch 2.11, CUDA 13.0; "
+                "tools/kernels/data/h100/fp8_layouts.csv, env_fp8_layouts.txt): torch._scaled_mm E4M3 x E4M3, "
+                "per-tensor scales, bf16 output, against bf16 cuBLAS in the pass's own layout, at the H100 validation "
+                "cases' forward, data-gradient and weight-gradient GEMMs; medians of CUDA-event times with the L2 "
+                "flushed",
+    "h200-fp8": "tools/kernels/measure.py --fp8-layouts on one H200 SXM 141 GB (PyTorch 2.11, CUDA 13.0; "
+                "tools/kernels/data/h200/fp8_layouts.csv, env_fp8_layouts.txt): torch._scaled_mm E4M3 x E4M3, "
+                "per-tensor scales, bf16 output, against bf16 cuBLAS in the pass's own layout, at the H100 validation "
+                "cases' forward, data-gradient and weight-gradient GEMMs; medians of CUDA-event times with the L2 "
+                "flushed",
     "occupancy-h200": "tools/kernels/data/h200/attention.csv: the validation cases' attention shapes measured on the "
                       "H200 against the same implementation at FlashAttention's benchmark shapes (16k tokens, hidden "
                       "2048), by waves of (head, 128-query block) tiles over the SMs: medians per half-octave of "
@@ -183,6 +193,17 @@ def gemm_rows(chip, chip_id, gemm_dir):
                     rows.setdefault(key, []).append(float(r["tflops"]))
     return [[m, n, k, b, layout, rate(statistics.median(v)), source]
             for (m, n, k, b, layout, source), v in sorted(rows.items())]
+
+
+def fp8_rows(chip):
+    """The chip's measured FP8 speed-ups over bf16 (data/GPU/fp8_layouts.csv), a row per GEMM of every pass at its
+    own (m, n, k); none for a chip not measured in FP8."""
+    path = os.path.join(HERE, "data", chip["measured"] or "", "fp8_layouts.csv")
+    if not chip["measured"] or not os.path.exists(path):
+        return []
+    with open(path) as fh:
+        return [[int(r["m"]), int(r["n"]), int(r["k"]), int(r["batch"]), r["layout"], round(float(r["speedup"]), 3),
+                 chip["measured"] + "-fp8"] for r in csv.DictReader(fh)]
 
 
 MEASURED_IMPLS = {"flash": "flash2", "cudnn": "cudnn"}
@@ -269,9 +290,11 @@ def write(chip_id, chip, gemm_dir, out_dir):
     gemm = gemm_rows(chip, chip_id, gemm_dir)
     attention = attention_rows(chip)
     occupancy = occupancy_rows(chip)
+    fp8 = fp8_rows(chip)
     # The large-shape limit: MAMF, or a measured row above it (XLA's batched 4096-cubed GEMMs on H100).
     best = max([float(chip["best"][0][:-2])] + [float(r[5][:-2]) for r in gemm])
-    used = sorted({r[6] for r in gemm} | {r[6] for r in attention} | {r[4] for r in occupancy} | {chip["best"][1]})
+    used = sorted({r[6] for r in gemm} | {r[6] for r in attention} | {r[4] for r in occupancy} | {r[6] for r in fp8} |
+                  {chip["best"][1]})
     doc = {
         "schema": "kernels/v1",
         "name": chip["name"],
@@ -298,11 +321,19 @@ def write(chip_id, chip, gemm_dir, out_dir):
         },
         "sources": {key: SOURCES[key] for key in used},
     }
+    if fp8:
+        doc["fp8_gemm"] = {
+            "about": "FP8 (E4M3, per-tensor scales, bf16 output) GEMM throughput over bf16's at the same shape, both "
+                     "measured side by side; the data- and weight-gradient GEMMs at their own (m, n, k)",
+            "columns": ["m", "n", "k", "batch", "layout", "speedup", "source"],
+            "rows": fp8,
+        }
+        doc["sources"] = doc.pop("sources")  # the sources last
     path = os.path.join(out_dir, chip_id + ".json")
     with open(path, "w") as fh:
         fh.write(compact_json(doc))
-    print("%s: %d GEMM rows, %d attention rows, %d occupancy rows" % (path, len(gemm), len(attention), len(occupancy)),
-          file=sys.stderr)
+    print("%s: %d GEMM rows, %d attention rows, %d occupancy rows, %d FP8 rows" % (
+        path, len(gemm), len(attention), len(occupancy), len(fp8)), file=sys.stderr)
 
 
 def compact_json(doc):

@@ -7,6 +7,8 @@ Reads the shapes validation_shapes.py lists (data/validation_shapes.json) and wr
                  (Y[m,n] = X[m,k] W^T), data gradient (dX = dY W) and weight gradient (dW = dY^T X), as
                  torch.nn.functional.linear and torch.matmul call cuBLAS; the H100 cases' shapes first
   fp8.csv        the same forward GEMMs in FP8 (E4M3, torch._scaled_mm, per-tensor scales, bf16 output) beside bf16
+  fp8_layouts.csv  (--fp8-layouts, instead of the rest) FP8 beside bf16 at the H100 cases' forward, data-gradient and
+                 weight-gradient GEMMs, each at its own (m, n, k)
   attention.csv  impl,direction,causal,head_dim,seq_len,heads,tflops,time_us,source   fused attention through
                  torch's scaled_dot_product_attention with one backend forced (flash = FlashAttention-2 as built into
                  PyTorch, cudnn = cuDNN's fused attention, which Transformer Engine calls on Hopper); FLOPs as
@@ -24,7 +26,8 @@ slower clocks (topologies/gpus/*.json sustained_compute_ratio), which simtrain a
                  embedding's backward: what small kernels cost beyond their bytes
 
 Usage (on a GPU machine with PyTorch):
-  python3 tools/kernels/measure.py tools/kernels/data/validation_shapes.json --out DIR [--deadline SECONDS] [--sizes]
+  python3 tools/kernels/measure.py tools/kernels/data/validation_shapes.json --out DIR [--deadline SECONDS]
+      [--sizes | --fp8-layouts]
 """
 
 import argparse
@@ -137,7 +140,10 @@ def measure_gemms(gemms, table, source, deadline, fp32_wgrad=False):
         del x, w, dy
 
 
-def measure_fp8(gemms, table, source, deadline):
+def measure_fp8(gemms, table, source, deadline, layouts=False):
+    """FP8 GEMMs beside bf16 at the forward shapes; with `layouts`, also at the data- and weight-gradient GEMMs' own
+    (m, n, k), as Transformer Engine runs them: cast operands in the layout _scaled_mm takes (A row-major, B column
+    major), against the bf16 GEMM in that pass's own layout."""
     f8 = torch.float8_e4m3fn
     one = torch.ones((), device="cuda")
     for m, n, k, family in gemms:
@@ -148,13 +154,21 @@ def measure_fp8(gemms, table, source, deadline):
             continue
         x = torch.randn(m, k, dtype=BF16, device="cuda")
         w = torch.randn(n, k, dtype=BF16, device="cuda")
-        x8, w8 = x.to(f8), w.to(f8)
-        t8 = timed(lambda: torch._scaled_mm(x8, w8.t(), scale_a=one, scale_b=one, out_dtype=BF16))
-        t16 = timed(lambda: F.linear(x, w))
-        flops = 2.0 * m * n * k
-        table.row(m, n, k, 1, "fwd", "%.1f" % (flops / t8 / 1e12), "%.1f" % (flops / t16 / 1e12), "%.3f" % (t16 / t8),
-                  family, source)
-        del x, w, x8, w8
+        dy = torch.randn(m, n, dtype=BF16, device="cuda")
+        passes = [("fwd", (m, n, k), lambda: F.linear(x, w))]
+        if layouts:
+            passes += [("dgrad", (m, k, n), lambda: torch.matmul(dy, w)),
+                       ("wgrad", (n, k, m), lambda: torch.matmul(dy.t(), x))]
+        for layout, (pm, pn, pk), bf16 in passes:
+            a8 = torch.randn(pm, pk, dtype=BF16, device="cuda").to(f8)
+            b8 = torch.randn(pn, pk, dtype=BF16, device="cuda").to(f8)
+            t8 = timed(lambda: torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one, out_dtype=BF16))
+            t16 = timed(bf16)
+            flops = 2.0 * m * n * k
+            table.row(pm, pn, pk, 1, layout, "%.1f" % (flops / t8 / 1e12), "%.1f" % (flops / t16 / 1e12),
+                      "%.3f" % (t16 / t8), family, source)
+            del a8, b8
+        del x, w, dy
 
 
 def attention_shapes(shapes):
@@ -404,6 +418,9 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--deadline", type=float, default=450.0, help="seconds after which sections stop early")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile variants")
+    parser.add_argument("--fp8-layouts", action="store_true",
+                        help="only FP8 GEMMs beside bf16 at the H100 cases' forward, data- and weight-gradient "
+                             "shapes (fp8_layouts.csv)")
     parser.add_argument("--sizes", action="store_true",
                         help="only the memory-bound kernels from small to large, and the embedding's backward "
                              "(memory_sizes.csv)")
@@ -422,6 +439,15 @@ def main():
         torch.backends.cudnn.version(), gpu_state()))
     env.flush()
     deadline = START + args.deadline
+    if args.fp8_layouts:
+        table = Table(os.path.join(args.out, "fp8_layouts.csv"),
+                      ["m", "n", "k", "batch", "layout", "tflops", "bf16_tflops", "speedup", "gpu_family", "source"])
+        h100 = [g for g in ordered_gemms(shapes) if g[3] == "h100"]
+        section("FP8 GEMMs in every pass", lambda: measure_fp8(h100, table, source, deadline, layouts=True))
+        env.write("at the end:\n%s\n" % gpu_state())
+        env.close()
+        log("done")
+        return
     if args.sizes:
         sizes_table = Table(os.path.join(args.out, "memory_sizes.csv"),
                             ["kernel_class", "implementation", "direction", "elements", "hidden", "bytes", "time_us",
