@@ -22,10 +22,14 @@ Writes, in --out:
                 wall_us: median wall time of forward and backward with one synchronisation at the end; host_us: the
                 CPU time to issue them (perf_counter before the final synchronisation); gpu_us: the kernels' own time
                 (torch.profiler, sum of device time); kernels: how many ran
+  gpu_gap.csv   op,kernels_per_call,gpu_us_per_call,source   the GPU's own time per call of tiny operations launched
+                back to back (the host queues 200 of them behind a 5 ms spin, so that no launch waits on it): the
+                fixed cost of a kernel on the GPU, from launch to the next kernel's start, which simtrain's
+                kernel_overhead stands for
   env.txt       torch and CUDA versions, the GPU, the CPU model
 
 Usage (on a GPU machine with PyTorch):
-  python3 tools/kernels/measure_host.py --out DIR
+  python3 tools/kernels/measure_host.py --out DIR [--sections dispatch,sync,gpu_gap,moe]
 """
 
 import argparse
@@ -183,6 +187,55 @@ def measure_sync(table, source):
     table.row("cuda_graph_replay_wall_per_kernel", "%.3f" % statistics.median(samples), source)
 
 
+def measure_gpu_gap(table, source, calls=200):
+    dev = "cuda"
+    x = torch.randn(64, 64, device=dev, dtype=BF16)
+    a = torch.randn(256, 256, device=dev, dtype=BF16)
+    b = torch.randn(256, 256, device=dev, dtype=BF16)
+    idx = torch.randint(0, 64, (64,), device=dev)
+    norm_w = torch.ones(64, device=dev, dtype=BF16)
+    ops = {
+        "add_64x64": lambda: x + x,
+        "rms_norm_64x64": lambda: F.rms_norm(x, (64,), norm_w),
+        "softmax_64x64": lambda: torch.softmax(x, dim=-1),
+        "index_select_64": lambda: x.index_select(0, idx),
+        "linear_256": lambda: F.linear(a, b),
+    }
+    if hasattr(torch, "_scaled_mm"):
+        a8, b8 = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+        one = torch.ones((), device=dev, dtype=torch.float32)
+        ops["scaled_mm_fp8_256"] = lambda: torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one, out_dtype=BF16)
+    for name, fn in ops.items():
+        try:
+            for _ in range(20):
+                fn()
+            kernels = ""
+            try:
+                from torch.profiler import ProfilerActivity, profile
+
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    fn()
+                    torch.cuda.synchronize()
+                kernels = len([e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA])
+            except Exception:
+                traceback.print_exc()
+            samples = []
+            for _ in range(5):
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                torch.cuda.synchronize()
+                torch.cuda._sleep(10_000_000)  # about 5 ms at 1.98 GHz: the host queues every call meanwhile
+                start.record()
+                for _ in range(calls):
+                    fn()
+                end.record()
+                torch.cuda.synchronize()
+                samples.append(start.elapsed_time(end) * 1e3 / calls)
+            table.row(name, kernels, "%.2f" % statistics.median(samples), source)
+            log("gpu gap %s: %.2f us a call" % (name, statistics.median(samples)))
+        except Exception:
+            traceback.print_exc()
+
+
 class MoeBlock:
     """One expert-parallel rank's MoE block: router over its own tokens, and the experts it holds over the token
     copies it receives (force-balanced, so every local expert gets the same number)."""
@@ -292,6 +345,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
     parser.add_argument("--reps", type=int, default=20)
+    parser.add_argument("--sections", default="dispatch,sync,gpu_gap,moe", help="which to run (comma-separated)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     source = source_tag()
@@ -304,15 +358,23 @@ def main():
                                     "--format=csv"], capture_output=True, text=True, timeout=20).stdout)
         except Exception:
             pass
-    log("dispatch")
-    measure_dispatch(Table(os.path.join(args.out, "dispatch.csv"), ["op", "calls", "host_us_per_call", "source"]),
-                     source)
-    log("sync")
-    measure_sync(Table(os.path.join(args.out, "sync.csv"), ["what", "us", "source"]), source)
-    log("moe")
-    measure_moe(Table(os.path.join(args.out, "moe.csv"), ["model", "variant", "tokens", "local_experts", "wall_us",
-                                                         "host_us", "gpu_us", "kernels", "source"]),
-                source, args.reps)
+    sections = set(args.sections.split(","))
+    if "dispatch" in sections:
+        log("dispatch")
+        measure_dispatch(Table(os.path.join(args.out, "dispatch.csv"), ["op", "calls", "host_us_per_call", "source"]),
+                         source)
+    if "sync" in sections:
+        log("sync")
+        measure_sync(Table(os.path.join(args.out, "sync.csv"), ["what", "us", "source"]), source)
+    if "gpu_gap" in sections:
+        log("gpu gap")
+        measure_gpu_gap(Table(os.path.join(args.out, "gpu_gap.csv"), ["op", "kernels_per_call", "gpu_us_per_call",
+                                                                      "source"]), source)
+    if "moe" in sections:
+        log("moe")
+        measure_moe(Table(os.path.join(args.out, "moe.csv"), ["model", "variant", "tokens", "local_experts",
+                                                             "wall_us", "host_us", "gpu_us", "kernels", "source"]),
+                    source, args.reps)
     log("done")
 
 
