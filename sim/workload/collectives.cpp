@@ -306,7 +306,8 @@ void Lowering::add_rail_flows(const std::map<int, std::vector<int>>& by_node, do
 // at bus bandwidth `bus`: the ring's 2(n-1) steps, 2 x nodes of them across the network, the tree's 2 log2(nodes)
 // network hops and its chain of the node's GPUs, each with its fastest protocol. The tree's latency is that of the
 // part across nodes (the node's chain runs in the phases inside the node, as for the hierarchical ring).
-Lowering::AcrossNodes Lowering::across_nodes(const std::map<int, std::vector<int>>& by_node, double bytes, double bus)
+Lowering::AcrossNodes Lowering::across_nodes(const std::map<int, std::vector<int>>& by_node, const NetworkUse& net,
+                                             double bytes, double bus)
 {
   const int nodes = static_cast<int>(by_node.size());
   const std::size_t per_node = by_node.begin()->second.size();
@@ -316,7 +317,6 @@ Lowering::AcrossNodes Lowering::across_nodes(const std::map<int, std::vector<int
   const int steps = steps_of(CollectiveKind::ALL_REDUCE, n);
   const int network_steps = 2 * nodes;
   // LL128's shares across the network, where NCCL runs it: the per-channel caps against one NIC's rate.
-  const NetworkUse net = network_use(by_node);
   const double rail_bw = rail_bandwidth(by_node);
   const double ring_ll128 = ll128_network_share(net, rail_bw);
   AcrossNodes model;
@@ -355,11 +355,11 @@ Lowering::AcrossNodes Lowering::across_nodes(const std::map<int, std::vector<int
 // NCCL's choice between its ring and its double binary tree for an all-reduce across nodes, by its model of both over
 // the whole group at the nodes' network bandwidth (the narrowest rail edge times the GPUs on each node). `forced`: the
 // tree whatever the model says.
-std::optional<Lowering::TreePlan> Lowering::tree_plan(const std::map<int, std::vector<int>>& by_node, double bytes,
-                                                      bool forced)
+std::optional<Lowering::TreePlan> Lowering::tree_plan(const std::map<int, std::vector<int>>& by_node,
+                                                      const NetworkUse& net, double bytes, bool forced)
 {
   const double bus = rail_bandwidth(by_node) * static_cast<double>(by_node.begin()->second.size());
-  const AcrossNodes model = across_nodes(by_node, bytes, bus);
+  const AcrossNodes model = across_nodes(by_node, net, bytes, bus);
   if (!forced && model.tree_time >= model.ring_time)
     return std::nullopt;
   return model.tree;
@@ -373,7 +373,7 @@ std::optional<Lowering::TreePlan> Lowering::tree_plan(const std::map<int, std::v
 // latency in NCCL's model and its narrowest part, the NVLink ports or the NICs: NVLS-Tree wins where NVLink binds the
 // hierarchical ring (GB200 racks), and for mid-sized buffers by its lower latency.
 std::optional<CollectivePhase> Lowering::nvls_tree_all_reduce(const std::map<int, std::vector<int>>& by_node,
-                                                              double bytes)
+                                                              const NetworkUse& net, double bytes)
 {
   const std::size_t per_node = by_node.begin()->second.size();
   if (per_node < nvls_fewest_gpus)
@@ -395,7 +395,8 @@ std::optional<CollectivePhase> Lowering::nvls_tree_all_reduce(const std::map<int
   const double latency = (nvls_latency_us + 2.0 * log2i(nodes) * nvls_tree_network_us) * 1e-6;
   const double time = latency + std::max(bytes / rate, network_bytes / rail_bw);
   // The others: NCCL's model over the whole group, and the hierarchical ring's and tree's parts at the same latency.
-  const AcrossNodes model = across_nodes(by_node, bytes, std::min(rail_bw * static_cast<double>(per_node), intra_bw));
+  const AcrossNodes model =
+      across_nodes(by_node, net, bytes, std::min(rail_bw * static_cast<double>(per_node), intra_bw));
   const double intra_parts =
       2.0 * (static_cast<double>(per_node) - 1) / static_cast<double>(per_node) * bytes / intra_bw;
   double others =
@@ -547,15 +548,16 @@ std::vector<CollectivePhase> Lowering::collective(CollectiveKind kind, const std
   const bool spans_nodes = by_node.size() > 1 && per_node > 1;
   const bool may_tree = algorithm == CollectiveAlgorithm::AUTO || algorithm == CollectiveAlgorithm::TREE;
   const bool hierarchical = uniform && spans_nodes && (may_tree || algorithm == CollectiveAlgorithm::HIERARCHICAL);
+  const NetworkUse net = network_use(by_node);
   if (kind == CollectiveKind::ALL_REDUCE && uniform && by_node.size() > 1 && algorithm == CollectiveAlgorithm::AUTO) {
     if (g_.sharp)
       return {sharp_all_reduce(by_node, bytes)};
-    if (auto nvls_tree = nvls_tree_all_reduce(by_node, bytes))
+    if (auto nvls_tree = nvls_tree_all_reduce(by_node, net, bytes))
       return {*nvls_tree};
   }
   std::optional<TreePlan> tree;
   if (kind == CollectiveKind::ALL_REDUCE && uniform && by_node.size() >= tree_fewest_nodes && may_tree)
-    tree = tree_plan(by_node, bytes, algorithm == CollectiveAlgorithm::TREE);
+    tree = tree_plan(by_node, net, bytes, algorithm == CollectiveAlgorithm::TREE);
   if (tree && per_node == 1) {
     std::vector<int> rail;
     for (const auto& [node, members] : by_node)
@@ -568,7 +570,7 @@ std::vector<CollectivePhase> Lowering::collective(CollectiveKind kind, const std
         return {*nvls};
     if (full_mesh(ranks) && kind == CollectiveKind::ALL_REDUCE)
       return {direct(ranks, bytes), direct(ranks, bytes)}; // reduce-scatter, then all-gather
-    return {ring_or_direct(kind, ranks, bytes, network_use(by_node))};
+    return {ring_or_direct(kind, ranks, bytes, net)};
   }
 
   // Inside each node over the node's share, across nodes per local rank over 1/per_node of the buffer.
@@ -586,7 +588,6 @@ std::vector<CollectivePhase> Lowering::collective(CollectiveKind kind, const std
   const int nodes = static_cast<int>(by_node.size());
   const double flat_share = static_cast<double>(ranks.size() - 1) / static_cast<double>(ranks.size());
   const double rail_share = static_cast<double>(nodes - 1) / nodes;
-  const NetworkUse net = network_use(by_node);
   auto inter = [&](CollectiveKind k, double buffer) {
     CollectivePhase phase;
     for (std::size_t i = 0; i < per_node; ++i) {

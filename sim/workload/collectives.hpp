@@ -108,9 +108,12 @@ class Lowering {
   double rail_bandwidth(const std::map<int, std::vector<int>>& by_node);
   void add_rail_flows(const std::map<int, std::vector<int>>& by_node, double bytes, double latency,
                       CollectivePhase& phase);
-  AcrossNodes across_nodes(const std::map<int, std::vector<int>>& by_node, double bytes, double bus);
-  std::optional<TreePlan> tree_plan(const std::map<int, std::vector<int>>& by_node, double bytes, bool forced);
-  std::optional<CollectivePhase> nvls_tree_all_reduce(const std::map<int, std::vector<int>>& by_node, double bytes);
+  AcrossNodes across_nodes(const std::map<int, std::vector<int>>& by_node, const NetworkUse& net, double bytes,
+                           double bus);
+  std::optional<TreePlan> tree_plan(const std::map<int, std::vector<int>>& by_node, const NetworkUse& net, double bytes,
+                                    bool forced);
+  std::optional<CollectivePhase> nvls_tree_all_reduce(const std::map<int, std::vector<int>>& by_node,
+                                                      const NetworkUse& net, double bytes);
   void add_nvls_flows(const std::vector<int>& members, double bytes, double latency, CollectivePhase& phase);
   CollectivePhase tree_phase(const std::vector<int>& rail, double shard, const TreePlan& plan);
   CollectivePhase sharp_all_reduce(const std::map<int, std::vector<int>>& by_node, double bytes);

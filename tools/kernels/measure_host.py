@@ -33,7 +33,6 @@ Usage (on a GPU machine with PyTorch):
 """
 
 import argparse
-import csv
 import os
 import platform
 import statistics
@@ -45,8 +44,9 @@ import traceback
 import torch
 import torch.nn.functional as F
 
+from measure import Table, log  # measure.py, beside this script
+
 BF16 = torch.bfloat16
-START = time.monotonic()
 
 # The MoE blocks of the validation cases (tests/data/validation/cases.json, Megatron-Bridge's DGX-H100 rows), as one
 # expert-parallel rank runs them: its tokens per micro-batch at the router, the experts it holds, and the token copies
@@ -59,21 +59,6 @@ MODELS = [
     ("qwen3-30b-a3b", 2048, 768, 128, 8, 8, 8192),
     ("qwen3-235b-a22b", 4096, 1536, 128, 8, 32, 2048),
 ]
-
-
-def log(msg):
-    print("[%6.1f s] %s" % (time.monotonic() - START, msg), flush=True)
-
-
-class Table:
-    def __init__(self, path, columns):
-        self.f = open(path, "w", newline="")
-        self.w = csv.writer(self.f)
-        self.w.writerow(columns)
-
-    def row(self, *values):
-        self.w.writerow(values)
-        self.f.flush()
 
 
 def source_tag():
