@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "cli/file_check.hpp"
 #include "cli/progress.hpp"
 #include "core/diagnostics.hpp"
 
@@ -13,9 +14,9 @@
 #include "report/run_report.hpp"
 #include "report/task_report.hpp"
 #include "report/topology_report.hpp"
+#include "report/validation_summary.hpp"
 #include "scenario/feasibility.hpp"
 #include "topology/cluster_graph.hpp"
-#include "validation/summary.hpp"
 #include "workload/builder.hpp"
 #include "workload/graph_size.hpp"
 #include "workload/layer_program.hpp"
@@ -78,9 +79,9 @@ void prepare_output_dir(const fs::path& dir, const std::string& option)
   fs::remove(probe, error);
 }
 
-validation::SummaryFile load_validation_summary(const CommonOptions& o)
+report::SummaryFile load_validation_summary(const CommonOptions& o)
 {
-  auto file = validation::load_summary(o.data_dir);
+  auto file = report::load_summary(o.data_dir);
   if (!file.warning.empty())
     sim::core::diagnose("warning", "warning: " + file.warning + "; reports leave out simtrain's accuracy",
                         file.warning + "; reports leave out simtrain's accuracy");
@@ -143,7 +144,7 @@ int simulate(const fs::path& file, const CommonOptions& o, const RunOptions& r)
   const auto summary = load_validation_summary(o);
   std::vector<sim::core::Json> validation;
   for (const auto* gpu : sim::topology::gpu_kinds(s.cluster))
-    validation.push_back(validation::gpu_validation(summary, gpu->name));
+    validation.push_back(report::gpu_validation(summary, gpu->name));
   const auto json = sim::report::run_json(s, metrics, cost, validation);
   const auto boxes = sim::report::pass_boxes(s, tasks, timeline);
   if (o.format == "json") {
@@ -175,10 +176,10 @@ int check(const std::vector<std::string>& files, const CommonOptions& o)
   int failed = 0;
   for (const auto& file : files) {
     try {
-      const auto checked = sim::scenario::check_file(file, load_options(o));
+      const auto checked = sim::cli::check_file(file, load_options(o));
       if (checked.scenario && !o.allow_oom)
         sim::scenario::refuse_out_of_memory(*checked.scenario);
-      std::cout << fmt::format("ok    {} ({} '{}')\n", file, sim::scenario::describe(checked.kind), checked.name);
+      std::cout << fmt::format("ok    {} ({} '{}')\n", file, sim::cli::describe(checked.kind), checked.name);
       for (const auto& w : checked.warnings)
         std::cout << "      " << sim::core::format_warning(w) << "\n";
     } catch (const sim::core::InputError& e) {

@@ -2,8 +2,8 @@
 // results; main.cpp only parses arguments and maps errors to exit codes.
 #pragma once
 
+#include "report/validation_summary.hpp"
 #include "scenario/scenario.hpp"
-#include "validation/summary.hpp"
 
 #include <filesystem>
 #include <optional>
@@ -30,7 +30,7 @@ void print_warnings(const std::vector<core::Warning>& warnings);
 // naming `option` (--out) and why not.
 void prepare_output_dir(const std::filesystem::path& dir, const std::string& option = "--out");
 // The data folder's validation summary; a malformed one is a warning on stderr, never an error.
-validation::SummaryFile load_validation_summary(const CommonOptions& o);
+report::SummaryFile load_validation_summary(const CommonOptions& o);
 
 inline int default_jobs()
 {

@@ -2,11 +2,11 @@
 #include "core/diagnostics.hpp"
 
 #include "core/input_error.hpp"
+#include "core/process_pool.hpp"
 #include "engine/replay.hpp"
 #include "report/html_report.hpp"
 #include "scenario/feasibility.hpp"
 #include "study/compare.hpp"
-#include "study/process_pool.hpp"
 
 #include <algorithm>
 #include <array>
@@ -30,11 +30,11 @@ struct ChildRuns {
 ChildRuns run_children(const std::vector<std::pair<std::string, std::vector<std::string>>>& runs,
                        const CommonOptions& o, int jobs, bool with_passes)
 {
-  const study::WorkDir work({}, "simtrain-compare");
-  std::vector<study::Command> commands;
+  const core::WorkDir work({}, "simtrain-compare");
+  std::vector<core::Command> commands;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    study::Command c;
-    c.argv = {study::self_path().string(), "run", runs[i].first, "--format", "json", "--data-dir", o.data_dir};
+    core::Command c;
+    c.argv = {core::self_path().string(), "run", runs[i].first, "--format", "json", "--data-dir", o.data_dir};
     if (o.allow_oom)
       c.argv.emplace_back("--allow-oom");
     if (with_passes) {
@@ -49,11 +49,11 @@ ChildRuns run_children(const std::vector<std::pair<std::string, std::vector<std:
     c.stderr_file = work.path() / fmt::format("{}.log", i);
     commands.push_back(c);
   }
-  const auto status = study::run_commands(commands, jobs);
+  const auto status = core::run_commands(commands, jobs);
   ChildRuns out;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const std::string log = study::read_text(commands[i].stderr_file);
-    std::string message = study::first_line(log);
+    const std::string log = core::read_text(commands[i].stderr_file);
+    std::string message = core::first_line(log);
     for (const char* prefix : {"error: ", "simulation failed: "})
       if (message.starts_with(prefix))
         message = message.substr(std::string(prefix).size());
@@ -61,9 +61,9 @@ ChildRuns run_children(const std::vector<std::pair<std::string, std::vector<std:
       throw core::InputError({runs[i].first, "", ""}, message.empty() ? "could not be loaded" : message);
     if (status[i] != 0)
       throw engine::SimulationError(fmt::format("{}: {}", runs[i].first, message));
-    out.reports.push_back(core::Json::parse(study::read_text(commands[i].stdout_file)));
+    out.reports.push_back(core::Json::parse(core::read_text(commands[i].stdout_file)));
     if (with_passes)
-      out.passes.push_back(core::Json::parse(study::read_text(work.path() / fmt::format("{}.passes.json", i))));
+      out.passes.push_back(core::Json::parse(core::read_text(work.path() / fmt::format("{}.passes.json", i))));
   }
   return out;
 }
@@ -94,7 +94,7 @@ namespace {
 std::optional<core::Json> saved_report(const std::string& file)
 {
   try {
-    auto j = core::Json::parse(study::read_text(file));
+    auto j = core::Json::parse(core::read_text(file));
     if (j.is_object() && j.value("kind", "") == "simulation" && j.contains("step_time_s"))
       return j;
   } catch (const std::exception&) {
@@ -104,11 +104,11 @@ std::optional<core::Json> saved_report(const std::string& file)
 }
 
 // A report saved before reports said how accurate simtrain is gets its GPU's accuracy from the current summary.
-core::Json with_validation(core::Json report, const validation::SummaryFile& summary)
+core::Json with_validation(core::Json report, const report::SummaryFile& summary)
 {
   if (!report.contains("validation"))
     report["validation"] =
-        validation::gpu_validation(summary, report.value(core::Json::json_pointer("/cluster/gpu"), std::string("?")));
+        report::gpu_validation(summary, report.value(core::Json::json_pointer("/cluster/gpu"), std::string("?")));
   return report;
 }
 

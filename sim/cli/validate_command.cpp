@@ -2,8 +2,8 @@
 #include "core/diagnostics.hpp"
 
 #include "core/input_error.hpp"
+#include "core/process_pool.hpp"
 #include "scenario/document_tree.hpp"
-#include "study/process_pool.hpp"
 #include "validation/ablation.hpp"
 #include "validation/runner.hpp"
 #include "validation/summary.hpp"
@@ -58,7 +58,7 @@ void write_summary(const fs::path& file, const ValidateArgs& a, const sim::valid
   if (file.has_parent_path())
     fs::create_directories(file.parent_path());
   std::ofstream out(file);
-  out << sim::validation::summary_json(summary).dump(2) << "\n";
+  out << sim::report::summary_json(summary).dump(2) << "\n";
   if (!out)
     throw sim::core::InputError({sim::core::display_path(file), "", ""}, "cannot be written");
 }
@@ -100,7 +100,7 @@ int validate(const ValidateArgs& a, const CommonOptions& o)
   sim::validation::ValidateOptions v;
   v.cases_files.assign(a.cases.begin(), a.cases.end());
   v.data_dir = o.data_dir;
-  v.simtrain = study::self_path();
+  v.simtrain = core::self_path();
   v.jobs = a.jobs;
   v.only = a.only;
   v.keep_dir = a.keep;

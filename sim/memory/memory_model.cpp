@@ -1,8 +1,8 @@
 #include "memory/memory_model.hpp"
 
 #include "model/param_count.hpp"
-#include "plan/plan_reader.hpp"
-#include "workload/schedule.hpp"
+#include "plan/parallel_plan.hpp"
+#include "plan/schedule.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -105,15 +105,15 @@ InFlight in_flight(const plan::ParallelPlan& p, int stage)
   std::vector<int> held(static_cast<std::size_t>(p.virtual_stages), 0);
   int count = 0;
   int peak = 0;
-  for (const workload::PassRef& pass : workload::stage_order(p, stage)) {
+  for (const plan::PassRef& pass : plan::stage_order(p, stage)) {
     const auto c = static_cast<std::size_t>(pass.chunk);
-    if (pass.pass == workload::Pass::FORWARD) {
+    if (pass.pass == plan::Pass::FORWARD) {
       ++held[c];
       if (++count > peak) {
         peak = count;
         f.per_chunk = held;
       }
-    } else if (pass.pass == workload::Pass::WEIGHT || !pass.defer_weight) {
+    } else if (pass.pass == plan::Pass::WEIGHT || !pass.defer_weight) {
       --held[c];
       --count;
     }

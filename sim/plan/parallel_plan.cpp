@@ -48,4 +48,74 @@ std::vector<int> balanced_split(int layers, int parts)
   return out;
 }
 
+RankCoords coords_of(const ParallelPlan& p, int rank)
+{
+  RankCoords c;
+  int rest = rank;
+  for (ParallelDim d : p.rank_order) {
+    const int n = p.size(d);
+    const int v = rest % n;
+    rest /= n;
+    switch (d) {
+      case ParallelDim::TP:
+        c.tp = v;
+        break;
+      case ParallelDim::DP:
+        c.dp = v;
+        break;
+      case ParallelDim::PP:
+        c.pp = v;
+        break;
+    }
+  }
+  return c;
+}
+
+int rank_of(const ParallelPlan& p, RankCoords c)
+{
+  int rank = 0;
+  int stride = 1;
+  for (ParallelDim d : p.rank_order) {
+    const int v = d == ParallelDim::TP ? c.tp : d == ParallelDim::DP ? c.dp : c.pp;
+    rank += v * stride;
+    stride *= p.size(d);
+  }
+  return rank;
+}
+
+std::vector<int> group_of(const ParallelPlan& p, GroupDim dim, int gpu)
+{
+  const RankCoords c = coords_of(p, gpu);
+  std::vector<int> r;
+  switch (dim) {
+    case GroupDim::TP:
+      for (int t = 0; t < p.tp; ++t)
+        r.push_back(rank_of(p, {t, c.dp, c.pp}));
+      return r;
+    case GroupDim::DP:
+      for (int d = 0; d < p.dp_cp(); ++d)
+        r.push_back(rank_of(p, {c.tp, d, c.pp}));
+      return r;
+    case GroupDim::CP: // cp consecutive coordinates of the DP dimension split each sequence
+      for (int i = 0; i < p.cp; ++i)
+        r.push_back(rank_of(p, {c.tp, c.dp / p.cp * p.cp + i, c.pp}));
+      return r;
+    case GroupDim::EP:
+    case GroupDim::ETP:
+    case GroupDim::EDP: {
+      const std::array<int, 3> sizes{p.etp, p.ep, p.edp()};
+      const int q = c.tp + p.tp * c.dp;
+      std::array<int, 3> coords{q % p.etp, q / p.etp % p.ep, q / (p.etp * p.ep)};
+      const std::size_t k = dim == GroupDim::ETP ? 0 : dim == GroupDim::EP ? 1 : 2;
+      for (int i = 0; i < sizes[k]; ++i) {
+        coords[k] = i;
+        const int member = coords[0] + p.etp * (coords[1] + p.ep * coords[2]);
+        r.push_back(rank_of(p, {member % p.tp, member / p.tp, c.pp}));
+      }
+      return r;
+    }
+  }
+  return r;
+}
+
 } // namespace sim::plan

@@ -3,7 +3,7 @@
 // straggler), its tasks are on it.
 #pragma once
 
-#include "engine/replay.hpp"
+#include "engine/timeline.hpp"
 #include "topology/cluster_graph.hpp"
 #include "workload/task_graph.hpp"
 

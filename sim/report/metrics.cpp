@@ -1,7 +1,7 @@
 #include "report/metrics.hpp"
 
 #include "model/flops.hpp"
-#include "plan/plan_reader.hpp"
+#include "plan/parallel_plan.hpp"
 
 #include <algorithm>
 #include <functional>

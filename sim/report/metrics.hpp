@@ -3,7 +3,7 @@
 // replayed timeline; no SimGrid here.
 #pragma once
 
-#include "engine/replay.hpp"
+#include "engine/timeline.hpp"
 #include "memory/memory_model.hpp"
 #include "report/critical_path.hpp"
 #include "scenario/scenario.hpp"

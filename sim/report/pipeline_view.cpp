@@ -1,7 +1,7 @@
 #include "report/pipeline_view.hpp"
 
 #include "core/units.hpp"
-#include "plan/plan_reader.hpp"
+#include "plan/parallel_plan.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -3,7 +3,7 @@
 // Chrome / Perfetto trace of every GPU stream.
 #pragma once
 
-#include "engine/replay.hpp"
+#include "engine/timeline.hpp"
 #include "report/metrics.hpp"
 #include "workload/task_graph.hpp"
 

@@ -4,7 +4,7 @@
 #include "model/param_count.hpp"
 #include "report/analysis.hpp"
 #include "report/cost.hpp"
-#include "validation/summary.hpp"
+#include "report/validation_summary.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -306,10 +306,10 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
   line("");
   line(fmt::format("step time {}   {:.0f} tokens/s   {:.1f} TFLOP/s per GPU   MFU {}   HFU {}",
                    core::format_time(m.step_time_s), m.tokens_per_s, m.tflops_per_gpu, percent(m.mfu), percent(m.hfu)));
-  line(validation::accuracy_line(validation.at(0)));
+  line(report::accuracy_line(validation.at(0)));
   for (std::size_t k = 0; k < s.cluster.node_gpus.size(); ++k) {
     const auto& kind = s.cluster.node_gpus[k];
-    line(validation::accuracy_line(validation.at(k + 1), fmt::format(" (nodes {}-{})", kind.first, kind.last)));
+    line(report::accuracy_line(validation.at(k + 1), fmt::format(" (nodes {}-{})", kind.first, kind.last)));
   }
   for (const auto* gpu : topology::gpu_kinds(s.cluster)) {
     const auto estimates = gpu->estimates();

@@ -18,7 +18,7 @@ struct RunCost {
 };
 
 // `validation`: how close simtrain came to published runs on each of the scenario's GPU kinds
-// (validation::gpu_validation; topology::gpu_kinds' order, the topology's part first).
+// (report::gpu_validation; topology::gpu_kinds' order, the topology's part first).
 core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost& cost,
                     const std::vector<core::Json>& validation);
 std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCost& cost,

@@ -1,10 +1,8 @@
 #include "scenario/scenario.hpp"
 
 #include "core/units.hpp"
-#include "model/hf_config.hpp"
 #include "plan/plan_reader.hpp"
 #include "scenario/document_tree.hpp"
-#include "validation/summary.hpp"
 #include "workload/layer_program.hpp"
 
 #include <fmt/format.h>
@@ -41,6 +39,13 @@ void apply_overrides(DocumentTree& tree, const LoadOptions& options, void (*reso
     tree.apply_override(expression, [&] { resolve_all(tree); });
   resolve_all(tree);
 }
+
+void resolve_gpu_references(DocumentTree& tree)
+{
+  tree.resolve("/kernel_tables", ReferenceKind::KERNELS);
+}
+
+void resolve_nothing(DocumentTree&) {}
 
 // A value made to read as it means, not as it is spelt: quantities in SI ("25GBps" and "200Gbps" alike), numbers as
 // doubles. In place: the tree holds the kernel tables, tens of kilobytes.
@@ -121,12 +126,13 @@ Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& fi
       const auto& gpu = s.cluster.node_gpus[i].gpu;
       const core::Node at = node_gpus->element(i).element_of("gpu");
       if (!gpu.peak(s.plan.precision))
-        at.fail_found("no tensor-core rate for the plan's precision",
-                      fmt::format("'{}' without {}", gpu.name,
-                                  core::choice_name(s.plan.precision, hardware::precision_choices)),
-                      "a part with the plan's precision in its peak_flops");
+        at.fail_found(
+            "no tensor-core rate for the plan's precision",
+            fmt::format("'{}' without {}", gpu.name, core::choice_name(s.plan.precision, hardware::precision_choices)),
+            "a part with the plan's precision in its peak_flops");
       if (!workload::same_steps(base, workload::build_programs(s.model, s.plan, gpu)))
-        at.fail_found("other kernels", fmt::format("'{}' runs other kernels than '{}' for this plan", gpu.name, s.cluster.gpu.name),
+        at.fail_found("other kernels",
+                      fmt::format("'{}' runs other kernels than '{}' for this plan", gpu.name, s.cluster.gpu.name),
                       "a part whose kernels match the topology's (the same generation)");
     }
   }
@@ -152,63 +158,6 @@ Scenario load_scenario(core::Json root, const std::filesystem::path& file, const
   if (options.hash_setup)
     s.setup_hash = setup_hash(tree);
   return s;
-}
-
-CheckedFile check_file(const std::filesystem::path& file, const LoadOptions& options)
-{
-  DocumentTree tree(file, options.data_dir);
-  const core::Json& root = tree.root();
-  CheckedFile checked;
-  if (model::looks_like_hf_config(root)) {
-    checked.kind = FileKind::HF_CONFIG;
-    const auto converted = model::convert_hf_config(tree.node(), file.parent_path().filename().string());
-    core::Provenance provenance;
-    provenance.add_source("", core::display_path(file));
-    checked.name = model::read_model(core::Node(converted.model, "", provenance)).name;
-    return checked;
-  }
-  const core::Node root_node = tree.node();
-  if (!root.is_object())
-    root_node.fail_found("wrong type", core::describe_type(root), "a JSON object with a \"schema\"");
-  const auto schema = root.find("schema");
-  const std::string expected_schema =
-      "one of scenario/v1, model/v1, topology/v1, gpu/v1, kernels/v1, validation-summary/v1 (or a HuggingFace "
-      "config.json)";
-  if (schema == root.end())
-    throw core::InputError(tree.provenance().locate("/schema"), "missing required key", "nothing", expected_schema);
-  const std::string name = schema->is_string() ? schema->get<std::string>() : "";
-  if (name == "scenario/v1") {
-    apply_overrides(tree, options, resolve_scenario_references);
-    Scenario s = read_scenario(tree, file);
-    checked.kind = FileKind::SCENARIO;
-    checked.name = s.name;
-    checked.warnings = s.warnings;
-    checked.scenario = std::move(s);
-  } else if (name == "model/v1") {
-    apply_overrides(tree, options, [](DocumentTree&) {});
-    checked.kind = FileKind::MODEL;
-    checked.name = model::read_model(tree.node()).name;
-  } else if (name == "topology/v1") {
-    apply_overrides(tree, options, resolve_topology_references);
-    checked.kind = FileKind::TOPOLOGY;
-    const auto cluster = topology::read_cluster(tree.node());
-    checked.name = cluster.name;
-    checked.warnings = cluster.warnings;
-  } else if (name == "gpu/v1") {
-    apply_overrides(tree, options, [](DocumentTree& t) { t.resolve("/kernel_tables", ReferenceKind::KERNELS); });
-    checked.kind = FileKind::GPU;
-    checked.name = hardware::read_gpu(tree.node()).name;
-  } else if (name == "kernels/v1") {
-    apply_overrides(tree, options, [](DocumentTree&) {});
-    checked.kind = FileKind::KERNELS;
-    checked.name = hardware::read_kernel_tables(tree.node())->name;
-  } else if (name == "validation-summary/v1") {
-    checked.kind = FileKind::VALIDATION_SUMMARY;
-    checked.name = validation::read_summary(tree.node()).cases_file;
-  } else {
-    tree.node("/schema").fail("unsupported schema", expected_schema);
-  }
-  return checked;
 }
 
 topology::ClusterSpec load_cluster(const std::string& reference, const LoadOptions& options)
@@ -238,25 +187,17 @@ int nodes_for(const topology::ClusterSpec& cluster, int gpus, const std::string&
   return nodes;
 }
 
-std::string_view describe(FileKind kind)
+void apply_overrides(DocumentTree& tree, const LoadOptions& options, ReferenceKind kind)
 {
   switch (kind) {
-    case FileKind::SCENARIO:
-      return "scenario";
-    case FileKind::MODEL:
-      return "model";
-    case FileKind::HF_CONFIG:
-      return "model (HuggingFace config)";
-    case FileKind::TOPOLOGY:
-      return "topology";
-    case FileKind::GPU:
-      return "GPU";
-    case FileKind::KERNELS:
-      return "kernel tables";
-    case FileKind::VALIDATION_SUMMARY:
-      return "validation summary of";
+    case ReferenceKind::TOPOLOGY:
+      return apply_overrides(tree, options, resolve_topology_references);
+    case ReferenceKind::GPU:
+      return apply_overrides(tree, options, resolve_gpu_references);
+    case ReferenceKind::MODEL:
+    case ReferenceKind::KERNELS:
+      return apply_overrides(tree, options, resolve_nothing);
   }
-  return "file";
 }
 
 } // namespace sim::scenario

@@ -5,11 +5,11 @@
 #include "core/input_error.hpp"
 #include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
+#include "scenario/document_tree.hpp"
 #include "scenario/economics.hpp"
 #include "topology/cluster_spec.hpp"
 
 #include <filesystem>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,19 +42,9 @@ Scenario load_scenario(const std::filesystem::path& file, const LoadOptions& opt
 // A scenario held in memory (an importer's), read as if it were the file `file`, which need not exist.
 Scenario load_scenario(core::Json root, const std::filesystem::path& file, const LoadOptions& options);
 
-enum class FileKind { SCENARIO, MODEL, HF_CONFIG, TOPOLOGY, GPU, KERNELS, VALIDATION_SUMMARY };
-
-struct CheckedFile {
-  FileKind kind = FileKind::SCENARIO;
-  std::string name;
-  std::vector<core::Warning> warnings;
-  std::optional<Scenario> scenario; // a scenario file's, loaded
-};
-
-// Validates one file of any kind, with the checks that apply to it (a scenario gets the cross-file checks).
-CheckedFile check_file(const std::filesystem::path& file, const LoadOptions& options);
-
-std::string_view describe(FileKind kind);
+// The overrides applied to a document of `kind` read on its own (a model, topology, GPU or kernel tables file), after
+// resolving the references its kind has, as reading it in a scenario does.
+void apply_overrides(DocumentTree& tree, const LoadOptions& options, ReferenceKind kind);
 
 // A topology by path or preset name, with overrides relative to the topology (node.nics.count=4).
 topology::ClusterSpec load_cluster(const std::string& reference, const LoadOptions& options);

@@ -2,7 +2,7 @@
 
 #include "core/input_error.hpp"
 #include "core/units.hpp"
-#include "validation/summary.hpp"
+#include "report/validation_summary.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -258,12 +258,12 @@ std::string comparison_text(const Comparison& c)
   for (const auto& w : c.warnings)
     line("WARNING: " + w);
   if (c.validation_a == c.validation_b && !c.validation_a.is_null()) {
-    line(validation::accuracy_line(c.validation_a));
+    line(report::accuracy_line(c.validation_a));
   } else {
     if (!c.validation_a.is_null())
-      line(validation::accuracy_line(c.validation_a, " (A)"));
+      line(report::accuracy_line(c.validation_a, " (A)"));
     if (!c.validation_b.is_null())
-      line(validation::accuracy_line(c.validation_b, " (B)"));
+      line(report::accuracy_line(c.validation_b, " (B)"));
   }
   line("");
   line(fmt::format("{:<38} {:>14} {:>14}  {}", "", "A", "B", "B - A"));

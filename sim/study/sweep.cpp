@@ -3,11 +3,11 @@
 #include "study/compare.hpp"
 
 #include "core/input_error.hpp"
+#include "core/process_pool.hpp"
 #include "core/units.hpp"
 #include "memory/memory_model.hpp"
 #include "report/analysis.hpp"
 #include "report/cost.hpp"
-#include "study/process_pool.hpp"
 #include "topology/cluster_graph.hpp"
 #include "workload/builder.hpp"
 #include "workload/compute_bound.hpp"
@@ -146,7 +146,7 @@ std::string layout_fingerprint(const scenario::Scenario& s)
 // Where a simulated layout's report, trace and timeline go under --save-runs.
 std::string run_folder(const SweepRow& row)
 {
-  return fmt::format("{:04d}-{}", row.index, file_stem(layout_label(row.layout)));
+  return fmt::format("{:04d}-{}", row.index, core::file_stem(layout_label(row.layout)));
 }
 
 class Sweep {
@@ -197,7 +197,7 @@ class Sweep {
     simulate(r, candidates);
     rank_rows(r);
     for (const auto& gpu : gpus_)
-      r.validation.push_back(validation::gpu_validation(o_.summary, gpu));
+      r.validation.push_back(report::gpu_validation(o_.summary, gpu));
     report();
     return r;
   }
@@ -266,8 +266,8 @@ class Sweep {
 
   void simulate(SweepResult& r, const std::vector<std::size_t>& candidates)
   {
-    const WorkDir work({}, "simtrain-sweep");
-    ProcessPool pool(o_.jobs);
+    const core::WorkDir work({}, "simtrain-sweep");
+    core::ProcessPool pool(o_.jobs);
     std::vector<double> best; // metrics of the ranked rows, best first
     std::map<int, std::size_t> running;
     std::map<int, double> reserved; // per running simulation, its graph's estimated bytes
@@ -300,9 +300,16 @@ class Sweep {
           break;
         }
         const auto stem = work.path() / fmt::format("{}", row.index);
-        Command c;
-        c.argv = {self_path().string(), "--log-level", "off",        "run",      o_.scenario.string(),
-                  "--format",           "json",        "--data-dir", o_.data_dir};
+        core::Command c;
+        c.argv = {core::self_path().string(),
+                  "--log-level",
+                  "off",
+                  "run",
+                  o_.scenario.string(),
+                  "--format",
+                  "json",
+                  "--data-dir",
+                  o_.data_dir};
         for (const auto& e : o_.base_overrides)
           c.argv.insert(c.argv.end(), {"--set", e});
         for (const auto& e : row.layout.overrides)
@@ -337,9 +344,9 @@ class Sweep {
       const auto stem = work.path() / fmt::format("{}", row.index);
       if (done->second != 0) {
         row.outcome = Outcome::FAILED;
-        row.reason = first_line(read_text(stem.string() + ".log"));
+        row.reason = core::first_line(core::read_text(stem.string() + ".log"));
       } else {
-        read_report(row, Json::parse(read_text(stem.string() + ".json")));
+        read_report(row, Json::parse(core::read_text(stem.string() + ".json")));
         best.insert(std::upper_bound(best.begin(), best.end(), metric(row, o_.rank_by), std::greater<>()),
                     metric(row, o_.rank_by));
       }
@@ -669,7 +676,7 @@ std::string sweep_text(const SweepResult& r, int top, bool given_order)
   line(fmt::format("sweep of {}: {} layouts{}", r.scenario, r.layouts_total,
                    r.shard.empty() ? "" : fmt::format(", shard {} ({} of them)", r.shard, r.rows.size())));
   for (const auto& v : r.validation)
-    line("  " + validation::accuracy_line(v));
+    line("  " + report::accuracy_line(v));
   if (counts[Outcome::OUT_OF_MEMORY] > 0) {
     const SweepRow* closest = nullptr;
     for (const auto& row : r.rows)

@@ -6,9 +6,9 @@
 
 #include "core/document.hpp"
 #include "core/json_reader.hpp"
+#include "report/validation_summary.hpp"
 #include "scenario/feasibility.hpp"
 #include "scenario/scenario.hpp"
-#include "validation/summary.hpp"
 
 #include <array>
 #include <filesystem>
@@ -107,8 +107,8 @@ struct SweepOptions {
   RankBy rank_by = RankBy::TOKENS_PER_S;
   int shard_index = 1; // 1..shard_count: this process takes every shard_count-th layout
   int shard_count = 1;
-  std::filesystem::path runs_dir;  // each simulated layout's report, trace and timeline (empty: not kept)
-  validation::SummaryFile summary; // how close simtrain came to published runs, per GPU
+  std::filesystem::path runs_dir; // each simulated layout's report, trace and timeline (empty: not kept)
+  report::SummaryFile summary;    // how close simtrain came to published runs, per GPU
   std::function<void(const SweepProgress&)> on_progress;
 };
 
@@ -120,7 +120,7 @@ struct SweepResult {
   int top = 10;
   std::vector<std::string> columns;            // the override paths, in order of first appearance
   std::vector<SweepRow> rows;                  // ranked rows by rank, then the others in enumeration order
-  core::Json validation = core::Json::array(); // per GPU of the valid layouts, by name: validation::gpu_validation
+  core::Json validation = core::Json::array(); // per GPU of the valid layouts, by name: report::gpu_validation
 };
 
 SweepResult run_sweep(const SweepOptions& options);

@@ -1,7 +1,7 @@
 #include "validation/runner.hpp"
 
 #include "core/input_error.hpp"
-#include "study/process_pool.hpp"
+#include "core/process_pool.hpp"
 
 #include <fmt/format.h>
 #include <fstream>
@@ -9,10 +9,10 @@
 
 namespace sim::validation {
 namespace fs = std::filesystem;
-using study::Command;
-using study::file_stem;
-using study::first_line;
-using study::read_text;
+using core::Command;
+using core::file_stem;
+using core::first_line;
+using core::read_text;
 namespace {
 
 // {"source": ..., "median": 0.3, "worst": 0.4} entries: a cases file's own accuracy bounds.
@@ -72,7 +72,7 @@ ValidationResult run_validation(const ValidateOptions& options)
   if (!own_targets)
     targets = options.targets;
 
-  const study::WorkDir work(options.keep_dir, "simtrain-validate");
+  const core::WorkDir work(options.keep_dir, "simtrain-validate");
   std::vector<Command> commands;
   std::vector<std::string> names;
   for (const auto& c : conversions)
@@ -98,7 +98,7 @@ ValidationResult run_validation(const ValidateOptions& options)
       names.push_back(run.name);
     }
 
-  const auto status = study::run_commands(commands, options.jobs);
+  const auto status = core::run_commands(commands, options.jobs);
   std::map<std::string, RunOutcome> outcomes;
   for (std::size_t i = 0; i < commands.size(); ++i) {
     RunOutcome o;

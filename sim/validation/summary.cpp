@@ -1,18 +1,15 @@
 #include "validation/summary.hpp"
 
 #include <array>
-#include <fmt/format.h>
-#include <limits>
 #include <set>
 
 namespace sim::validation {
-namespace fs = std::filesystem;
 namespace {
 
-using core::Json;
-
-constexpr const char* schema = "validation-summary/v1";
-constexpr double inf = std::numeric_limits<double>::infinity();
+using report::Accuracy;
+using report::GpuAccuracy;
+using report::GroupAccuracy;
+using report::Summary;
 
 bool is_throughput(Quantity q)
 {
@@ -49,84 +46,6 @@ GroupAccuracy group_of(const std::vector<const Comparison*>& list, Aspect aspect
   return g;
 }
 
-Json accuracy_json(const Accuracy& a)
-{
-  return {{"runs", a.runs},
-          {"comparisons", a.comparisons},
-          {"median_abs_error", a.median_abs_error},
-          {"worst_abs_error", a.worst_abs_error},
-          {"bias", a.bias}};
-}
-
-Json group_json(const GroupAccuracy& g)
-{
-  Json j = accuracy_json(g.overall);
-  j["sources"] = Json::array();
-  for (const auto& s : g.sources) {
-    Json x = accuracy_json(s.accuracy);
-    x["source"] = s.source;
-    x["quantity"] = s.quantity;
-    j["sources"].push_back(x);
-  }
-  return j;
-}
-
-Accuracy read_accuracy(core::ObjectReader& r)
-{
-  Accuracy a;
-  a.runs = static_cast<int>(r.integer("runs", 1, INT32_MAX));
-  a.comparisons = static_cast<int>(r.integer("comparisons", a.runs, INT32_MAX));
-  a.median_abs_error = r.number("median_abs_error", 0, inf);
-  a.worst_abs_error = r.number("worst_abs_error", a.median_abs_error, inf);
-  a.bias = r.number("bias", -1, inf); // predicted / measured - 1, and predictions are not negative
-  return a;
-}
-
-GroupAccuracy read_group(const core::Node& node)
-{
-  core::ObjectReader r(node);
-  GroupAccuracy g;
-  g.overall = read_accuracy(r);
-  const core::Node sources = r.at("sources", "a list of sources");
-  for (std::size_t i = 0; i < sources.array_size(); ++i) {
-    core::ObjectReader s(sources.element(i));
-    const std::string source = s.text("source");
-    const std::string quantity = s.text("quantity");
-    g.sources.push_back({source, quantity, read_accuracy(s)});
-    s.finish();
-  }
-  r.finish();
-  return g;
-}
-
-GpuAccuracy read_gpu(const core::Node& node)
-{
-  core::ObjectReader r(node);
-  GpuAccuracy g;
-  g.preset = r.text("preset");
-  g.runs = static_cast<int>(r.integer("runs", 1, INT32_MAX));
-  g.comparisons = static_cast<int>(r.integer("comparisons", g.runs, INT32_MAX));
-  if (auto time = r.find("time"))
-    g.time = read_group(*time);
-  if (auto memory = r.find("memory"))
-    g.memory = read_group(*memory);
-  if (!g.time && !g.memory)
-    node.fail("no comparisons", "a \"time\" or a \"memory\" group");
-  r.finish();
-  return g;
-}
-
-std::string percent(double x)
-{
-  return fmt::format("{:.1f}%", 100.0 * x);
-}
-
-// "1 published run", "93 published runs"
-std::string runs_text(double runs, const char* what)
-{
-  return fmt::format("{:.0f} {}run{}", runs, what, runs == 1 ? "" : "s");
-}
-
 } // namespace
 
 Summary summarize(const ValidationResult& result, const std::string& cases_file,
@@ -161,117 +80,6 @@ Summary summarize(const ValidationResult& result, const std::string& cases_file,
     s.gpus[name == gpu_names.end() ? preset : name->second] = g;
   }
   return s;
-}
-
-Json summary_json(const Summary& s)
-{
-  Json gpus = Json::object();
-  for (const auto& [name, g] : s.gpus) {
-    Json j{{"preset", g.preset}, {"runs", g.runs}, {"comparisons", g.comparisons}};
-    if (g.time)
-      j["time"] = group_json(*g.time);
-    if (g.memory)
-      j["memory"] = group_json(*g.memory);
-    gpus[name] = j;
-  }
-  return {{"schema", schema},
-          {"description", "written by `simtrain validate CASES --summary FILE` (tools/validate); the time group's "
-                          "errors are errors of the step time"},
-          {"cases_file", s.cases_file},
-          {"cases", s.cases},
-          {"comparisons", s.comparisons},
-          {"unsupported", s.unsupported},
-          {"failed", s.failed},
-          {"gpus", gpus}};
-}
-
-Summary read_summary(const core::Node& root)
-{
-  core::ObjectReader r(root);
-  core::expect_schema(r, schema);
-  r.text_or("description", "");
-  Summary s;
-  s.cases_file = r.text("cases_file");
-  s.cases = static_cast<int>(r.integer("cases", 0, INT32_MAX));
-  s.comparisons = static_cast<int>(r.integer("comparisons", 0, INT32_MAX));
-  s.unsupported = static_cast<int>(r.integer("unsupported", 0, s.cases));
-  s.failed = static_cast<int>(r.integer("failed", 0, INT32_MAX));
-  const std::string expected = "an object: GPU name -> its accuracy";
-  const core::Node gpus = r.at("gpus", expected);
-  if (!gpus.json().is_object())
-    gpus.fail_found("wrong type", core::describe_type(gpus.json()), expected);
-  for (const auto& item : gpus.json().items())
-    s.gpus[item.key()] = read_gpu(gpus.element_of(item.key()));
-  r.finish();
-  return s;
-}
-
-fs::path summary_path(const fs::path& data_dir)
-{
-  return data_dir / "topologies" / "gpus" / "validation" / "summary.json";
-}
-
-SummaryFile load_summary(const fs::path& data_dir)
-{
-  const fs::path path = summary_path(data_dir);
-  std::error_code ec;
-  if (!fs::exists(path, ec))
-    return {std::nullopt, "no validation summary (topologies/gpus/validation/summary.json; tools/validate writes it)",
-            ""};
-  try {
-    const Json j = core::read_json_file(path);
-    core::Provenance provenance;
-    provenance.add_source("", core::display_path(path));
-    return {read_summary(core::Node(j, "", provenance)), "", ""};
-  } catch (const std::exception& e) {
-    return {std::nullopt,
-            "the validation summary is unreadable (simtrain check topologies/gpus/validation/summary.json)", e.what()};
-  }
-}
-
-Json gpu_validation(const SummaryFile& file, const std::string& gpu)
-{
-  Json j{{"gpu", gpu}, {"covered", false}, {"memory", nullptr}};
-  if (!file.summary) {
-    j["reason"] = file.problem;
-    return j;
-  }
-  const auto it = file.summary->gpus.find(gpu);
-  if (it == file.summary->gpus.end()) {
-    j["reason"] = "no published run validates this GPU";
-    return j;
-  }
-  if (it->second.memory)
-    j["memory"] = group_json(*it->second.memory);
-  if (!it->second.time) {
-    j["reason"] = "no published run validates this GPU's step time";
-    return j;
-  }
-  j.update(group_json(*it->second.time));
-  j["covered"] = true;
-  return j;
-}
-
-std::string accuracy_line(const Json& v, const std::string& label)
-{
-  const auto number = [](const Json& j, const char* key) {
-    return j.contains(key) && j[key].is_number() ? j[key].get<double>() : 0.0;
-  };
-  const auto text = [](const Json& j, const char* key) {
-    return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string("?");
-  };
-  std::string memory;
-  if (v.contains("memory") && v["memory"].is_object())
-    memory = fmt::format("; memory within {} ({})", percent(number(v["memory"], "worst_abs_error")),
-                         runs_text(number(v["memory"], "runs"), ""));
-  const std::string head = fmt::format("accuracy{}: {}", label, text(v, "gpu"));
-  if (!(v.contains("covered") && v["covered"].is_boolean() && v["covered"].get<bool>()))
-    return fmt::format("{}: {}; treat step times as estimates{}", head, text(v, "reason"), memory);
-  const double bias = number(v, "bias");
-  const char* direction = bias < -0.01 ? " (mostly too short)" : bias > 0.01 ? " (mostly too long)" : "";
-  return fmt::format("{} step times {} off median, {} worst over {}{}{}", head, percent(number(v, "median_abs_error")),
-                     percent(number(v, "worst_abs_error")), runs_text(number(v, "runs"), "published "), direction,
-                     memory);
 }
 
 } // namespace sim::validation

@@ -2,13 +2,13 @@
 
 #include "memory/memory_model.hpp"
 #include "model/param_count.hpp"
-#include "plan/plan_reader.hpp"
+#include "plan/parallel_plan.hpp"
+#include "plan/schedule.hpp"
 #include "topology/symmetry.hpp"
 #include "workload/collectives.hpp"
 #include "workload/fold.hpp"
 #include "workload/graph_size.hpp"
 #include "workload/layer_program.hpp"
-#include "workload/schedule.hpp"
 
 #include <algorithm>
 #include <array>
@@ -21,6 +21,10 @@
 
 namespace sim::workload {
 namespace {
+
+using plan::Pass;
+using plan::PassRef;
+using plan::PipelineOp;
 
 constexpr double element_bytes = 2.0;
 

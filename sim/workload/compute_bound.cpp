@@ -1,7 +1,7 @@
 #include "workload/compute_bound.hpp"
 
 #include "memory/memory_model.hpp"
-#include "plan/plan_reader.hpp"
+#include "plan/parallel_plan.hpp"
 #include "workload/layer_program.hpp"
 
 #include <algorithm>

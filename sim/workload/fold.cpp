@@ -1,6 +1,6 @@
 #include "workload/fold.hpp"
 
-#include "plan/plan_reader.hpp"
+#include "plan/parallel_plan.hpp"
 #include "topology/symmetry.hpp"
 
 #include <algorithm>

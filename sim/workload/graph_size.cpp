@@ -1,7 +1,7 @@
 #include "workload/graph_size.hpp"
 
 #include "memory/memory_model.hpp"
-#include "plan/plan_reader.hpp"
+#include "plan/parallel_plan.hpp"
 #include "workload/fold.hpp"
 #include "workload/layer_program.hpp"
 

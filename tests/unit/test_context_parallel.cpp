@@ -2,7 +2,7 @@
 // memory, and the CP groups in the rank order.
 #include "core/document.hpp"
 #include "memory/memory_model.hpp"
-#include "plan/plan_reader.hpp"
+#include "plan/parallel_plan.hpp"
 #include "workload/layer_program.hpp"
 
 #include "build_support.hpp"

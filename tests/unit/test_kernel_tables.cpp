@@ -1,5 +1,6 @@
 // The measured kernel tables: every GEMM shape series and every attention point predicted from the table without it
 // (rows the interpolation was not built from), the large-shape limit, and strict reading of the files.
+#include "cli/file_check.hpp"
 #include "hardware/compute_model.hpp"
 #include "hardware/kernel_tables.hpp"
 #include "support.hpp"
@@ -136,18 +137,15 @@ TEST_CASE("a kernel table row above the table's best rate, or with an unknown so
     "gemm": {"best": "100Tf", "columns": ["m", "n", "k", "batch", "layout", "rate", "source"],
              "rows": [[1024, 1024, 1024, 1, "fwd", "90Tf", "x"]]},
     "sources": {"x": "a benchmark"}})json");
-  CHECK(test::error_of([&] { sim::scenario::check_file(test::write_json(dir / "ok.json", t), test::options()); }) ==
-        "");
+  CHECK(test::error_of([&] { sim::cli::check_file(test::write_json(dir / "ok.json", t), test::options()); }) == "");
   auto fast = t;
   fast["gemm"]["rows"][0][5] = "120Tf";
-  CHECK_THAT(
-      test::error_of([&] { sim::scenario::check_file(test::write_json(dir / "fast.json", fast), test::options()); }),
-      Catch::Contains("/gemm/rows/0/5: above the table's best rate"));
+  CHECK_THAT(test::error_of([&] { sim::cli::check_file(test::write_json(dir / "fast.json", fast), test::options()); }),
+             Catch::Contains("/gemm/rows/0/5: above the table's best rate"));
   auto unsourced = t;
   unsourced["gemm"]["rows"][0][6] = "y";
-  CHECK_THAT(test::error_of([&] {
-               sim::scenario::check_file(test::write_json(dir / "unsourced.json", unsourced), test::options());
-             }),
+  CHECK_THAT(test::error_of(
+                 [&] { sim::cli::check_file(test::write_json(dir / "unsourced.json", unsourced), test::options()); }),
              Catch::Contains("/gemm/rows/0/6: names no source"));
 }
 

@@ -1,5 +1,4 @@
 #include "plan/parallel_plan.hpp"
-#include "plan/plan_reader.hpp"
 
 #include "support.hpp"
 

@@ -1,3 +1,4 @@
+#include "cli/file_check.hpp"
 #include "scenario/feasibility.hpp"
 #include "scenario/scenario.hpp"
 #include "workload/graph_size.hpp"
@@ -171,17 +172,17 @@ TEST_CASE("a TP group spanning nodes and an uneven layer split are flagged, not 
 
 TEST_CASE("check recognises every kind of file")
 {
-  using sim::scenario::FileKind;
+  using sim::cli::FileKind;
   const auto& dir = test::source_dir();
-  CHECK(sim::scenario::check_file(dir / "models/gpt3-175b.json", options()).kind == FileKind::MODEL);
-  CHECK(sim::scenario::check_file(dir / "topologies/dgx-v100.json", options()).kind == FileKind::TOPOLOGY);
-  CHECK(sim::scenario::check_file(dir / "topologies/gpus/h800-sxm5-80gb.json", options()).kind == FileKind::GPU);
-  CHECK(sim::scenario::check_file(dir / "scenarios/default.json", options()).kind == FileKind::SCENARIO);
-  CHECK(sim::scenario::check_file(dir / "tests/data/hf/gpt2/config.json", options()).kind == FileKind::HF_CONFIG);
-  CHECK(sim::scenario::check_file(dir / "topologies/gpus/validation/summary.json", options()).kind ==
+  CHECK(sim::cli::check_file(dir / "models/gpt3-175b.json", options()).kind == FileKind::MODEL);
+  CHECK(sim::cli::check_file(dir / "topologies/dgx-v100.json", options()).kind == FileKind::TOPOLOGY);
+  CHECK(sim::cli::check_file(dir / "topologies/gpus/h800-sxm5-80gb.json", options()).kind == FileKind::GPU);
+  CHECK(sim::cli::check_file(dir / "scenarios/default.json", options()).kind == FileKind::SCENARIO);
+  CHECK(sim::cli::check_file(dir / "tests/data/hf/gpt2/config.json", options()).kind == FileKind::HF_CONFIG);
+  CHECK(sim::cli::check_file(dir / "topologies/gpus/validation/summary.json", options()).kind ==
         FileKind::VALIDATION_SUMMARY);
   const auto odd = test::write_json(test::scratch_dir() / "odd.json", {{"schema", "plan/v1"}});
-  CHECK_THAT(error_of([&] { sim::scenario::check_file(odd, options()); }),
+  CHECK_THAT(error_of([&] { sim::cli::check_file(odd, options()); }),
              Catch::EndsWith(
                  R"(odd.json:/schema: unsupported schema (found "plan/v1"; expected one of scenario/v1, )"
                  "model/v1, topology/v1, gpu/v1, kernels/v1, validation-summary/v1 (or a HuggingFace config.json))"));

@@ -1,6 +1,6 @@
 // The validation harness: published runs into scenarios, predictions against measurements, error statistics.
 #include "core/document.hpp"
-#include "study/process_pool.hpp"
+#include "core/process_pool.hpp"
 #include "support.hpp"
 #include "validation/ablation.hpp"
 #include "validation/comparison.hpp"
@@ -281,13 +281,13 @@ TEST_CASE("errors are summarised by median, 90th percentile and worst, and check
 TEST_CASE("child processes run side by side and report their exit statuses in order")
 {
   const auto dir = test::scratch_dir();
-  std::vector<sim::study::Command> commands;
+  std::vector<sim::core::Command> commands;
   for (int status : {0, 3, 0, 7})
     commands.push_back({{"/bin/sh", "-c", "echo hi; exit " + std::to_string(status)},
                         dir / ("out" + std::to_string(commands.size())),
                         dir / ("err" + std::to_string(commands.size()))});
   commands.push_back({{"/no/such/program"}, dir / "out-missing", dir / "err-missing"});
-  const auto status = sim::study::run_commands(commands, 2);
+  const auto status = sim::core::run_commands(commands, 2);
   REQUIRE(status.size() == 5);
   CHECK(status[0] == 0);
   CHECK(status[1] == 3);

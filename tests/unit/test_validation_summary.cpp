@@ -42,7 +42,7 @@ sim::validation::ValidationResult result()
   return r;
 }
 
-sim::validation::Summary summary()
+sim::report::Summary summary()
 {
   return sim::validation::summarize(result(), "cases.json", {{"a100-sxm4-80gb", "A100-SXM4-80GB"}});
 }
@@ -52,7 +52,7 @@ std::string read_error(const Json& j)
 {
   sim::core::Provenance provenance;
   provenance.add_source("", "summary.json");
-  return test::error_of([&] { sim::validation::read_summary(sim::core::Node(j, "", provenance)); });
+  return test::error_of([&] { sim::report::read_summary(sim::core::Node(j, "", provenance)); });
 }
 
 } // namespace
@@ -91,13 +91,13 @@ TEST_CASE("a GPU's accuracy counts step times and memory apart, a throughput's e
 
 TEST_CASE("a validation summary reads back as written, and a malformed one is refused with its pointer")
 {
-  const Json j = sim::validation::summary_json(summary());
+  const Json j = sim::report::summary_json(summary());
   CHECK(j["schema"] == "validation-summary/v1");
   CHECK(j["gpus"]["A100-SXM4-80GB"]["time"]["runs"] == 3);
   CHECK_FALSE(j["gpus"]["h100-sxm5-80gb"].contains("memory"));
   CHECK(read_error(j).empty());
   sim::core::Provenance provenance;
-  CHECK(sim::validation::summary_json(sim::validation::read_summary(sim::core::Node(j, "", provenance))) == j);
+  CHECK(sim::report::summary_json(sim::report::read_summary(sim::core::Node(j, "", provenance))) == j);
 
   Json typo = j;
   typo["gpus"]["A100-SXM4-80GB"]["time"]["worst_abs_eror"] = 0.1;
@@ -121,38 +121,38 @@ TEST_CASE("a validation summary reads back as written, and a malformed one is re
 
 TEST_CASE("a report quotes its GPU's step-time accuracy, or says why it cannot")
 {
-  const sim::validation::SummaryFile file{summary(), "", ""};
-  const auto a100 = sim::validation::gpu_validation(file, "A100-SXM4-80GB");
+  const sim::report::SummaryFile file{summary(), "", ""};
+  const auto a100 = sim::report::gpu_validation(file, "A100-SXM4-80GB");
   CHECK(a100["covered"] == true);
   CHECK(a100["runs"] == 3);
   CHECK(a100["median_abs_error"].get<double>() == Approx(0.20));
   CHECK(a100["sources"].size() == 3);
   CHECK(a100["memory"]["comparisons"] == 2);
-  CHECK(sim::validation::accuracy_line(a100) == "accuracy: A100-SXM4-80GB step times 20.0% off median, 30.0% worst "
-                                                "over 3 published runs (mostly too short); memory within 1.0% (1 run)");
+  CHECK(sim::report::accuracy_line(a100) == "accuracy: A100-SXM4-80GB step times 20.0% off median, 30.0% worst "
+                                            "over 3 published runs (mostly too short); memory within 1.0% (1 run)");
 
-  const auto h20 = sim::validation::gpu_validation(file, "H20-96GB");
+  const auto h20 = sim::report::gpu_validation(file, "H20-96GB");
   CHECK(h20["covered"] == false);
   CHECK(h20["memory"].is_null());
-  CHECK(sim::validation::accuracy_line(h20) ==
+  CHECK(sim::report::accuracy_line(h20) ==
         "accuracy: H20-96GB: no published run validates this GPU; treat step times as estimates");
 
-  const auto missing = sim::validation::load_summary(test::scratch_dir());
+  const auto missing = sim::report::load_summary(test::scratch_dir());
   CHECK_FALSE(missing.summary);
   CHECK(missing.warning.empty());
-  const auto none = sim::validation::gpu_validation(missing, "A100-SXM4-80GB");
+  const auto none = sim::report::gpu_validation(missing, "A100-SXM4-80GB");
   CHECK(none["covered"] == false);
   CHECK(none["reason"].get<std::string>().starts_with("no validation summary"));
 
   const auto dir = test::scratch_dir();
-  test::write_text(sim::validation::summary_path(dir), "{\"schema\": \"validation-summary/v1\"");
-  const auto broken = sim::validation::load_summary(dir);
+  test::write_text(sim::report::summary_path(dir), "{\"schema\": \"validation-summary/v1\"");
+  const auto broken = sim::report::load_summary(dir);
   CHECK_FALSE(broken.summary);
   CHECK_THAT(broken.warning, Catch::Contains("summary.json"));
-  CHECK(sim::validation::gpu_validation(broken, "A100-SXM4-80GB")["reason"].get<std::string>().starts_with(
+  CHECK(sim::report::gpu_validation(broken, "A100-SXM4-80GB")["reason"].get<std::string>().starts_with(
       "the validation summary is unreadable"));
 
-  const auto shipped = sim::validation::load_summary(test::source_dir());
+  const auto shipped = sim::report::load_summary(test::source_dir());
   INFO(shipped.warning);
   CHECK(shipped.summary); // tools/validate wrote it, and it reads
 }

@@ -1,9 +1,9 @@
-#include "plan/plan_reader.hpp"
+#include "plan/parallel_plan.hpp"
+#include "plan/schedule.hpp"
 #include "workload/builder.hpp"
 #include "workload/collectives.hpp"
 #include "workload/graph_size.hpp"
 #include "workload/layer_program.hpp"
-#include "workload/schedule.hpp"
 
 #include "build_support.hpp"
 
@@ -12,9 +12,9 @@
 #include <numeric>
 #include <set>
 
+using sim::plan::Pass;
+using sim::plan::PassRef;
 using sim::workload::Category;
-using sim::workload::Pass;
-using sim::workload::PassRef;
 using sim::workload::TaskKind;
 
 namespace {
@@ -117,23 +117,23 @@ double compute_time(const sim::workload::TaskGraph& g, Category c, int rank)
 TEST_CASE("1F1B: p - stage - 1 warm-up forwards, then one forward one backward, then the cool-down")
 {
   const auto p = plan_of(4, 8, sim::plan::Schedule::ONE_F_ONE_B);
-  CHECK(order_text(sim::workload::stage_order(p, 0)) == "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7");
-  CHECK(order_text(sim::workload::stage_order(p, 2)) == "F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 F6 B5 F7 B6 B7");
-  CHECK(order_text(sim::workload::stage_order(p, 3)) == "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7");
+  CHECK(order_text(sim::plan::stage_order(p, 0)) == "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7");
+  CHECK(order_text(sim::plan::stage_order(p, 2)) == "F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 F6 B5 F7 B6 B7");
+  CHECK(order_text(sim::plan::stage_order(p, 3)) == "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7");
 }
 
 TEST_CASE("GPipe runs every forward before any backward")
 {
   const auto p = plan_of(2, 3, sim::plan::Schedule::GPIPE);
-  CHECK(order_text(sim::workload::stage_order(p, 0)) == "F0 F1 F2 B0 B1 B2");
+  CHECK(order_text(sim::plan::stage_order(p, 0)) == "F0 F1 F2 B0 B1 B2");
 }
 
 TEST_CASE("interleaved 1F1B follows Megatron-LM's order of chunks and micro-batches")
 {
   const auto p = plan_of(2, 4, sim::plan::Schedule::INTERLEAVED, 2);
-  CHECK(order_text(sim::workload::stage_order(p, 0)) ==
+  CHECK(order_text(sim::plan::stage_order(p, 0)) ==
         "Fc00 Fc01 Fc10 Fc11 Fc02 Bc10 Fc03 Bc11 Fc12 Bc00 Fc13 Bc01 Bc12 Bc13 Bc02 Bc03");
-  CHECK(order_text(sim::workload::stage_order(p, 1)) ==
+  CHECK(order_text(sim::plan::stage_order(p, 1)) ==
         "Fc00 Fc01 Fc10 Bc10 Fc11 Bc11 Fc02 Bc00 Fc03 Bc01 Fc12 Bc12 Fc13 Bc13 Bc02 Bc03");
 }
 
@@ -921,7 +921,7 @@ TEST_CASE(
       INFO((bidirectional ? "DualPipe" : "DualPipeV") << " stage " << stage);
       std::map<std::tuple<Pass, int, int>, int> seen; // (pass, chunk, micro-batch) -> position
       std::set<std::pair<int, int>> deferred;
-      const auto order = sim::workload::stage_order(p, stage);
+      const auto order = sim::plan::stage_order(p, stage);
       for (std::size_t i = 0; i < order.size(); ++i) {
         const PassRef& r = order[i];
         CHECK(seen.emplace(std::make_tuple(r.pass, r.chunk, r.microbatch), static_cast<int>(i)).second);
@@ -948,7 +948,7 @@ TEST_CASE(
   }
   // deepseek-ai/DualPipe's step() on the first of 4 ranks, 8 micro-batches: two chunk-0 forwards (step 1), a forward on
   // each chunk (step 2), a zero-bubble backward, its weights and a forward (step 3), the overlapped pairs (step 4), ...
-  const auto order = sim::workload::stage_order(plan_of(4, 8, sim::plan::Schedule::DUALPIPE, 2), 0);
+  const auto order = sim::plan::stage_order(plan_of(4, 8, sim::plan::Schedule::DUALPIPE, 2), 0);
   std::string text;
   for (const auto& r : order)
     text += (text.empty() ? "" : " ") +

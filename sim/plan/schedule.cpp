@@ -1,9 +1,9 @@
-#include "workload/schedule.hpp"
+#include "plan/schedule.hpp"
 
 #include <algorithm>
 #include <array>
 
-namespace sim::workload {
+namespace sim::plan {
 namespace {
 
 // Megatron-LM's interleaved schedule: virtual micro-batch k runs chunk (k mod pv) / p of micro-batch
@@ -237,4 +237,4 @@ std::vector<PassRef> stage_order(const plan::ParallelPlan& p, int stage)
   return order;
 }
 
-} // namespace sim::workload
+} // namespace sim::plan

@@ -1,4 +1,4 @@
-#include "study/process_pool.hpp"
+#include "core/process_pool.hpp"
 
 #include "core/input_error.hpp"
 
@@ -15,7 +15,7 @@
 
 extern char** environ; // NOLINT: POSIX
 
-namespace sim::study {
+namespace sim::core {
 namespace fs = std::filesystem;
 
 bool ProcessPool::start(int id, const Command& c)
@@ -124,4 +124,4 @@ std::string file_stem(const std::string& name)
   return s;
 }
 
-} // namespace sim::study
+} // namespace sim::core

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-namespace sim::workload {
+namespace sim::plan {
 
 // A backward pass computes the gradients of the pass's inputs and of its weights; under zero-bubble scheduling the
 // weight gradients may be left for a later WEIGHT pass of the same micro-batch and chunk.
@@ -44,4 +44,4 @@ inline int virtual_stage(const plan::ParallelPlan& p, int stage, int chunk)
   return p.virtual_stage(stage, chunk);
 }
 
-} // namespace sim::workload
+} // namespace sim::plan

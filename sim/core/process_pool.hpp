@@ -9,7 +9,7 @@
 #include <sys/types.h>
 #include <vector>
 
-namespace sim::study {
+namespace sim::core {
 
 // A command line and where its output goes.
 struct Command {
@@ -59,4 +59,4 @@ std::string first_line(const std::string& text);
 // A file name for a run: anything but letters, digits, '.', '-' and '_' replaced by '_'.
 std::string file_stem(const std::string& name);
 
-} // namespace sim::study
+} // namespace sim::core

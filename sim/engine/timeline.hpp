@@ -1,0 +1,34 @@
+// What a replay measured: when every task ran, the bytes each link carried and how busy the measured links were over
+// time. Plain data, so that reports read it without the replayer (engine/replay.hpp) or SimGrid.
+#pragma once
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace sim::engine {
+
+struct TaskTiming {
+  double start_s = -1; // compute: kernel start; transfer: issue (its flow starts latency_s later); sync: when reached
+  double end_s = -1;
+};
+
+// Instantaneous use of one direction of a link, as SimGrid's bandwidth sharing set it.
+struct LinkUsage {
+  std::size_t link = 0;                           // graph link id
+  bool forward = true;                            // from -> to
+  double peak = 0;                                // bytes/s
+  std::vector<std::pair<double, double>> changes; // (time, bytes/s from then on)
+};
+
+struct Timeline {
+  std::vector<TaskTiming> tasks;          // by task id
+  std::vector<double> link_bytes_forward; // per graph link id, from the link's `from` end to its `to` end
+  std::vector<double> link_bytes_backward;
+  // Usage over time of the links of each stage's first GPU (its NVLink, PCIe and NIC links) and of the network's
+  // switch-to-switch links: every link a simulated GPU uses when the graph is folded.
+  std::vector<LinkUsage> usage;
+  double step_time_s = 0;
+};
+
+} // namespace sim::engine
