@@ -6,6 +6,7 @@
 #include "engine/replay.hpp"
 #include "report/html_report.hpp"
 #include "scenario/feasibility.hpp"
+#include "study/child_run.hpp"
 #include "study/compare.hpp"
 
 #include <algorithm>
@@ -20,50 +21,45 @@ namespace sim::cli {
 namespace fs = std::filesystem;
 namespace {
 
-// A child `simtrain run FILE --format json` with `overrides`; its report, or the error it printed (rethrown with
-// the child's exit code's meaning).
+// Each side's `simtrain run FILE --format json` with its --set values in a child process: its report and, with
+// `with_passes`, its pipeline passes; a child's error is rethrown with its exit code's meaning.
 struct ChildRuns {
   std::vector<core::Json> reports;
   std::vector<core::Json> passes; // each step's pipeline passes (report::passes_json), when asked for
 };
 
-ChildRuns run_children(const std::vector<std::pair<std::string, std::vector<std::string>>>& runs,
-                       const CommonOptions& o, int jobs, bool with_passes)
+ChildRuns run_sides(const std::vector<std::pair<std::string, std::vector<std::string>>>& sides, const CommonOptions& o,
+                    bool with_passes)
 {
   const core::WorkDir work({}, "simtrain-compare");
-  std::vector<core::Command> commands;
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    core::Command c;
-    c.argv = {core::self_path().string(), "run", runs[i].first, "--format", "json", "--data-dir", o.data_dir};
-    if (o.allow_oom)
-      c.argv.emplace_back("--allow-oom");
-    if (with_passes) {
-      c.argv.emplace_back("--passes");
-      c.argv.push_back((work.path() / fmt::format("{}.passes.json", i)).string());
-    }
-    for (const auto& s : runs[i].second) {
-      c.argv.emplace_back("--set");
-      c.argv.push_back(s);
-    }
-    c.stdout_file = work.path() / fmt::format("{}.json", i);
-    c.stderr_file = work.path() / fmt::format("{}.log", i);
-    commands.push_back(c);
+  std::vector<study::ChildRun> runs;
+  for (std::size_t i = 0; i < sides.size(); ++i) {
+    study::ChildRun run;
+    run.scenario = sides[i].first;
+    run.overrides = sides[i].second;
+    run.data_dir = o.data_dir;
+    run.allow_oom = o.allow_oom;
+    if (with_passes)
+      run.passes = work.path() / fmt::format("{}.passes.json", i);
+    run.stdout_file = work.path() / fmt::format("{}.json", i);
+    run.stderr_file = work.path() / fmt::format("{}.log", i);
+    runs.push_back(run);
   }
-  const auto status = core::run_commands(commands, jobs);
+  const auto status = study::run_children(runs, 2);
   ChildRuns out;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    const std::string log = core::read_text(commands[i].stderr_file);
-    std::string message = core::first_line(log);
+    const auto result = study::read_child_result(runs[i], status[i]);
+    std::string message = result.reason;
     for (const char* prefix : {"error: ", "simulation failed: "})
       if (message.starts_with(prefix))
         message = message.substr(std::string(prefix).size());
-    if (status[i] == 1)
-      throw core::InputError({runs[i].first, "", ""}, message.empty() ? "could not be loaded" : message);
-    if (status[i] != 0)
-      throw engine::SimulationError(fmt::format("{}: {}", runs[i].first, message));
-    out.reports.push_back(core::Json::parse(core::read_text(commands[i].stdout_file)));
+    if (result.status == 1)
+      throw core::InputError({sides[i].first, "", ""}, message.empty() ? "could not be loaded" : message);
+    if (!result.ok())
+      throw engine::SimulationError(fmt::format("{}: {}", sides[i].first, message));
+    out.reports.push_back(result.report);
     if (with_passes)
-      out.passes.push_back(core::Json::parse(core::read_text(work.path() / fmt::format("{}.passes.json", i))));
+      out.passes.push_back(result.passes);
   }
   return out;
 }
@@ -187,7 +183,7 @@ int compare(const CompareArgs& a, const CommonOptions& o)
   }
   if (!a.out_dir.empty())
     prepare_output_dir(a.out_dir);
-  const auto children = run_children(runs, o, 2, !a.out_dir.empty());
+  const auto children = run_sides(runs, o, !a.out_dir.empty());
   std::array<core::Json, 2> passes{};
   if (!a.out_dir.empty())
     passes = {children.passes[0], children.passes[1]};

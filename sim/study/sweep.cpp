@@ -1,5 +1,6 @@
 #include "study/sweep.hpp"
 
+#include "study/child_run.hpp"
 #include "study/compare.hpp"
 
 #include "core/input_error.hpp"
@@ -299,30 +300,9 @@ class Sweep {
           --next;
           break;
         }
-        const auto stem = work.path() / fmt::format("{}", row.index);
-        core::Command c;
-        c.argv = {core::self_path().string(),
-                  "--log-level",
-                  "off",
-                  "run",
-                  o_.scenario.string(),
-                  "--format",
-                  "json",
-                  "--data-dir",
-                  o_.data_dir};
-        for (const auto& e : o_.base_overrides)
-          c.argv.insert(c.argv.end(), {"--set", e});
-        for (const auto& e : row.layout.overrides)
-          c.argv.insert(c.argv.end(), {"--set", e});
-        if (std::isfinite(o_.memory.available_bytes))
-          c.argv.insert(c.argv.end(), {"--memory", fmt::format("{:.0f}B", o_.memory.available_bytes)});
-        if (!o_.runs_dir.empty())
-          c.argv.insert(c.argv.end(), {"--out", (o_.runs_dir / run_folder(row)).string()});
-        c.stdout_file = stem.string() + ".json";
-        c.stderr_file = stem.string() + ".log";
-        if (!pool.start(row.index, c)) {
-          row.outcome = Outcome::FAILED;
-          row.reason = "could not start simtrain";
+        const auto run = child_run(row, work.path());
+        if (!pool.start(row.index, child_command(run))) {
+          settle(row, read_child_result(run, -1));
           continue;
         }
         running[row.index] = candidates[next - 1];
@@ -341,15 +321,11 @@ class Sweep {
       reserved.erase(done->first);
       --progress_.running;
       ++progress_.simulated;
-      const auto stem = work.path() / fmt::format("{}", row.index);
-      if (done->second != 0) {
-        row.outcome = Outcome::FAILED;
-        row.reason = core::first_line(core::read_text(stem.string() + ".log"));
-      } else {
-        read_report(row, Json::parse(core::read_text(stem.string() + ".json")));
+      const auto result = read_child_result(child_run(row, work.path()), done->second);
+      settle(row, result);
+      if (result.ok())
         best.insert(std::upper_bound(best.begin(), best.end(), metric(row, o_.rank_by), std::greater<>()),
                     metric(row, o_.rank_by));
-      }
       report();
     }
   }
@@ -379,6 +355,36 @@ class Sweep {
         f.bytes = folded.bytes;
     }
     return f;
+  }
+
+  // The child `simtrain run` that simulates the row's layout, its report and log in `work`.
+  ChildRun child_run(const SweepRow& row, const std::filesystem::path& work) const
+  {
+    ChildRun run;
+    run.log_level = "off";
+    run.scenario = o_.scenario;
+    run.data_dir = o_.data_dir;
+    run.overrides = o_.base_overrides;
+    run.overrides.insert(run.overrides.end(), row.layout.overrides.begin(), row.layout.overrides.end());
+    if (std::isfinite(o_.memory.available_bytes))
+      run.memory_bytes = o_.memory.available_bytes;
+    if (!o_.runs_dir.empty())
+      run.out_dir = o_.runs_dir / run_folder(row);
+    const auto stem = work / fmt::format("{}", row.index);
+    run.stdout_file = stem.string() + ".json";
+    run.stderr_file = stem.string() + ".log";
+    return run;
+  }
+
+  // A simulated row: ranked from its report, or failed with the first line of its log.
+  static void settle(SweepRow& row, const ChildResult& result)
+  {
+    if (!result.ok()) {
+      row.outcome = Outcome::FAILED;
+      row.reason = result.reason;
+      return;
+    }
+    read_report(row, result.report);
   }
 
   static void read_report(SweepRow& row, const Json& j)

@@ -2,6 +2,7 @@
 
 #include "core/input_error.hpp"
 #include "core/process_pool.hpp"
+#include "study/child_run.hpp"
 
 #include <fmt/format.h>
 #include <fstream>
@@ -9,10 +10,6 @@
 
 namespace sim::validation {
 namespace fs = std::filesystem;
-using core::Command;
-using core::file_stem;
-using core::first_line;
-using core::read_text;
 namespace {
 
 // {"source": ..., "median": 0.3, "worst": 0.4} entries: a cases file's own accuracy bounds.
@@ -73,45 +70,40 @@ ValidationResult run_validation(const ValidateOptions& options)
     targets = options.targets;
 
   const core::WorkDir work(options.keep_dir, "simtrain-validate");
-  std::vector<Command> commands;
+  std::vector<study::ChildRun> children;
   std::vector<std::string> names;
   for (const auto& c : conversions)
     for (const auto& run : c.runs) {
-      const fs::path stem = work.path() / file_stem(run.name);
-      const fs::path scenario_file = fs::path(stem.string() + ".scenario.json");
-      std::ofstream(scenario_file) << run.scenario.dump(2) << "\n";
-      std::vector<std::string> argv{options.simtrain.string(),
-                                    run.simulate ? "run" : "memory",
-                                    scenario_file.string(),
-                                    "--format",
-                                    "json",
-                                    "--data-dir",
-                                    options.data_dir.string()};
+      const fs::path stem = work.path() / core::file_stem(run.name);
+      study::ChildRun child;
+      child.command = run.simulate ? study::ChildCommand::RUN : study::ChildCommand::MEMORY;
+      child.scenario = stem.string() + ".scenario.json";
+      std::ofstream(child.scenario) << run.scenario.dump(2) << "\n";
+      child.data_dir = options.data_dir;
       // A published run ran: where the memory model says it could not, that is its error, reported beside the time.
-      if (run.simulate)
-        argv.push_back("--allow-oom");
-      for (const auto& o : options.overrides) {
-        argv.push_back("--set");
-        argv.push_back(o);
-      }
-      commands.push_back({argv, fs::path(stem.string() + ".report.json"), fs::path(stem.string() + ".log")});
+      child.allow_oom = run.simulate;
+      child.overrides = options.overrides;
+      child.stdout_file = stem.string() + ".report.json";
+      child.stderr_file = stem.string() + ".log";
+      child.simtrain = options.simtrain;
+      children.push_back(std::move(child));
       names.push_back(run.name);
     }
 
-  const auto status = core::run_commands(commands, options.jobs);
+  const auto status = study::run_children(children, options.jobs);
   std::map<std::string, RunOutcome> outcomes;
-  for (std::size_t i = 0; i < commands.size(); ++i) {
+  for (std::size_t i = 0; i < children.size(); ++i) {
     RunOutcome o;
-    if (status[i] != 0) {
-      const std::string log = first_line(read_text(commands[i].stderr_file));
-      o.failure = status[i] < 0 ? "could not start simtrain" : fmt::format("exit {}: {}", status[i], log);
-    } else {
-      try {
-        o.report = core::Json::parse(read_text(commands[i].stdout_file));
+    try {
+      const auto result = study::read_child_result(children[i], status[i]);
+      if (!result.ok()) {
+        o.failure = result.status < 0 ? result.reason : fmt::format("exit {}: {}", result.status, result.reason);
+      } else {
+        o.report = result.report;
         o.ok = true;
-      } catch (const core::Json::exception& e) {
-        o.failure = fmt::format("unreadable report: {}", e.what());
       }
+    } catch (const core::Json::exception& e) {
+      o.failure = fmt::format("unreadable report: {}", e.what());
     }
     outcomes[names[i]] = std::move(o);
   }
