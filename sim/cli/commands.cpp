@@ -88,22 +88,23 @@ report::SummaryFile load_validation_summary(const CommonOptions& o)
   return file;
 }
 
-int print_analysis(const fs::path& file, const CommonOptions& o)
+int print_analysis(const MemoryArgs& a, const CommonOptions& o)
 {
-  const auto s = sim::scenario::load_scenario(file, load_options(o));
-  const auto a = sim::report::analyse(s);
+  const auto s = sim::scenario::load_scenario(a.scenario, load_options(o));
+  const auto analysis = sim::report::analyse(s);
   if (o.format == "json") {
     print_warnings(s.warnings);
-    std::cout << sim::report::analysis_json(s, a).dump(2) << "\n";
+    std::cout << sim::report::analysis_json(s, analysis).dump(2) << "\n";
   } else {
-    std::cout << sim::report::analysis_text(s, a);
+    std::cout << sim::report::analysis_text(s, analysis);
   }
   return 0;
 }
 
-int simulate(const fs::path& file, const CommonOptions& o, const RunOptions& r)
+int simulate(const RunArgs& r, const CommonOptions& o)
 {
   const auto started = std::chrono::steady_clock::now();
+  const fs::path file = r.scenario.empty() ? fs::path(o.data_dir) / "scenarios" / "default.json" : fs::path(r.scenario);
   const auto s = sim::scenario::load_scenario(file, load_options(o));
   if (!o.allow_oom)
     sim::scenario::refuse_out_of_memory(s);
@@ -171,10 +172,10 @@ int simulate(const fs::path& file, const CommonOptions& o, const RunOptions& r)
   return 0;
 }
 
-int check(const std::vector<std::string>& files, const CommonOptions& o)
+int check(const CheckArgs& a, const CommonOptions& o)
 {
   int failed = 0;
-  for (const auto& file : files) {
+  for (const auto& file : a.files) {
     try {
       const auto checked = sim::cli::check_file(file, load_options(o));
       if (checked.scenario && !o.allow_oom)
@@ -187,15 +188,16 @@ int check(const std::vector<std::string>& files, const CommonOptions& o)
       ++failed;
     }
   }
-  if (files.size() > 1)
-    std::cout << fmt::format("{} of {} files valid\n", files.size() - static_cast<std::size_t>(failed), files.size());
+  if (a.files.size() > 1)
+    std::cout << fmt::format("{} of {} files valid\n", a.files.size() - static_cast<std::size_t>(failed),
+                             a.files.size());
   return failed == 0 ? 0 : 1;
 }
 
-int inspect(const std::string& reference, int gpus, const CommonOptions& o)
+int inspect(const InspectArgs& a, const CommonOptions& o)
 {
-  const auto spec = sim::scenario::load_cluster(reference, load_options(o));
-  const int nodes = sim::scenario::nodes_for(spec, gpus, "--gpus " + std::to_string(gpus));
+  const auto spec = sim::scenario::load_cluster(a.topology, load_options(o));
+  const int nodes = sim::scenario::nodes_for(spec, a.gpus, "--gpus " + std::to_string(a.gpus));
   const auto graph = sim::topology::build_graph(spec, nodes);
   sim::topology::check_graph(graph, spec.name);
   if (o.format == "dot") {
@@ -210,9 +212,9 @@ int inspect(const std::string& reference, int gpus, const CommonOptions& o)
   return 0;
 }
 
-int kernels(const fs::path& file, const CommonOptions& o)
+int kernels(const KernelsArgs& a, const CommonOptions& o)
 {
-  const auto s = sim::scenario::load_scenario(file, load_options(o));
+  const auto s = sim::scenario::load_scenario(a.scenario, load_options(o));
   print_warnings(s.warnings);
   const auto costs = sim::workload::kernel_costs(s.model, s.plan, s.cluster.gpu);
   // With nodes of another GPU kind, their part's kernels follow the topology part's.
@@ -234,15 +236,15 @@ int kernels(const fs::path& file, const CommonOptions& o)
   return 0;
 }
 
-int tasks(const fs::path& file, std::optional<int> rank, bool no_fold, const CommonOptions& o, const std::string& out)
+int tasks(const TasksArgs& a, const CommonOptions& o)
 {
-  const auto s = sim::scenario::load_scenario(file, load_options(o));
+  const auto s = sim::scenario::load_scenario(a.scenario, load_options(o));
   print_warnings(s.warnings);
   if (o.format == "chakra") { // every rank's own trace: the unfolded graph
-    if (out.empty())
+    if (a.out.empty())
       throw sim::core::InputError({"--out", "", ""}, "Chakra traces are files, one per rank", "no --out", "--out DIR");
-    if (rank)
-      throw sim::core::InputError({"--rank", "", ""}, "Chakra traces cover every rank", std::to_string(*rank),
+    if (a.rank)
+      throw sim::core::InputError({"--rank", "", ""}, "Chakra traces cover every rank", std::to_string(*a.rank),
                                   "no --rank");
     // The export keeps every rank's nodes (as indices) beside the unfolded graph.
     auto memory = sim::scenario::machine_memory();
@@ -250,33 +252,33 @@ int tasks(const fs::path& file, std::optional<int> rank, bool no_fold, const Com
     memory.available_bytes = std::max(0.0, memory.available_bytes - size.tasks * sim::report::chakra_bytes_per_task);
     memory.source += fmt::format(", less the export's {:.0f} bytes per task", sim::report::chakra_bytes_per_task);
     sim::scenario::refuse_oversized_graph(s, false, memory);
-    prepare_output_dir(out);
+    prepare_output_dir(a.out);
     const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
     const auto g = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph, {false});
-    const auto written = sim::report::write_chakra(g, out, s.name);
+    const auto written = sim::report::write_chakra(g, a.out, s.name);
     std::cout << fmt::format(
         "wrote {} Chakra traces ({}/{}.RANK.et, {} nodes; {} collectives as COLL nodes{}) and "
         "{}/comm_group.json ({} process groups)\n",
-        written.ranks, out, s.name, written.nodes, written.collectives,
+        written.ranks, a.out, s.name, written.nodes, written.collectives,
         written.split_collectives > 0 ? fmt::format(", {} as their send/receive pairs", written.split_collectives) : "",
-        out, written.groups);
+        a.out, written.groups);
     return 0;
   }
-  if (rank && (*rank < 0 || *rank >= s.gpus))
-    throw sim::core::InputError({"--rank", "", ""}, "no such rank", std::to_string(*rank),
+  if (a.rank && (*a.rank < 0 || *a.rank >= s.gpus))
+    throw sim::core::InputError({"--rank", "", ""}, "no such rank", std::to_string(*a.rank),
                                 fmt::format("0 to {}", s.gpus - 1));
-  sim::scenario::refuse_oversized_graph(s, !no_fold, sim::scenario::machine_memory());
+  sim::scenario::refuse_oversized_graph(s, !a.no_fold, sim::scenario::machine_memory());
   const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
-  const auto g = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph, {!no_fold});
-  if (rank && g.folded && std::find(g.simulated.begin(), g.simulated.end(), *rank) == g.simulated.end())
+  const auto g = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph, {!a.no_fold});
+  if (a.rank && g.folded && std::find(g.simulated.begin(), g.simulated.end(), *a.rank) == g.simulated.end())
     throw sim::core::InputError({"--rank", "", ""}, "this rank is folded into the simulated GPU of its class",
-                                std::to_string(*rank),
+                                std::to_string(*a.rank),
                                 fmt::format("a simulated rank ({}), or --no-fold to list every rank's own tasks",
                                             fmt::join(g.simulated, ", ")));
   if (o.format == "json")
-    sim::report::write_tasks_json(std::cout, g, rank);
+    sim::report::write_tasks_json(std::cout, g, a.rank);
   else
-    std::cout << sim::report::task_summary_text(g, rank);
+    std::cout << sim::report::task_summary_text(g, a.rank);
   return 0;
 }
 

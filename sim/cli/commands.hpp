@@ -37,7 +37,8 @@ inline int default_jobs()
   return static_cast<int>(std::max(1U, std::thread::hardware_concurrency()));
 }
 
-struct RunOptions {
+struct RunArgs {
+  std::string scenario; // default: the data folder's scenarios/default.json
   std::string out_dir;
   std::string view;
   int width = 100; // columns of the --view pipeline timeline
@@ -47,14 +48,41 @@ struct RunOptions {
   std::string passes; // --passes FILE: the step's pipeline passes as JSON (what compare.html draws)
 };
 
-int simulate(const std::filesystem::path& file, const CommonOptions& o, const RunOptions& r);
-int print_analysis(const std::filesystem::path& file, const CommonOptions& o);
-int check(const std::vector<std::string>& files, const CommonOptions& o);
-int inspect(const std::string& reference, int gpus, const CommonOptions& o);
-// `out`: with --format chakra, the folder for the traces.
-int tasks(const std::filesystem::path& file, std::optional<int> rank, bool no_fold, const CommonOptions& o,
-          const std::string& out = {});
-int kernels(const std::filesystem::path& file, const CommonOptions& o);
+int simulate(const RunArgs& a, const CommonOptions& o);
+
+struct MemoryArgs {
+  std::string scenario;
+};
+
+int print_analysis(const MemoryArgs& a, const CommonOptions& o);
+
+struct CheckArgs {
+  std::vector<std::string> files;
+};
+
+int check(const CheckArgs& a, const CommonOptions& o);
+
+struct InspectArgs {
+  std::string topology; // a file or preset name
+  int gpus = 0;         // 0: the pinned nodes, or one node
+};
+
+int inspect(const InspectArgs& a, const CommonOptions& o);
+
+struct KernelsArgs {
+  std::string scenario;
+};
+
+int kernels(const KernelsArgs& a, const CommonOptions& o);
+
+struct TasksArgs {
+  std::string scenario;
+  std::optional<int> rank; // only this rank's tasks
+  bool no_fold = false;    // every GPU's own tasks
+  std::string out;         // with --format chakra: the folder for the traces
+};
+
+int tasks(const TasksArgs& a, const CommonOptions& o);
 
 struct ValidateArgs {
   std::vector<std::string> cases; // one or more cases files
