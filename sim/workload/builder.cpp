@@ -294,13 +294,12 @@ class Builder {
       double sent = 0; // by one rank: the buffer the collective moves per rank
       for (const Flow& f : phase)
         sent += f.src == sender ? f.bytes : 0.0;
-      const std::uint32_t id =
-          g_.add_collective(CollectiveInfo{text, category, static_cast<std::uint8_t>(kind),
-                                           static_cast<std::uint32_t>(ranks.size()), deduplicated ? sent : bytes});
+      const std::uint32_t id = g_.add_collective(
+          CollectiveInfo{text, category, kind, static_cast<std::uint32_t>(ranks.size()), deduplicated ? sent : bytes});
       return lower(std::span(&phase, 1), category, id, text, w, deps);
     }
-    const std::uint32_t id = g_.add_collective(CollectiveInfo{text, category, static_cast<std::uint8_t>(kind),
-                                                              static_cast<std::uint32_t>(ranks.size()), bytes});
+    const std::uint32_t id =
+        g_.add_collective(CollectiveInfo{text, category, kind, static_cast<std::uint32_t>(ranks.size()), bytes});
     return lower(phases(kind, ranks, bytes), category, id, text, w, deps);
   }
 
@@ -588,9 +587,9 @@ class Builder {
   {
     if (item == embedding_item)
       return weights ? no_program_ : programs.embedding_backward;
-    const auto kind = static_cast<std::size_t>(item == head_item ? 0 : layer_kind(m_, item));
     if (item == head_item)
       return weights ? programs.head_weight : programs.head_backward_input;
+    const LayerKind kind = layer_kind(m_, item);
     return weights ? programs.layer_weight[kind] : programs.layer_backward_input[kind];
   }
 

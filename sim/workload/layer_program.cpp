@@ -91,7 +91,7 @@ hardware::AttentionImpl attention_impl(plan::Attention a, const hardware::GpuSpe
   return hardware::AttentionImpl::FLASH2;
 }
 
-Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu, int kind)
+Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu, LayerKind kind)
 {
   Shape x{};
   x.b = p.micro_batch;
@@ -122,8 +122,7 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const har
   x.gathered_element = x.fp8 ? 1.0 : e;
   x.norm = norm_kernel(m.norm, p.software.norm);
   x.attention = attention_impl(p.software.attention, gpu);
-  const bool local = (kind & 2) != 0;
-  x.keys = local ? std::min(x.s, static_cast<double>(m.sliding_window)) : x.s;
+  x.keys = is_windowed(kind) ? std::min(x.s, static_cast<double>(m.sliding_window)) : x.s;
   x.o = static_cast<double>(m.o_width());
   if (m.mla) {
     const model::MlaSpec& a = *m.mla;
@@ -140,7 +139,7 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const har
   }
   x.qk_norm = m.qk_norm;
   x.post_norms = m.post_norms;
-  x.moe = (kind & 1) != 0;
+  x.moe = is_moe(kind);
   if (x.moe) {
     const model::MoeSpec& moe = *m.moe;
     x.et = p.etp;
@@ -919,16 +918,29 @@ hardware::GpuSpec paced_by_slowest(const hardware::GpuSpec& gpu, const plan::Par
   return paced;
 }
 
-// The kinds of layer (layer_kind) the model has, in order of their first layer, and their names in kernel tables.
-std::vector<int> kinds_of(const model::ModelSpec& m)
+// The kinds of layer the model has, in order of their first layer, and their names in kernel tables.
+std::vector<LayerKind> kinds_of(const model::ModelSpec& m)
 {
-  std::vector<int> kinds;
+  std::vector<LayerKind> kinds;
   for (std::int64_t l = 0; l < m.num_layers; ++l)
     if (std::find(kinds.begin(), kinds.end(), layer_kind(m, l)) == kinds.end())
       kinds.push_back(layer_kind(m, l));
   return kinds;
 }
-constexpr std::array<const char*, 4> kind_names{"layer", "moe layer", "windowed layer", "windowed moe layer"};
+std::string name_of(LayerKind kind)
+{
+  switch (kind) {
+    case LayerKind::DENSE:
+      return "layer";
+    case LayerKind::MOE:
+      return "moe layer";
+    case LayerKind::WINDOWED:
+      return "windowed layer";
+    case LayerKind::WINDOWED_MOE:
+      return "windowed moe layer";
+  }
+  return "layer";
+}
 
 } // namespace
 
@@ -1005,14 +1017,14 @@ std::vector<KernelCost> kernel_costs(const model::ModelSpec& m, const plan::Para
   std::vector<KernelCost> log;
   const hardware::GpuSpec paced = paced_by_slowest(gpu, p);
   Costing c(paced, p.compute_precision(), &log);
-  for (int kind : kinds_of(m)) {
+  for (LayerKind kind : kinds_of(m)) {
     const Shape layer = shape_of(m, p, paced, kind);
-    c.set_program(kind_names[static_cast<std::size_t>(kind)] + std::string(" forward"));
+    c.set_program(name_of(kind) + " forward");
     layer_forward(layer, c, false);
-    c.set_program(kind_names[static_cast<std::size_t>(kind)] + std::string(" backward"));
+    c.set_program(name_of(kind) + " backward");
     layer_backward(layer, c, p.recompute);
   }
-  const Shape x = shape_of(m, p, paced, 0);
+  const Shape x = shape_of(m, p, paced, LayerKind::DENSE);
   c.set_program("embedding forward");
   embedding_forward(x, c);
   c.set_program("embedding backward");
@@ -1027,7 +1039,7 @@ std::vector<KernelCost> kernel_costs(const model::ModelSpec& m, const plan::Para
 LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu_in)
 {
   const hardware::GpuSpec gpu = paced_by_slowest(gpu_in, p);
-  const Shape x = shape_of(m, p, gpu, 0);
+  const Shape x = shape_of(m, p, gpu, LayerKind::DENSE);
   const Costing c(gpu, p.compute_precision());
   // Consecutive compute steps (no collective between them, as with tp = 1) run as one task.
   auto merged = [](const Program& steps) {
@@ -1036,10 +1048,10 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
     return out;
   };
   LayerPrograms out;
-  for (int kind : kinds_of(m)) {
+  for (LayerKind kind : kinds_of(m)) {
     const Shape layer = shape_of(m, p, gpu, kind);
-    out.layer_forward[static_cast<std::size_t>(kind)] = merged(layer_forward(layer, c, false));
-    out.layer_backward[static_cast<std::size_t>(kind)] = merged(layer_backward(layer, c, p.recompute));
+    out.layer_forward[kind] = merged(layer_forward(layer, c, false));
+    out.layer_backward[kind] = merged(layer_backward(layer, c, p.recompute));
   }
   out.embedding_forward = merged(embedding_forward(x, c));
   out.embedding_backward = merged(embedding_backward(x, c));
@@ -1068,10 +1080,10 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
       weights.clear();
       return w;
     };
-    for (int kind : kinds_of(m)) {
+    for (LayerKind kind : kinds_of(m)) {
       const Shape layer = shape_of(m, p, gpu, kind);
-      out.layer_backward_input[static_cast<std::size_t>(kind)] = input_part(layer_backward(layer, split, p.recompute));
-      out.layer_weight[static_cast<std::size_t>(kind)] = weight_part();
+      out.layer_backward_input[kind] = input_part(layer_backward(layer, split, p.recompute));
+      out.layer_weight[kind] = weight_part();
     }
     out.head_backward_input = input_part(head_backward(x, split));
     out.head_weight = weight_part();
@@ -1103,10 +1115,12 @@ bool same_steps(const LayerPrograms& a, const LayerPrograms& b)
   const auto all_alike = [&](const auto& xs, const auto& ys) {
     return std::equal(xs.begin(), xs.end(), ys.begin(), ys.end(), alike);
   };
-  return all_alike(a.layer_forward, b.layer_forward) && all_alike(a.layer_backward, b.layer_backward) &&
+  return all_alike(a.layer_forward.programs, b.layer_forward.programs) &&
+         all_alike(a.layer_backward.programs, b.layer_backward.programs) &&
          alike(a.embedding_forward, b.embedding_forward) && alike(a.embedding_backward, b.embedding_backward) &&
          alike(a.head_forward, b.head_forward) && alike(a.head_backward, b.head_backward) &&
-         all_alike(a.layer_backward_input, b.layer_backward_input) && all_alike(a.layer_weight, b.layer_weight) &&
+         all_alike(a.layer_backward_input.programs, b.layer_backward_input.programs) &&
+         all_alike(a.layer_weight.programs, b.layer_weight.programs) &&
          alike(a.head_backward_input, b.head_backward_input) && alike(a.head_weight, b.head_weight) &&
          (a.grad_accumulation_s_per_param > 0) == (b.grad_accumulation_s_per_param > 0) &&
          a.grad_accumulation_from_first == b.grad_accumulation_from_first &&
