@@ -818,29 +818,29 @@ class Builder {
   // FP8: the first micro-batch's forward pass casts a transformer layer's weights, which later ones reuse.
   void cast_weights(int s, int item, const Where& w)
   {
-    if (programs_.front().fp8_weight_cast_s_per_param <= 0 || item < 0)
+    if (programs_.front().per_param.fp8_weight_cast_s <= 0 || item < 0)
       return;
-    parameter_pass(s, item, w, "fp8 weight cast", &LayerPrograms::fp8_weight_cast_s_per_param);
+    parameter_pass(s, item, w, "fp8 weight cast", &ParameterPassTimes::fp8_weight_cast_s);
   }
 
   // A micro-batch's weight gradients added to the accumulated ones, unless the GEMM accumulated them (fused) or this
   // is the first micro-batch of autograd's accumulation.
   void accumulate_gradients(int s, int item, const Where& w, bool first)
   {
-    const LayerPrograms& base = programs_.front();
-    if (base.grad_accumulation_s_per_param <= 0 || (first && !base.grad_accumulation_from_first))
+    const ParameterPassTimes& base = programs_.front().per_param;
+    if (base.grad_accumulation_s <= 0 || (first && !base.grad_accumulation_from_first))
       return;
-    parameter_pass(s, item, w, "gradient accumulation", &LayerPrograms::grad_accumulation_s_per_param);
+    parameter_pass(s, item, w, "gradient accumulation", &ParameterPassTimes::grad_accumulation_s);
   }
 
   // A memory-bound kernel over an item's parameters on every GPU of stage s, at its kind's rate per parameter.
-  void parameter_pass(int s, int item, const Where& w, const char* label, double LayerPrograms::*s_per_param)
+  void parameter_pass(int s, int item, const Where& w, const char* label, double ParameterPassTimes::*s_per_param)
   {
     const double params = item_params(item, s) + item_expert_params(item);
     on_stage(s, w, [&](const LayerPrograms& programs, const hardware::GpuSpec& gpu) {
       Step step;
       step.label = label;
-      step.memory_s = params * programs.*s_per_param;
+      step.memory_s = params * programs.per_param.*s_per_param;
       step.duration_s = gpu.kernel_overhead_s + step.memory_s;
       return step;
     });
@@ -1178,7 +1178,7 @@ class Builder {
     on_stage(s, w, [&](const LayerPrograms& programs, const hardware::GpuSpec&) {
       Step step;
       step.label = "optimizer";
-      step.duration_s = updated * programs.optimizer_s_per_param;
+      step.duration_s = updated * programs.per_param.optimizer_s;
       step.memory_s = step.duration_s;
       return step;
     });

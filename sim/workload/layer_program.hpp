@@ -6,6 +6,7 @@
 #include "hardware/compute_model.hpp"
 #include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
+#include "workload/optimizer_step.hpp"
 #include "workload/task_graph.hpp" // CollectiveKind
 
 #include <string>
@@ -89,17 +90,9 @@ struct LayerPrograms {
   ProgramPerKind layer_weight;
   Program head_backward_input;
   Program head_weight;
-  double optimizer_s_per_param = 0;         // the optimizer step's passes, per parameter updated
-  double grad_accumulation_s_per_param = 0; // a micro-batch's gradients added to the accumulated ones (0: fused)
-  bool grad_accumulation_from_first = true; // false: autograd's accumulation starts with the second micro-batch
-  double fp8_weight_cast_s_per_param = 0;   // FP8 copies of a transformer layer's weights, made once per step
+  // The optimizer step, gradient accumulation and FP8 weight casts, per parameter (workload/optimizer_step).
+  ParameterPassTimes per_param;
 };
-
-// Bytes the optimizer step moves per parameter it updates, and the gradient accumulation per parameter per
-// micro-batch, as the plan's software runs them.
-double optimizer_bytes_per_param(const plan::ParallelPlan& p);
-double grad_accumulation_bytes_per_param(const plan::ParallelPlan& p);
-double fp8_weight_cast_bytes_per_param(const plan::ParallelPlan& p);
 
 LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu);
 // Whether two parts' programs are the same steps (the same compute and collective steps in the same order, the

@@ -4,6 +4,7 @@
 #include "workload/collectives.hpp"
 #include "workload/graph_size.hpp"
 #include "workload/layer_program.hpp"
+#include "workload/optimizer_step.hpp"
 
 #include "build_support.hpp"
 
