@@ -1,10 +1,13 @@
 #include "workload/optimizer_step.hpp"
 
+#include "workload/builder_rooms.hpp"
+
 namespace sim::workload {
 namespace {
 
 using hardware::memory_bound;
 using hardware::MemoryKernel;
+using plan::Pass;
 
 constexpr double e = 2.0; // bytes per 16-bit element
 
@@ -75,6 +78,72 @@ ParameterPassTimes parameter_pass_times(const plan::ParallelPlan& p, const hardw
                                              : 0.0;
   out.grad_accumulation_from_first = p.software.grad_accumulation != plan::GradAccumulation::AUTOGRAD;
   return out;
+}
+
+void OptimizerStep::cast_weights(int s, int item, const Where& w)
+{
+  if (b_.programs.front().per_param.fp8_weight_cast_s <= 0 || item < 0)
+    return;
+  parameter_pass(s, item, w, "fp8 weight cast", &ParameterPassTimes::fp8_weight_cast_s);
+}
+
+void OptimizerStep::accumulate_gradients(int s, int item, const Where& w, const AccumulateOptions& options)
+{
+  const ParameterPassTimes& base = b_.programs.front().per_param;
+  if (base.grad_accumulation_s <= 0 || (options.first && !base.grad_accumulation_from_first))
+    return;
+  parameter_pass(s, item, w, "gradient accumulation", &ParameterPassTimes::grad_accumulation_s);
+}
+
+// A memory-bound kernel over an item's parameters on every GPU of stage s, at its kind's rate per parameter.
+void OptimizerStep::parameter_pass(int s, int item, const Where& w, const char* label,
+                                   double ParameterPassTimes::*s_per_param)
+{
+  const double params = b_.item_params(item, s) + b_.item_expert_params(item);
+  b_.on_stage(s, w, [&](const LayerPrograms& programs, const hardware::GpuSpec& gpu) {
+    Step step;
+    step.label = label;
+    step.memory_s = params * programs.per_param.*s_per_param;
+    step.duration_s = gpu.kernel_overhead_s + step.memory_s;
+    return step;
+  });
+}
+
+void OptimizerStep::step(int s)
+{
+  double params = 0;
+  double expert_params = 0;
+  for (int c = 0; c < p_.virtual_stages; ++c)
+    for (int item : b_.pass_items(virtual_stage(p_, s, c), Pass::FORWARD)) {
+      params += b_.item_params(item, s);
+      expert_params += b_.item_expert_params(item);
+    }
+  const double updated =
+      b_.sharded_optimizer() ? params / p_.dp_cp() + expert_params / p_.edp() : params + expert_params;
+  const Where w{Category::OPTIMIZER, s, -1, -1, -1};
+  for (int r : b_.stage_gpus(s))
+    b_.tail[static_cast<std::size_t>(r)].push_back(b_.reduce_tail[static_cast<std::size_t>(r)]);
+  b_.on_stage(s, w, [&](const LayerPrograms& programs, const hardware::GpuSpec&) {
+    Step step;
+    step.label = "optimizer";
+    step.duration_s = updated * programs.per_param.optimizer_s;
+    step.memory_s = step.duration_s;
+    return step;
+  });
+  if (b_.sharded_optimizer() && p_.zero_stage < 3 && p_.dp_cp() > 1 && !dp_.gathers_before_forward()) {
+    auto gather = [&](const std::vector<std::vector<int>>& groups, double bytes, const char* label) {
+      for (const auto& group : groups) {
+        const auto members = b_.simulated_of(group);
+        const TaskId end =
+            b_.collective(CollectiveKind::ALL_GATHER, group, bytes, Category::DP, label, w, b_.tails_of(members));
+        for (int r : members)
+          b_.tail[static_cast<std::size_t>(r)] = {end};
+      }
+    };
+    gather(b_.groups(Dim::DP, s), element_bytes * params, "parameter all-gather");
+    if (expert_params > 0 && p_.edp() > 1)
+      gather(b_.groups(Dim::EDP, s), element_bytes * expert_params, "expert parameter all-gather");
+  }
 }
 
 } // namespace sim::workload
