@@ -1026,3 +1026,20 @@ TEST_CASE("DualPipe does 1F1B's compute over two copies of the model, whose grad
   // The graph has no cycle: every task is reached.
   CHECK(tasks_in_dependency_order(b.tasks) == b.tasks.size());
 }
+
+TEST_CASE("a layer's kind says whether it is a MoE layer and whether it attends through a sliding window")
+{
+  sim::model::ModelSpec m;
+  m.num_layers = 4;
+  CHECK(sim::workload::layer_kind(m, 0) == LayerKind::DENSE);
+  m.moe = sim::model::MoeSpec{};
+  m.moe->first_dense_layers = 1;
+  m.sliding_window = 128;
+  m.global_attention_every = 2; // layers 1 and 3 attend to the whole sequence
+  CHECK(sim::workload::layer_kind(m, 0) == LayerKind::WINDOWED);
+  CHECK(sim::workload::layer_kind(m, 1) == LayerKind::MOE);
+  CHECK(sim::workload::layer_kind(m, 2) == LayerKind::WINDOWED_MOE);
+  CHECK(sim::workload::layer_kind(m, 3) == LayerKind::MOE);
+  CHECK((sim::workload::is_moe(LayerKind::WINDOWED_MOE) && sim::workload::is_windowed(LayerKind::WINDOWED_MOE)));
+  CHECK((!sim::workload::is_moe(LayerKind::WINDOWED) && !sim::workload::is_windowed(LayerKind::MOE)));
+}
