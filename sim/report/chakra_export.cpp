@@ -30,9 +30,9 @@ enum class Unit : std::uint8_t { COMPUTE, SEND, RECV, COLLECTIVE };
 
 constexpr std::uint32_t none = std::numeric_limits<std::uint32_t>::max();
 
-EtCollective comm_type(std::uint8_t kind)
+EtCollective comm_type(workload::CollectiveKind kind)
 {
-  switch (static_cast<workload::CollectiveKind>(kind)) {
+  switch (kind) {
     case workload::CollectiveKind::ALL_REDUCE:
       return EtCollective::ALL_REDUCE;
     case workload::CollectiveKind::ALL_GATHER:

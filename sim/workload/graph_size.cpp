@@ -129,7 +129,7 @@ GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::Paralle
   const double ends = tasks_of(programs.embedding_forward) + tasks_of(programs.embedding_backward) +
                       tasks_of(programs.head_forward) + tasks_of(programs.head_backward);
   const double items = layers + 2.0;
-  const double accumulate = programs.grad_accumulation_s_per_param > 0 ? stage_gpus : 0.0;
+  const double accumulate = programs.per_param.grad_accumulation_s > 0 ? stage_gpus : 0.0;
 
   // Per micro-batch: every layer once forward and backward on its stage (a gradient accumulation and a join after
   // each backward item), host syncs per pass, and per virtual-stage boundary and direction an input sync, the sends
@@ -164,9 +164,9 @@ GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::Paralle
   if (model.tie_embeddings && plan.pp > 1)
     per_step += groups * tp.simulated * collective_tasks(GroupShape{folded ? 1.0 : 2.0, 1});
   per_step += stages * stage_gpus + 1.0;                                // the optimizer, the step's end
-  if (programs.fp8_weight_cast_s_per_param > 0 && plan.zero_stage >= 3) // ZeRO-3: a cast per layer and pass
+  if (programs.per_param.fp8_weight_cast_s > 0 && plan.zero_stage >= 3) // ZeRO-3: a cast per layer and pass
     per_microbatch += 2.0 * layers * stage_gpus;
-  else if (programs.fp8_weight_cast_s_per_param > 0) // FP8 weight casts in the first micro-batch's forward
+  else if (programs.per_param.fp8_weight_cast_s > 0) // FP8 weight casts in the first micro-batch's forward
     per_step += layers * stage_gpus;
 
   size.tasks = microbatches * per_microbatch + per_step;

@@ -6,19 +6,13 @@
 #include "hardware/compute_model.hpp"
 #include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
+#include "workload/optimizer_step.hpp"
+#include "workload/task_graph.hpp" // CollectiveKind
 
 #include <string>
 #include <vector>
 
 namespace sim::workload {
-
-enum class CollectiveKind { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, ALL_TO_ALL };
-
-inline constexpr std::array<core::Choice<CollectiveKind>, 4> collective_kind_choices{
-    {{"all_reduce", CollectiveKind::ALL_REDUCE},
-     {"reduce_scatter", CollectiveKind::REDUCE_SCATTER},
-     {"all_gather", CollectiveKind::ALL_GATHER},
-     {"all_to_all", CollectiveKind::ALL_TO_ALL}}};
 
 // The group a layer's collective runs over: its tensor-parallel group, its expert-parallel group (a MoE layer's
 // token dispatch and combine), its expert-tensor-parallel group (the routed tokens gathered for split experts), or
@@ -46,23 +40,44 @@ struct Step {
 
 using Program = std::vector<Step>;
 
-// A layer's kind: 1 for a MoE layer, plus 2 for sliding-window attention.
-inline int layer_kind(const model::ModelSpec& m, std::int64_t layer)
+// A transformer layer's kind: dense or MoE, with full or sliding-window attention. Programs are built per kind.
+enum class LayerKind : std::uint8_t { DENSE, MOE, WINDOWED, WINDOWED_MOE };
+
+constexpr bool is_moe(LayerKind kind)
 {
-  return (m.is_moe_layer(layer) ? 1 : 0) + (m.is_local_attention(layer) ? 2 : 0);
+  return kind == LayerKind::MOE || kind == LayerKind::WINDOWED_MOE;
+}
+constexpr bool is_windowed(LayerKind kind)
+{
+  return kind == LayerKind::WINDOWED || kind == LayerKind::WINDOWED_MOE;
 }
 
+inline LayerKind layer_kind(const model::ModelSpec& m, std::int64_t layer)
+{
+  const bool moe = m.is_moe_layer(layer);
+  if (m.is_local_attention(layer))
+    return moe ? LayerKind::WINDOWED_MOE : LayerKind::WINDOWED;
+  return moe ? LayerKind::MOE : LayerKind::DENSE;
+}
+
+// A program per kind of layer.
+struct ProgramPerKind {
+  std::array<Program, 4> programs;
+  Program& operator[](LayerKind kind) { return programs[static_cast<std::size_t>(kind)]; }
+  const Program& operator[](LayerKind kind) const { return programs[static_cast<std::size_t>(kind)]; }
+};
+
 struct LayerPrograms {
-  // A transformer layer's passes, per kind of layer (layer_kind): built for the kinds the model has.
-  std::array<Program, 4> layer_forward;
-  std::array<Program, 4> layer_backward; // includes the recomputation the plan asks for
+  // A transformer layer's passes, per kind of layer: built for the kinds the model has.
+  ProgramPerKind layer_forward;
+  ProgramPerKind layer_backward; // includes the recomputation the plan asks for
   const Program& forward_of(const model::ModelSpec& m, std::int64_t layer) const
   {
-    return layer_forward[static_cast<std::size_t>(layer_kind(m, layer))];
+    return layer_forward[layer_kind(m, layer)];
   }
   const Program& backward_of(const model::ModelSpec& m, std::int64_t layer) const
   {
-    return layer_backward[static_cast<std::size_t>(layer_kind(m, layer))];
+    return layer_backward[layer_kind(m, layer)];
   }
   Program embedding_forward;
   Program embedding_backward;
@@ -71,21 +86,13 @@ struct LayerPrograms {
   // Zero-bubble schedules (DualPipe): the backward passes without their weight gradients, and the weight gradients
   // alone, per kind of layer and for the output layer (the embedding's gradient stays in its backward pass). Built
   // only for those schedules.
-  std::array<Program, 4> layer_backward_input;
-  std::array<Program, 4> layer_weight;
+  ProgramPerKind layer_backward_input;
+  ProgramPerKind layer_weight;
   Program head_backward_input;
   Program head_weight;
-  double optimizer_s_per_param = 0;         // the optimizer step's passes, per parameter updated
-  double grad_accumulation_s_per_param = 0; // a micro-batch's gradients added to the accumulated ones (0: fused)
-  bool grad_accumulation_from_first = true; // false: autograd's accumulation starts with the second micro-batch
-  double fp8_weight_cast_s_per_param = 0;   // FP8 copies of a transformer layer's weights, made once per step
+  // The optimizer step, gradient accumulation and FP8 weight casts, per parameter (workload/optimizer_step).
+  ParameterPassTimes per_param;
 };
-
-// Bytes the optimizer step moves per parameter it updates, and the gradient accumulation per parameter per
-// micro-batch, as the plan's software runs them.
-double optimizer_bytes_per_param(const plan::ParallelPlan& p);
-double grad_accumulation_bytes_per_param(const plan::ParallelPlan& p);
-double fp8_weight_cast_bytes_per_param(const plan::ParallelPlan& p);
 
 LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu);
 // Whether two parts' programs are the same steps (the same compute and collective steps in the same order, the

@@ -25,6 +25,9 @@ enum class TaskKind : std::uint8_t { COMPUTE, TRANSFER, SYNC };
 // pass left for later (DualPipe).
 enum class Category : std::uint8_t { FORWARD, BACKWARD, RECOMPUTE, OPTIMIZER, TP, PP, DP, EP, CP, WEIGHT };
 
+// The collectives lowered into transfers (workload/collectives).
+enum class CollectiveKind : std::uint8_t { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, ALL_TO_ALL };
+
 inline constexpr std::array<core::Choice<TaskKind>, 3> task_kind_choices{
     {{"compute", TaskKind::COMPUTE}, {"transfer", TaskKind::TRANSFER}, {"sync", TaskKind::SYNC}}};
 inline constexpr std::array<core::Choice<Category>, 10> category_choices{{{"forward", Category::FORWARD},
@@ -37,6 +40,11 @@ inline constexpr std::array<core::Choice<Category>, 10> category_choices{{{"forw
                                                                           {"ep", Category::EP},
                                                                           {"cp", Category::CP},
                                                                           {"weight_gradient", Category::WEIGHT}}};
+inline constexpr std::array<core::Choice<CollectiveKind>, 4> collective_kind_choices{
+    {{"all_reduce", CollectiveKind::ALL_REDUCE},
+     {"reduce_scatter", CollectiveKind::REDUCE_SCATTER},
+     {"all_gather", CollectiveKind::ALL_GATHER},
+     {"all_to_all", CollectiveKind::ALL_TO_ALL}}};
 
 struct Task {
   TaskKind kind = TaskKind::SYNC;
@@ -56,15 +64,17 @@ struct Task {
   double latency_s = 0;               // transfer: waited before the flow starts
 };
 
-enum class CollectiveKind; // workload/layer_program.hpp
-
 struct CollectiveInfo {
   std::uint32_t label = 0;
   Category category = Category::TP;
-  std::uint8_t kind = 0; // a CollectiveKind
+  CollectiveKind kind = CollectiveKind::ALL_REDUCE;
   std::uint32_t ranks = 0;
   double bytes = 0; // the whole buffer (payload; flows may carry protocol overhead on top)
 };
+
+// workload/graph_size's memory estimate (and the messages that quote it) count on these sizes.
+static_assert(sizeof(Task) == 64, "a Task is 64 bytes");
+static_assert(sizeof(CollectiveInfo) == 24, "a CollectiveInfo is 24 bytes");
 
 class TaskGraph {
  public:

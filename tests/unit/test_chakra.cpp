@@ -145,7 +145,7 @@ TEST_CASE("a collective whose steps interleave with a rank's kernels is written 
   g.gpus = g.cluster_gpus = 2;
   CollectiveInfo info;
   info.label = g.label("ring");
-  info.kind = static_cast<std::uint8_t>(CollectiveKind::ALL_GATHER);
+  info.kind = CollectiveKind::ALL_GATHER;
   info.ranks = 2;
   info.bytes = 2e6;
   const auto c = g.add_collective(info);

@@ -71,16 +71,16 @@ TEST_CASE("the ring passes every GPU's keys and values round the group beside th
   const double T = 8192.0 / 4, kv = 1024, q = 4096, e = 2;
   const auto ring = load({{"cp", 4}, {"dp", 2}});
   const auto programs = sim::workload::build_programs(ring.model, ring.plan, ring.cluster.gpu);
-  const auto* forward = cp_step(programs.layer_forward[0]);
+  const auto* forward = cp_step(programs.layer_forward[sim::workload::LayerKind::DENSE]);
   REQUIRE(forward != nullptr);
   CHECK(forward->kind == sim::workload::Step::Kind::OVERLAP);
   CHECK(forward->collective == sim::workload::CollectiveKind::ALL_GATHER);
   CHECK(forward->bytes == Approx(4 * T * 2 * kv * e));
-  CHECK(cp_step(programs.layer_backward[0])->bytes == Approx(2 * 4 * T * 2 * kv * e));
+  CHECK(cp_step(programs.layer_backward[sim::workload::LayerKind::DENSE])->bytes == Approx(2 * 4 * T * 2 * kv * e));
 
   const auto a2a = load({{"cp", 4}, {"dp", 2}, {"cp_kind", "all_to_all"}});
   const auto a2a_programs = sim::workload::build_programs(a2a.model, a2a.plan, a2a.cluster.gpu);
-  const auto* first = cp_step(a2a_programs.layer_forward[0]);
+  const auto* first = cp_step(a2a_programs.layer_forward[sim::workload::LayerKind::DENSE]);
   REQUIRE(first != nullptr);
   CHECK(first->kind == sim::workload::Step::Kind::COLLECTIVE);
   CHECK(first->collective == sim::workload::CollectiveKind::ALL_TO_ALL);
@@ -166,11 +166,12 @@ TEST_CASE("multi-head latent attention splits over the context-parallel group wi
     const double T = 16384.0 / cp;
     const auto ring = load_plan({{"cp", cp}, {"dp", 8 / cp}});
     const auto programs = sim::workload::build_programs(ring.model, ring.plan, ring.cluster.gpu);
-    const auto* step = cp_step(programs.layer_forward[1]); // a MoE layer
+    const auto* step = cp_step(programs.layer_forward[sim::workload::LayerKind::MOE]); // a MoE layer
     REQUIRE(step != nullptr);
     CHECK(step->bytes == Approx(cp * T * a * (dk + dv) * e));
     const auto a2a = load_plan({{"cp", cp}, {"dp", 8 / cp}, {"cp_kind", "all_to_all"}});
     const auto a2a_programs = sim::workload::build_programs(a2a.model, a2a.plan, a2a.cluster.gpu);
-    CHECK(cp_step(a2a_programs.layer_forward[1])->bytes == Approx(T * a * (dk + dk + dv) * e));
+    CHECK(cp_step(a2a_programs.layer_forward[sim::workload::LayerKind::MOE])->bytes ==
+          Approx(T * a * (dk + dk + dv) * e));
   }
 }

@@ -4,6 +4,7 @@
 #include "workload/collectives.hpp"
 #include "workload/graph_size.hpp"
 #include "workload/layer_program.hpp"
+#include "workload/optimizer_step.hpp"
 
 #include "build_support.hpp"
 
@@ -15,6 +16,7 @@
 using sim::plan::Pass;
 using sim::plan::PassRef;
 using sim::workload::Category;
+using sim::workload::LayerKind;
 using sim::workload::TaskKind;
 
 namespace {
@@ -81,8 +83,7 @@ double collective_payload(const sim::workload::TaskGraph& g, Category category, 
     if (!seen.insert(t.collective).second)
       continue;
     const auto& c = g.collectives()[t.collective];
-    bytes += sim::workload::ring_bytes_per_rank(static_cast<sim::workload::CollectiveKind>(c.kind),
-                                                static_cast<int>(c.ranks), c.bytes);
+    bytes += sim::workload::ring_bytes_per_rank(c.kind, static_cast<int>(c.ranks), c.bytes);
   }
   return bytes;
 }
@@ -589,7 +590,7 @@ TEST_CASE("full recomputation adds the forward pass again, selective only the at
   const auto programs =
       sim::workload::build_programs(selective.scenario.model, selective.scenario.plan, selective.scenario.cluster.gpu);
   double core = 0;
-  for (const auto& step : programs.layer_backward[0])
+  for (const auto& step : programs.layer_backward[LayerKind::DENSE])
     if (step.recompute)
       core += step.duration_s;
   CHECK(core > 0);
@@ -766,7 +767,7 @@ TEST_CASE("the 2021 code's TP backward all-reduce blocks after the weight gradie
     const auto programs = sim::workload::build_programs(s.model, s.plan, s.cluster.gpu);
     std::size_t beside = 0;
     std::size_t blocking_after_wgrad = 0;
-    const auto& p = programs.layer_backward[0];
+    const auto& p = programs.layer_backward[LayerKind::DENSE];
     for (std::size_t i = 0; i < p.size(); ++i) {
       if (p[i].kind == sim::workload::Step::Kind::OVERLAP &&
           p[i].collective == sim::workload::CollectiveKind::ALL_REDUCE)
@@ -970,9 +971,9 @@ TEST_CASE("a zero-bubble backward pass splits into the input gradients and the w
       f += s.flops;
     return f;
   };
-  const double full = flops(programs.layer_backward[0]);
-  const double weights = flops(programs.layer_weight[0]);
-  CHECK(flops(programs.layer_backward_input[0]) + weights == Approx(full).epsilon(1e-12));
+  const double full = flops(programs.layer_backward[LayerKind::DENSE]);
+  const double weights = flops(programs.layer_weight[LayerKind::DENSE]);
+  CHECK(flops(programs.layer_backward_input[LayerKind::DENSE]) + weights == Approx(full).epsilon(1e-12));
   // The weight gradients of QKV, the projection and both FFN matrices: 2 T x (4 h^2 + 2 h f) / t.
   const double h = 1024;
   const double f = 4 * h;
@@ -981,7 +982,7 @@ TEST_CASE("a zero-bubble backward pass splits into the input gradients and the w
   CHECK(flops(programs.head_weight) == Approx(2.0 * tokens * h * 32000 / 2.0).epsilon(1e-12));
   // Both tensor-parallel collectives of the backward stay with the input gradients.
   std::size_t collectives = 0;
-  for (const auto& s : programs.layer_backward_input[0])
+  for (const auto& s : programs.layer_backward_input[LayerKind::DENSE])
     collectives += s.kind != sim::workload::Step::Kind::COMPUTE ? 1 : 0;
   CHECK(collectives == 2);
 }
@@ -1024,4 +1025,21 @@ TEST_CASE("DualPipe does 1F1B's compute over two copies of the model, whose grad
   CHECK(copies.size() == 2 * 2);
   // The graph has no cycle: every task is reached.
   CHECK(tasks_in_dependency_order(b.tasks) == b.tasks.size());
+}
+
+TEST_CASE("a layer's kind says whether it is a MoE layer and whether it attends through a sliding window")
+{
+  sim::model::ModelSpec m;
+  m.num_layers = 4;
+  CHECK(sim::workload::layer_kind(m, 0) == LayerKind::DENSE);
+  m.moe = sim::model::MoeSpec{};
+  m.moe->first_dense_layers = 1;
+  m.sliding_window = 128;
+  m.global_attention_every = 2; // layers 1 and 3 attend to the whole sequence
+  CHECK(sim::workload::layer_kind(m, 0) == LayerKind::WINDOWED);
+  CHECK(sim::workload::layer_kind(m, 1) == LayerKind::MOE);
+  CHECK(sim::workload::layer_kind(m, 2) == LayerKind::WINDOWED_MOE);
+  CHECK(sim::workload::layer_kind(m, 3) == LayerKind::MOE);
+  CHECK((sim::workload::is_moe(LayerKind::WINDOWED_MOE) && sim::workload::is_windowed(LayerKind::WINDOWED_MOE)));
+  CHECK((!sim::workload::is_moe(LayerKind::WINDOWED) && !sim::workload::is_windowed(LayerKind::MOE)));
 }

@@ -1,0 +1,270 @@
+#include "workload/builder_rooms.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace sim::workload {
+namespace {
+
+using plan::Pass;
+
+} // namespace
+
+DataParallel::Gathered DataParallel::gather_parameters(int s, int item, const Where& w)
+{
+  Gathered ends;
+  auto gather = [&](const std::vector<int>& group, double bytes, const char* label) {
+    const auto members = b_.simulated_of(group);
+    std::vector<TaskId> deps = b_.tails_of(members);
+    for (int r : members)
+      deps.push_back(b_.gather_tail[static_cast<std::size_t>(r)]);
+    const TaskId end = b_.collective(CollectiveKind::ALL_GATHER, group, bytes, Category::DP, label, w, deps);
+    for (int r : members)
+      b_.gather_tail[static_cast<std::size_t>(r)] = end;
+    return end;
+  };
+  if (p_.dp_cp() > 1)
+    for (const auto& group : b_.groups(Dim::DP, s)) {
+      // One gather per parameter tensor (DeepSpeed of 2021, each after a device synchronisation), or per item;
+      // each waits for the one before, so the last ends them all.
+      TaskId end = no_task;
+      // FP8 parameters (torchao's float8 all-gather) travel in one byte: the layers' matrices, not the embedding.
+      const double bytes = item >= 0 && p_.fp8_param_gather ? 1.0 : element_bytes;
+      for (double share : tensor_shares(item))
+        end = gather(group, bytes * share * b_.item_params(item, s), "zero-3 parameter all-gather");
+      for (int r : b_.simulated_of(group))
+        ends[r].push_back(end);
+    }
+  if (b_.item_expert_params(item) > 0 && p_.edp() > 1)
+    for (const auto& group : b_.groups(Dim::EDP, s)) {
+      const TaskId end =
+          gather(group, element_bytes * b_.item_expert_params(item), "zero-3 expert parameter all-gather");
+      for (int r : b_.simulated_of(group))
+        ends[r].push_back(end);
+    }
+  return ends;
+}
+
+// How an item's parameters split into the tensors a per-tensor ZeRO-3 gathers and reduces one by one: a layer's
+// weight matrices (biases and norms, below DeepSpeed's persistence threshold, stay gathered and ride with the
+// largest), the embedding or output matrix whole.
+std::vector<double> DataParallel::tensor_shares(int item) const
+{
+  if (!p_.software.zero3_per_tensor || item < 0)
+    return {1.0};
+  const double h = static_cast<double>(m_.hidden_size);
+  const double q = static_cast<double>(m_.q_width());
+  const double kv = static_cast<double>(m_.kv_width());
+  const double f = static_cast<double>(m_.ffn_hidden_size);
+  std::vector<double> weights{h * (q + 2.0 * kv), q * h, f * h};
+  if (model::is_gated(m_.ffn_kind))
+    weights.push_back(f * h);
+  weights.push_back(f * h);
+  double total = 0;
+  for (double x : weights)
+    total += x;
+  for (double& x : weights)
+    x /= total;
+  return weights;
+}
+
+// Stage s's items in the order their gradients are ready (the last chunk's first).
+std::vector<int> DataParallel::gradient_order(int s) const
+{
+  std::vector<int> order;
+  for (int c = p_.virtual_stages - 1; c >= 0; --c)
+    for (int item : b_.pass_items(virtual_stage(p_, s, c), Pass::BACKWARD))
+      order.push_back(item);
+  return order;
+}
+
+// DeepSpeed's engine all-reduces even with ZeRO-1 (the stage keeps its partition of the result), after the flush.
+CollectiveKind DataParallel::gradient_reduction() const
+{
+  return b_.sharded_optimizer() && !b_.deepspeed_engine() ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE;
+}
+
+void DataParallel::check_gradient_reductions()
+{
+  if (!b_.folding || p_.dp_cp() == 1)
+    return;
+  for (int s = 0; s < p_.pp; ++s) {
+    const auto order = gradient_order(s);
+    for (bool experts : {false, true}) {
+      if (experts && p_.edp() <= 1)
+        continue;
+      for (const auto& bucket : buckets(order, s, {.experts = experts}))
+        for (const auto& group : b_.groups(experts ? Dim::EDP : Dim::DP, s))
+          b_.phases(gradient_reduction(), group, bucket.second * b_.grad_bytes);
+    }
+  }
+}
+
+void DataParallel::reduce_gradients(int s, int mb)
+{
+  if (p_.dp_cp() == 1)
+    return;
+  const std::vector<int> order = gradient_order(s);
+  const CollectiveKind kind = gradient_reduction();
+  const bool after_flush = !p_.overlap_grad_reduce || b_.deepspeed_engine();
+  const Where w{Category::DP, s, -1, mb, -1};
+  // The dense parameters' buckets over the data-parallel groups and the routed experts' over the expert-data-
+  // parallel groups, issued on one stream in the order their last item's gradients are ready.
+  const auto dense = buckets(order, s);
+  const auto experts = p_.edp() > 1 ? buckets(order, s, {.experts = true}) : decltype(dense){};
+  auto last_position = [&](const std::vector<int>& items) {
+    return std::find(order.begin(), order.end(), items.back()) - order.begin();
+  };
+  std::size_t di = 0;
+  std::size_t ei = 0;
+  while (di < dense.size() || ei < experts.size()) {
+    const bool expert = di == dense.size() ||
+                        (ei < experts.size() && last_position(experts[ei].first) < last_position(dense[di].first));
+    const auto& [items, params] = expert ? experts[ei] : dense[di];
+    const std::string label =
+        expert ? fmt::format("expert gradient bucket {}", ei) : fmt::format("dp gradient bucket {}", di);
+    for (const auto& group : b_.groups(expert ? Dim::EDP : Dim::DP, s)) {
+      const auto members = b_.simulated_of(group);
+      std::vector<TaskId> deps;
+      for (int r : members) {
+        deps.push_back(b_.reduce_tail[static_cast<std::size_t>(r)]);
+        for (int item : items)
+          deps.push_back(b_.grad_ready[static_cast<std::size_t>(r)].at(item));
+        if (after_flush)
+          for (TaskId t2 : b_.tail[static_cast<std::size_t>(r)])
+            deps.push_back(t2);
+      }
+      const TaskId end = b_.collective(kind, group, params * b_.grad_bytes, Category::DP, label, w, deps);
+      for (int r : members)
+        b_.reduce_tail[static_cast<std::size_t>(r)] = end;
+    }
+    ++(expert ? ei : di);
+  }
+}
+
+// Items of stage s in `order`, grouped into data-parallel buckets of at least dp_bucket_size worth of gradients
+// (the last may be smaller), each with its parameter count: of the parameters every replica holds, or of the
+// routed experts (`experts`; items without experts are left out).
+std::vector<std::pair<std::vector<int>, double>> DataParallel::buckets(const std::vector<int>& order, int s,
+                                                                       const BucketOptions& options) const
+{
+  const bool experts = options.experts;
+  const double bucket_params = p_.dp_bucket_bytes / b_.grad_bytes;
+  std::vector<std::pair<std::vector<int>, double>> out;
+  for (int item : order) {
+    if (experts) {
+      if (b_.item_expert_params(item) <= 0)
+        continue;
+      if (out.empty() || out.back().second >= bucket_params)
+        out.emplace_back();
+      out.back().first.push_back(item);
+      out.back().second += b_.item_expert_params(item);
+      continue;
+    }
+    if (p_.zero_stage >= 3 && p_.software.zero3_per_tensor) { // one reduce-scatter per tensor
+      for (double share : tensor_shares(item))
+        out.push_back({{item}, share * b_.item_params(item, s)});
+      continue;
+    }
+    if (out.empty() || out.back().second >= bucket_params)
+      out.emplace_back();
+    out.back().first.push_back(item);
+    out.back().second += b_.item_params(item, s);
+  }
+  return out;
+}
+
+bool DataParallel::gathers_before_forward() const
+{
+  return p_.overlap_param_gather && b_.sharded_optimizer() && p_.zero_stage < 3 && p_.dp_cp() > 1;
+}
+
+void DataParallel::gather_updated_parameters(int s)
+{
+  std::vector<int> order;
+  for (int c = 0; c < p_.virtual_stages; ++c)
+    for (int item : b_.pass_items(virtual_stage(p_, s, c), Pass::FORWARD))
+      order.push_back(item);
+  const Where w{Category::DP, s, -1, -1, -1};
+  // The dense parameters' buckets over the data-parallel groups, then the routed experts' over the expert-data-
+  // parallel groups; an item is ready when both of its buckets are.
+  for (const bool experts : {false, true}) {
+    if (experts && p_.edp() == 1)
+      break;
+    const auto all = buckets(order, s, {.experts = experts});
+    for (std::size_t bucket = 0; bucket < all.size(); ++bucket) {
+      const auto& [items, params] = all[bucket];
+      for (const auto& group : b_.groups(experts ? Dim::EDP : Dim::DP, s)) {
+        const auto members = b_.simulated_of(group);
+        std::vector<TaskId> deps;
+        for (int r : members)
+          deps.push_back(b_.gather_tail[static_cast<std::size_t>(r)]);
+        const TaskId end =
+            b_.collective(CollectiveKind::ALL_GATHER, group, element_bytes * params, Category::DP,
+                          fmt::format("{}parameter all-gather, bucket {}", experts ? "expert " : "", bucket), w, deps);
+        for (int r : members) {
+          b_.gather_tail[static_cast<std::size_t>(r)] = end;
+          for (int item : items) {
+            auto& ready = b_.params_ready[static_cast<std::size_t>(r)][item];
+            ready = experts ? b_.sync(Category::DP, {ready, end}) : end;
+          }
+        }
+      }
+    }
+  }
+}
+
+void DataParallel::reduce_copies()
+{
+  if (p_.schedule != plan::Schedule::DUALPIPE)
+    return;
+  const Where w{Category::DP, -1, -1, -1, -1};
+  for (int s = 0; s < p_.pp / 2; ++s) {
+    const int mirror = p_.pp - 1 - s;
+    std::vector<int> items;
+    double params = 0;
+    for (int c = 0; c < p_.virtual_stages; ++c)
+      for (int item : b_.pass_items(virtual_stage(p_, s, c), Pass::FORWARD)) {
+        items.push_back(item);
+        params += b_.item_params(item, s) + b_.item_expert_params(item);
+      }
+    for (int d : b_.dp_simulated())
+      for (int t : b_.tp_simulated()) {
+        const std::vector<int> pair{b_.rank(t, d, s), b_.rank(t, d, mirror)};
+        std::vector<TaskId> deps;
+        for (int r : pair) {
+          deps.push_back(b_.reduce_tail[static_cast<std::size_t>(r)]);
+          for (int item : items)
+            deps.push_back(b_.grad_ready[static_cast<std::size_t>(r)].at(item));
+        }
+        const TaskId end = b_.collective(CollectiveKind::ALL_REDUCE, pair, params * b_.grad_bytes, Category::DP,
+                                         "model copies' gradient all-reduce", w, deps);
+        for (int r : pair)
+          b_.reduce_tail[static_cast<std::size_t>(r)] = end;
+      }
+  }
+}
+
+void DataParallel::reduce_tied_embedding()
+{
+  if (!m_.tie_embeddings || p_.pp == 1 || p_.dualpipe())
+    return;
+  const Where w{Category::DP, -1, -1, -1, -1};
+  for (int d : b_.dp_simulated())
+    for (int t : b_.tp_simulated()) {
+      const std::vector<int> group{b_.rank(t, d, 0), b_.rank(t, d, p_.pp - 1)};
+      std::vector<TaskId> deps;
+      for (int r : group) {
+        deps.push_back(b_.reduce_tail[static_cast<std::size_t>(r)]);
+        deps.push_back(b_.grad_ready[static_cast<std::size_t>(r)].at(r == group[0] ? embedding_item : head_item));
+      }
+      const TaskId end =
+          b_.collective(CollectiveKind::ALL_REDUCE, group, b_.counts.word_embedding / p_.tp * b_.grad_bytes,
+                        Category::DP, "embedding gradient all-reduce", w, deps);
+      for (int r : group)
+        b_.reduce_tail[static_cast<std::size_t>(r)] = end;
+    }
+}
+
+} // namespace sim::workload

@@ -1,0 +1,149 @@
+#include "workload/optimizer_step.hpp"
+
+#include "workload/builder_rooms.hpp"
+
+namespace sim::workload {
+namespace {
+
+using hardware::memory_bound;
+using hardware::MemoryKernel;
+using plan::Pass;
+
+constexpr double e = 2.0; // bytes per 16-bit element
+
+} // namespace
+
+double optimizer_bytes_per_param(const plan::ParallelPlan& p)
+{
+  switch (p.software.optimizer) {
+    case plan::OptimizerImpl::FUSED:
+      // One pass: read the gradient and the fp32 weight, momentum and variance; write them and the 16-bit weight.
+      return (p.fp32_grad_accumulation ? 4.0 : 2.0) + 3.0 * 8.0 + e;
+    case plan::OptimizerImpl::MEGATRON:
+      // Float16OptimizerWithFloat16Params: cast to fp32 (fp16 only), unscale and inf check (fp16 only), grad norm,
+      // FusedAdam, copy back to 16 bits (Megatron-LM optimizer/optimizer.py, 2021-24).
+      return p.precision == hardware::Precision::FP16 ? 52.0 : 38.0;
+    case plan::OptimizerImpl::DEEPSPEED:
+      // FP16_Optimizer: per-tensor overflow check, cast and flatten, norm, unscale, FusedAdam, copy back (v0.5).
+      return 70.0;
+    case plan::OptimizerImpl::COMPOSER:
+      // DecoupledAdamW's per-tensor Python loop: about nine elementwise kernels (composer/optim, 2023).
+      return 92.0;
+  }
+  return 30.0;
+}
+
+double grad_accumulation_bytes_per_param(const plan::ParallelPlan& p)
+{
+  if (p.zero_stage >= 2) // gradients are reduce-scattered every micro-batch: nothing accumulates in full
+    return 0.0;
+  switch (p.software.grad_accumulation) {
+    case plan::GradAccumulation::FUSED:
+      return 0.0;
+    case plan::GradAccumulation::HOOK: // main_grad.add_(grad): read main_grad and grad, write main_grad
+      return p.fp32_grad_accumulation ? 4.0 + e + 4.0 : 3.0 * e;
+    case plan::GradAccumulation::AUTOGRAD: // AccumulateGrad: grad += new, in 16 bits
+      return 3.0 * e;
+  }
+  return 0.0;
+}
+
+double fp8_weight_cast_bytes_per_param(const plan::ParallelPlan& p)
+{
+  if (!p.fp8())
+    return 0.0;
+  // Transformer Engine casts each 16-bit weight to FP8 and its transpose once per step (on the first micro-batch;
+  // later ones reuse them). FP8 parameters (--fp8-param-gather) are written in FP8 by the optimizer: only the
+  // transpose is made.
+  // Under ZeRO-3 (FSDP2 with torchao's float8) each pass gathers the weights afresh and casts the one it needs: the
+  // forward its FP8 copy, the backward the transpose; gathered in FP8 (enable_fsdp_float8_all_gather) the shard was
+  // cast before the gather and the pass only lays the FP8 weight out (a one-byte read and write).
+  if (p.zero_stage >= 3)
+    return p.fp8_param_gather ? 2.0 : e + 1.0;
+  return p.fp8_param_gather ? 2.0 : e + 2.0;
+}
+
+ParameterPassTimes parameter_pass_times(const plan::ParallelPlan& p, const hardware::GpuSpec& gpu)
+{
+  ParameterPassTimes out;
+  out.optimizer_s = hardware::busy_time(memory_bound("adam", optimizer_bytes_per_param(p), MemoryKernel::ADAM), gpu,
+                                        p.compute_precision());
+  const double cast = fp8_weight_cast_bytes_per_param(p);
+  out.fp8_weight_cast_s =
+      cast > 0 ? hardware::busy_time(memory_bound("fp8 weight cast", cast), gpu, p.compute_precision()) : 0.0;
+  const double accumulation = grad_accumulation_bytes_per_param(p);
+  out.grad_accumulation_s = accumulation > 0 ? hardware::busy_time(memory_bound("gradient accumulation", accumulation,
+                                                                                MemoryKernel::GRADIENT_ACCUMULATION),
+                                                                   gpu, p.compute_precision())
+                                             : 0.0;
+  out.grad_accumulation_from_first = p.software.grad_accumulation != plan::GradAccumulation::AUTOGRAD;
+  return out;
+}
+
+void OptimizerStep::cast_weights(int s, int item, const Where& w)
+{
+  if (b_.programs.front().per_param.fp8_weight_cast_s <= 0 || item < 0)
+    return;
+  parameter_pass(s, item, w, "fp8 weight cast", &ParameterPassTimes::fp8_weight_cast_s);
+}
+
+void OptimizerStep::accumulate_gradients(int s, int item, const Where& w, const AccumulateOptions& options)
+{
+  const ParameterPassTimes& base = b_.programs.front().per_param;
+  if (base.grad_accumulation_s <= 0 || (options.first && !base.grad_accumulation_from_first))
+    return;
+  parameter_pass(s, item, w, "gradient accumulation", &ParameterPassTimes::grad_accumulation_s);
+}
+
+// A memory-bound kernel over an item's parameters on every GPU of stage s, at its kind's rate per parameter.
+void OptimizerStep::parameter_pass(int s, int item, const Where& w, const char* label,
+                                   double ParameterPassTimes::*s_per_param)
+{
+  const double params = b_.item_params(item, s) + b_.item_expert_params(item);
+  b_.on_stage(s, w, [&](const LayerPrograms& programs, const hardware::GpuSpec& gpu) {
+    Step step;
+    step.label = label;
+    step.memory_s = params * programs.per_param.*s_per_param;
+    step.duration_s = gpu.kernel_overhead_s + step.memory_s;
+    return step;
+  });
+}
+
+void OptimizerStep::step(int s)
+{
+  double params = 0;
+  double expert_params = 0;
+  for (int c = 0; c < p_.virtual_stages; ++c)
+    for (int item : b_.pass_items(virtual_stage(p_, s, c), Pass::FORWARD)) {
+      params += b_.item_params(item, s);
+      expert_params += b_.item_expert_params(item);
+    }
+  const double updated =
+      b_.sharded_optimizer() ? params / p_.dp_cp() + expert_params / p_.edp() : params + expert_params;
+  const Where w{Category::OPTIMIZER, s, -1, -1, -1};
+  for (int r : b_.stage_gpus(s))
+    b_.tail[static_cast<std::size_t>(r)].push_back(b_.reduce_tail[static_cast<std::size_t>(r)]);
+  b_.on_stage(s, w, [&](const LayerPrograms& programs, const hardware::GpuSpec&) {
+    Step step;
+    step.label = "optimizer";
+    step.duration_s = updated * programs.per_param.optimizer_s;
+    step.memory_s = step.duration_s;
+    return step;
+  });
+  if (b_.sharded_optimizer() && p_.zero_stage < 3 && p_.dp_cp() > 1 && !dp_.gathers_before_forward()) {
+    auto gather = [&](const std::vector<std::vector<int>>& groups, double bytes, const char* label) {
+      for (const auto& group : groups) {
+        const auto members = b_.simulated_of(group);
+        const TaskId end =
+            b_.collective(CollectiveKind::ALL_GATHER, group, bytes, Category::DP, label, w, b_.tails_of(members));
+        for (int r : members)
+          b_.tail[static_cast<std::size_t>(r)] = {end};
+      }
+    };
+    gather(b_.groups(Dim::DP, s), element_bytes * params, "parameter all-gather");
+    if (expert_params > 0 && p_.edp() > 1)
+      gather(b_.groups(Dim::EDP, s), element_bytes * expert_params, "expert parameter all-gather");
+  }
+}
+
+} // namespace sim::workload
