@@ -5,6 +5,7 @@
 #include "workload/algorithm_lowerings.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace sim::workload {
 

@@ -351,9 +351,7 @@ bool nvls_pays(GpuPaths& paths, const std::vector<int>& ranks, double bytes)
       std::any_of(ranks.begin(), ranks.end(), [&](int r) { return r / g.gpus_per_node != node; }))
     return false;
   const double latency = nvls_latency_us * 1e-6;
-  if (latency + bytes / rate >= ring_plan(paths, CollectiveKind::ALL_REDUCE, ranks, bytes, {}).time)
-    return false;
-  return true;
+  return !(latency + bytes / rate >= ring_plan(paths, CollectiveKind::ALL_REDUCE, ranks, bytes, {}).time);
 }
 
 // NVLS-Tree against the others, each weighed by its latency in NCCL's model and its narrowest part, the NVLink ports
