@@ -9,15 +9,15 @@
 // and across such nodes on NCCL's NVLS-Tree (NVLS inside the nodes, a tree between them) where it prefers that.
 // Across three nodes or more an all-reduce takes NCCL's double binary tree where NCCL's model prefers it to the ring;
 // on a network whose switches reduce (SHARP), every all-reduce across nodes runs on them (NCCL's CollNet).
+// NCCL's model is in nccl_model.hpp, its choice of algorithm in algorithm_choice.hpp, each algorithm's lowering in
+// algorithm_lowerings.hpp.
 #pragma once
 
 #include "topology/cluster_graph.hpp"
+#include "workload/gpu_paths.hpp"
 #include "workload/layer_program.hpp"
+#include "workload/nccl_model.hpp"
 
-#include <cstdint>
-#include <map>
-#include <optional>
-#include <unordered_map>
 #include <vector>
 
 namespace sim::workload {
@@ -34,31 +34,13 @@ struct Flow {
 // Flows of one phase run together; a phase starts when the previous one has ended on every rank.
 using CollectivePhase = std::vector<Flow>;
 
-// Per-rank bytes a ring of n ranks sends for a buffer of `bytes`: 2(n-1)/n (all-reduce) or (n-1)/n.
-double ring_bytes_per_rank(CollectiveKind kind, int n, double bytes);
-
-// The rows of NCCL's tuning tables (tuning.cc's compCapIndex), picked by the communicator's smallest CUDA compute
-// capability: 10.0 and up Blackwell, 9.x Hopper, 8.x Ampere, the rest Volta (parts that are not NVIDIA's too).
-enum class NcclGeneration { VOLTA, AMPERE, HOPPER, BLACKWELL };
-NcclGeneration nccl_generation(double compute_capability);
-
-// How the whole collective a ring belongs to meets the network, as NCCL sees its communicator: its GPUs per node,
-// whether NCCL runs LL128 across the network for it (rings inside one node never cross it), its GPUs' row of NCCL's
-// tuning tables, and whether its trees take NCCL's one-GPU pattern (each node's tree traffic in and out through one
-// GPU and its NIC).
-struct NetworkUse {
-  double ppn = 1;
-  bool ll128 = false;
-  NcclGeneration generation = NcclGeneration::VOLTA;
-  bool one_gpu_tree = false;
-};
-
 // Lowers collectives and sends on one cluster, remembering what it learnt about each GPU pair's path.
 class Lowering {
  public:
-  explicit Lowering(const topology::ClusterGraph& g) : g_(g) {}
+  explicit Lowering(const topology::ClusterGraph& g) : paths_(g) {}
 
-  // `ranks` in ring order (GPU indices); `bytes` is the whole buffer.
+  // `ranks` in ring order (GPU indices); `bytes` is the whole buffer. NCCL's model picks the algorithm
+  // (choose_algorithm), whose lowering makes the flows.
   std::vector<CollectivePhase> collective(CollectiveKind kind, const std::vector<int>& ranks, double bytes,
                                           CollectiveAlgorithm algorithm);
   // A point-to-point send as NCCL's send/recv runs it (Simple protocol latency).
@@ -74,62 +56,12 @@ class Lowering {
   CollectivePhase deduplicated_all_to_all(const std::vector<int>& ranks, double copy_bytes,
                                           const model::MoeSpec& routing, const std::vector<int>& senders);
 
-  enum class Hop { NVLINK, PCIE, NETWORK };
-  struct PathInfo {
-    Hop hop = Hop::NETWORK;
-    double bandwidth = 0;     // achievable, of the narrowest link
-    bool direct = false;      // one NVLink-class link of its own (a mesh), no switch between
-    bool through_cpu = false; // crosses a CPU (NCCL's PHB/SYS): its GPU and NIC are not under one PCIe switch
-  };
-  const PathInfo& path(int a, int b);
+  using Hop = workload::Hop;
+  using PathInfo = workload::PathInfo;
+  const PathInfo& path(int a, int b) { return paths_.path(a, b); }
 
  private:
-  struct RingPlan {
-    int protocol = 0;   // NCCL's LL, LL128 or Simple
-    double latency = 0; // seconds, base and steps
-    double time = 0;    // seconds, latency and bytes, by NCCL's model
-    double share = 1;   // of the ring's bandwidth the protocol moves data at
-  };
-  NetworkUse network_use(const std::map<int, std::vector<int>>& by_node);
-  RingPlan ring_plan(CollectiveKind kind, const std::vector<int>& ranks, double bytes, const NetworkUse& net);
-  struct TreePlan {
-    int protocol = 0;   // NCCL's LL, LL128 or Simple
-    double latency = 0; // seconds, across nodes
-    double share = 1;   // of the network bandwidth the tree moves data at, for the whole collective's buffer
-  };
-  struct AcrossNodes {
-    double ring_time = 0; // seconds, by NCCL's model, the fastest protocol
-    double tree_time = 0;
-    double ring_simple_latency = 0; // seconds, the Simple protocol's
-    double tree_simple_latency = 0;
-    double tree_simple_share = 1; // the tree's share of the network bandwidth with the Simple protocol
-    TreePlan tree;
-  };
-  double rail_bandwidth(const std::map<int, std::vector<int>>& by_node);
-  void add_rail_flows(const std::map<int, std::vector<int>>& by_node, double bytes, double latency,
-                      CollectivePhase& phase);
-  AcrossNodes across_nodes(const std::map<int, std::vector<int>>& by_node, const NetworkUse& net, double bytes,
-                           double bus);
-  std::optional<TreePlan> tree_plan(const std::map<int, std::vector<int>>& by_node, const NetworkUse& net, double bytes,
-                                    bool forced);
-  std::optional<CollectivePhase> nvls_tree_all_reduce(const std::map<int, std::vector<int>>& by_node,
-                                                      const NetworkUse& net, double bytes);
-  void add_nvls_flows(const std::vector<int>& members, double bytes, double latency, CollectivePhase& phase);
-  CollectivePhase tree_phase(const std::vector<int>& rail, double shard, const TreePlan& plan);
-  CollectivePhase sharp_all_reduce(const std::map<int, std::vector<int>>& by_node, double bytes);
-  std::optional<CollectivePhase> nvls_all_reduce(const std::vector<int>& ranks, double bytes);
-  CollectivePhase ring(CollectiveKind kind, const std::vector<int>& ranks, double bytes, const NetworkUse& net = {});
-  bool full_mesh(const std::vector<int>& ranks);
-  CollectivePhase direct(const std::vector<int>& ranks, double bytes);
-  CollectivePhase ring_or_direct(CollectiveKind kind, const std::vector<int>& ranks, double bytes,
-                                 const NetworkUse& net = {})
-  {
-    return kind != CollectiveKind::ALL_REDUCE && full_mesh(ranks) ? direct(ranks, bytes)
-                                                                  : ring(kind, ranks, bytes, net);
-  }
-
-  const topology::ClusterGraph& g_;
-  std::unordered_map<std::uint64_t, PathInfo> paths_;
+  GpuPaths paths_;
 };
 
 // Convenience for one-off use (tests, tools).
