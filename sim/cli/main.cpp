@@ -1,6 +1,7 @@
 // simtrain's command line: a thin layer over the commands (cli/commands.hpp) that parses arguments and maps errors
 // to exit codes (0 ok, 1 bad input, 2 simulation failed, 3 internal error, 4 validation targets missed with --check).
 #include "cli/commands.hpp"
+#include "cli/help.hpp"
 #include "core/diagnostics.hpp"
 #include "core/document.hpp"
 #include "core/input_error.hpp"
@@ -314,6 +315,10 @@ int main(int argc, char** argv)
   import_torchtitan->add_option("--model", import_args.model,
                                 "Model preset name or file, instead of the preset for [model] name and flavor");
 
+  std::string help_topic;
+  auto* help_cmd = app.add_subcommand("help", "The documentation: the list of topics, or one topic as text");
+  help_cmd->add_option("topic", help_topic, "A topic (simtrain help lists them)");
+
   // `simtrain` alone, or `simtrain SCENARIO.json`, runs the main job.
   std::vector<std::string> args(argv + 1, argv + argc);
   // Arguments end up in JSON reports and messages, which are UTF-8.
@@ -412,6 +417,8 @@ int main(int argc, char** argv)
       return sweep(sweep_args, sweep_opts);
     if (*merge_cmd)
       return merge(merge_args, merge_opts);
+    if (*help_cmd)
+      return help(help_topic);
     if (*import_cmd) {
       import_args.framework = *import_megatron    ? "megatron"
                               : *import_nemo      ? "nemo"
