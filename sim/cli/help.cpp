@@ -85,20 +85,36 @@ std::size_t heading_level(const std::string& line)
   return hashes != 0 && hashes != std::string::npos && line[hashes] == ' ' ? hashes : 0;
 }
 
+// Follows a document line by line: whether each line belongs to a fenced code block (its fences included).
+class Fences {
+ public:
+  bool is_code(const std::string& line)
+  {
+    const auto ticks = std::min(line.find_first_not_of('`'), line.size());
+    if (open_ == 0 && ticks >= 3) {
+      open_ = ticks;
+      return true;
+    }
+    if (open_ != 0 && ticks >= open_ && line.find_first_not_of('`', ticks) == std::string::npos) {
+      open_ = 0;
+      return true;
+    }
+    return open_ != 0;
+  }
+
+ private:
+  std::size_t open_ = 0; // the backticks that opened the block we are in, or 0
+};
+
 // From `heading` to the next heading of its level or above, outside fenced code (where # starts a shell comment).
 std::string section(const std::string& text, std::string_view heading, std::string_view document)
 {
   const auto lines = lines_of(text);
   std::string out;
   std::size_t level = 0;
-  std::size_t fence = 0;
+  Fences fences;
   for (const auto& line : lines) {
-    const auto ticks = std::min(line.find_first_not_of('`'), line.size());
-    if (fence == 0 && ticks >= 3)
-      fence = ticks;
-    else if (fence != 0 && ticks >= fence && line.find_first_not_of('`', ticks) == std::string::npos)
-      fence = 0;
-    const auto this_level = fence != 0 || ticks >= 3 ? 0 : heading_level(line);
+    const auto this_level = fences.is_code(line) ? 0 : heading_level(line);
     if (level == 0) {
       if (line == heading)
         level = this_level;
@@ -120,16 +136,11 @@ std::string section(const std::string& text, std::string_view heading, std::stri
 std::string without_comments(const std::string& text)
 {
   std::string out;
-  std::size_t fence = 0; // the backticks that opened the fenced block we are in, or 0
+  Fences fences;
   bool in_comment = false;
   bool in_span = false;
   for (const auto& line : lines_of(text)) {
-    const auto ticks = std::min(line.find_first_not_of('`'), line.size());
-    if (!in_comment && fence == 0 && ticks >= 3)
-      fence = ticks;
-    else if (fence != 0 && ticks >= fence && line.find_first_not_of('`', ticks) == std::string::npos)
-      fence = 0;
-    if (fence != 0 || ticks >= 3) {
+    if (!in_comment && fences.is_code(line)) {
       out += line + "\n";
       continue;
     }
