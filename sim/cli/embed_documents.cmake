@@ -1,6 +1,7 @@
 # Writes OUT, a C++ file holding the repository's Markdown documents for `simtrain help` (sim/cli/help.hpp).
 # Run at build time: cmake -DROOT=<repository> -DDOCUMENTS="a.md|b/c.md" -DOUT=<file.cpp> -P embed_documents.cmake
-# Each document is cut into pieces of at most 8000 bytes: compilers warn (-Woverlength-strings) about longer literals.
+# Each document is cut at the first line break after every 8000 bytes: compilers warn about literals longer than 64K
+# (-Woverlength-strings), and a cut inside a UTF-8 character would leave each piece invalid text.
 string(REPLACE "|" ";" documents "${DOCUMENTS}")
 set(delimiter "simtrain_doc")
 set(piece 8000)
@@ -17,9 +18,19 @@ foreach(document IN LISTS documents)
   set(parts "")
   set(at 0)
   while(at LESS length)
-    string(SUBSTRING "${text}" ${at} ${piece} part)
+    math(EXPR probe "${at} + ${piece}")
+    set(cut ${length})
+    if(probe LESS length)
+      string(SUBSTRING "${text}" ${probe} -1 rest)
+      string(FIND "${rest}" "\n" newline)
+      if(NOT newline EQUAL -1)
+        math(EXPR cut "${probe} + ${newline} + 1")
+      endif()
+    endif()
+    math(EXPR size "${cut} - ${at}")
+    string(SUBSTRING "${text}" ${at} ${size} part)
     string(APPEND parts "    R\"${delimiter}(${part})${delimiter}\",\n")
-    math(EXPR at "${at} + ${piece}")
+    set(at ${cut})
   endwhile()
   if(parts STREQUAL "")
     set(parts "    \"\",\n")
