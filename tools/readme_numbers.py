@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Keeps the numbers the READMEs quote from simulated scenarios true.
+"""Keeps the numbers and command outputs the Markdown files quote from simulated scenarios true.
 
 A quoted number is marked with an HTML comment (invisible on the rendered page) that says where it comes from:
 
@@ -47,8 +47,8 @@ import subprocess
 import sys
 
 MARKER = re.compile(r"<!--n\s+(?P<spec>(?:(?!-->).)*)-->(?P<number>[-+−]?[\d,]*\.?\d+)", re.S)
-OUTPUT = re.compile(r"^<!--output\s+(?P<lines>[^>]*?)\s*-->\n```[^\n]*\n(?P<block>\$ simtrain (?P<args>[^\n]*)\n(?:(?!```)[^\n]*\n)*)```",
-                    re.M)
+OUTPUT = re.compile(r"^<!--output\s+(?P<lines>[^>]*?)\s*-->\n```[^\n]*\n"
+                    r"(?P<block>\$ simtrain (?P<args>[^\n]*)\n(?:(?!```)[^\n]*\n)*)```", re.M)
 OUTPUT_MARKER = re.compile(r"^<!--output\s", re.M)
 OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
