@@ -5,8 +5,8 @@
   equal_budget.py check SIMTRAIN SCENARIO_DIR   exits 1 when a buy-*.json holds another count than that (a price
                                                 changed since the study was run)
   equal_budget.py SWEEPS_DIR SCENARIO_DIR       the best layout per model and system from the sweeps, written into the
-                                                scenario's plan and into scenarios/whatif/README.md and README.md
-                                                between their markers
+                                                scenario's plan and into SCENARIO_DIR/README.md (scenarios/whatif/)
+                                                between its markers
 """
 import functools
 import json
@@ -136,12 +136,12 @@ def main(out, folder):
                      f"{100 * best['mfu']:.1f}% | {per_usd:,.0f} | ${1e6 / per_usd:.2f} | "
                      f"{best['time_to_train_s'] / 86400:,.0f} | ${best['cost_to_train_usd'] / 1e6:.1f}M |")
     begin, end = "<!-- equal-budget:begin -->\n", "<!-- equal-budget:end -->"
-    for readme in (os.path.join(folder, "README.md"), os.path.join(folder, "..", "..", "README.md")):
-        with open(readme) as f:
-            text = f.read()
-        text = text[: text.index(begin) + len(begin)] + "\n".join(lines) + "\n" + text[text.index(end):]
-        with open(readme, "w") as f:
-            f.write(text)
+    readme = os.path.join(folder, "README.md")
+    with open(readme) as f:
+        text = f.read()
+    text = text[: text.index(begin) + len(begin)] + "\n".join(lines) + "\n" + text[text.index(end):]
+    with open(readme, "w") as f:
+        f.write(text)
     print("\n".join(lines))
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Keeps the numbers the READMEs quote from simulated scenarios true.
+"""Keeps the numbers and command outputs the Markdown files quote from simulated scenarios true.
 
 A quoted number is marked with an HTML comment (invisible on the rendered page) that says where it comes from:
 
@@ -14,22 +14,42 @@ overrides, with an optional `label=` (one unlabelled run's report keys are plain
 parentheses; after the bar, a Python format spec. The number right after the comment is what the expression gives,
 so formatted (with a typographic minus where the quoted one has it).
 
-  readme_numbers.py check SIMTRAIN FILE...    exit 1 and list each number that differs (stale) or cannot be made
-  readme_numbers.py update SIMTRAIN FILE...   rewrite them (tools/update-goldens does, after a change meant to move
-                                              results)
-Each distinct run is simulated once, two at a time.
+A command's output quoted in a fenced block is marked the same way, with the lines of its standard output that
+the block shows (1-based; `$` is the last line; `...` in the block stands for the lines left out between two ranges):
+
+    <!--output 8-10,$-->
+    ```
+    $ simtrain compare scenarios/whatif/h100-tp-heavy.json scenarios/whatif/h800-tp-heavy.json
+                                                        A              B  B - A
+    step time                                     9.552 s       11.846 s  +2.293 s (+24.0%)
+    ...
+    ```
+
+The block's first line is the command (`$ simtrain ARGS`, run from the repository's root with SIMTRAIN as the
+binary); the rest is what those lines of its output are today.
+
+  readme_numbers.py check SIMTRAIN [FILE...]    exit 1 and list each number or block that differs (stale) or cannot
+                                                be made
+  readme_numbers.py update SIMTRAIN [FILE...]   rewrite them (tools/update-goldens does, after a change meant to move
+                                                results)
+Without FILE, every Markdown file git tracks that holds a marker. Each distinct run or command runs once, two at a
+time.
 """
 
 import ast
 import concurrent.futures
 import json
 import operator
+import os
 import re
 import shlex
 import subprocess
 import sys
 
-MARKER = re.compile(r"<!--n\s+(?P<spec>.*?)-->(?P<number>[-+−]?[\d,]*\.?\d+)", re.S)
+MARKER = re.compile(r"<!--n\s+(?P<spec>(?:(?!-->).)*)-->(?P<number>[-+−]?[\d,]*\.?\d+)", re.S)
+OUTPUT = re.compile(r"^<!--output\s+(?P<lines>[^>]*?)\s*-->\n```[^\n]*\n"
+                    r"(?P<block>\$ simtrain (?P<args>[^\n]*)\n(?:(?!```)[^\n]*\n)*)```", re.M)
+OUTPUT_MARKER = re.compile(r"^<!--output\s", re.M)
 OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 
 
@@ -129,26 +149,108 @@ def run(simtrain, scenario, args):
     return json.loads(out.stdout)
 
 
-def process(simtrain, files, write):
+def command_output(simtrain, args):
+    out = subprocess.run([simtrain, *shlex.split(args)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise MarkerError(f"simtrain {args} failed (exit code {out.returncode}): {out.stderr.strip()[-300:]}")
+    return out.stdout.splitlines()
+
+
+def selected_lines(spec, count):
+    """The 1-based line numbers SPEC ('8-10,$') names, in order, of an output COUNT lines long."""
+    def number(word):
+        n = count if word.strip() == "$" else int(word)
+        if not 1 <= n <= count:
+            raise MarkerError(f"line {word.strip()} is not in the output ({count} lines)")
+        return n
+    chosen = []
+    try:
+        for part in spec.split(","):
+            first, _, last = part.partition("-")
+            chosen.extend(range(number(first), number(last or first) + 1))
+    except ValueError:
+        raise MarkerError(f"expected line numbers such as 8-10,$ (found '{spec}')") from None
+    return chosen
+
+
+def render_block(args, spec, output):
+    """The block's text: the command, then the chosen lines, with ... where lines are left out."""
+    lines, previous = [f"$ simtrain {args}"], None
+    for n in selected_lines(spec, len(output)):
+        if previous is not None and n != previous + 1:
+            lines.append("...")
+        lines.append(output[n - 1])
+        previous = n
+    return "\n".join(lines) + "\n"
+
+
+def marked_files():
+    """Every Markdown file git tracks that holds a marker."""
+    listed = subprocess.run(["git", "ls-files", "*.md"], capture_output=True, text=True)
+    if listed.returncode == 0:
+        names = listed.stdout.split()
+    else:  # not a git checkout: every Markdown file outside the build folders
+        names = [os.path.join(d, f)[2:] for d, dirs, files in os.walk(".") for f in files if f.endswith(".md")
+                 and not d.startswith(("./build", "./.git"))]
     found = []
+    for name in sorted(names):
+        if os.path.exists(name):
+            with open(name, encoding="utf-8") as fh:
+                text = fh.read()
+            code = fenced(text)
+            if outside(code, MARKER.finditer(text)) or outside(code, OUTPUT_MARKER.finditer(text)):
+                found.append(name)
+    return found
+
+
+def fenced(text):
+    """The spans of fenced code blocks (a marker shown as an example is not a marker)."""
+    spans, opening, start, at = [], None, 0, 0
+    for line in text.splitlines(keepends=True):
+        ticks = len(line) - len(line.lstrip("`"))
+        if opening is None and ticks >= 3:
+            opening, start = ticks, at
+        elif opening is not None and ticks >= opening and not line.strip("`").strip():
+            spans.append((start, at + len(line)))
+            opening = None
+        at += len(line)
+    if opening is not None:
+        spans.append((start, len(text)))
+    return spans
+
+
+def outside(spans, matches):
+    return [m for m in matches if not any(a <= m.start() < b for a, b in spans)]
+
+
+def process(simtrain, files, write):
+    found, blocks = [], []
     for path in files:
         with open(path, encoding="utf-8") as fh:
             text = fh.read()
-        for m in MARKER.finditer(text):
+        code = fenced(text)
+        for m in outside(code, MARKER.finditer(text)):
             line = text.count("\n", 0, m.start()) + 1
             try:
                 found.append((path, line, m, *parse(m.group("spec"))))
             except MarkerError as e:
                 found.append((path, line, m, e, None, None))
+        for m in outside(code, OUTPUT.finditer(text)):
+            blocks.append((path, text.count("\n", 0, m.start()) + 1, m))
+        if len(outside(code, OUTPUT_MARKER.finditer(text))) != sum(1 for b in blocks if b[0] == path):
+            blocks.append((path, 0, None))  # a marker without its block: reported below
     wanted = {spec for *_, runs, _, _ in found if isinstance(runs, dict) for spec in runs.values()}
-    reports = {}
+    commands = {m.group("args") for _, _, m in blocks if m}
+    reports, outputs = {}, {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         futures = {spec: pool.submit(run, simtrain, *spec) for spec in sorted(wanted)}
-        for spec, future in futures.items():
-            try:
-                reports[spec] = future.result()
-            except MarkerError as e:
-                reports[spec] = e
+        command_futures = {args: pool.submit(command_output, simtrain, args) for args in sorted(commands)}
+        for results, pending in ((reports, futures), (outputs, command_futures)):
+            for key, future in pending.items():
+                try:
+                    results[key] = future.result()
+                except MarkerError as e:
+                    results[key] = e
     problems, stale, edits = [], 0, {}
     for path, line, m, runs, expression, fmt in found:
         where = f"{path}:{line}"
@@ -167,6 +269,23 @@ def process(simtrain, files, write):
             stale += 1
             print(f"{where}: {m.group('number')} -> {new}  ({expression})")
             edits.setdefault(path, []).append((m.start("number"), m.end("number"), new))
+    for path, line, m in blocks:
+        if m is None:
+            problems.append(f"{path}: an <!--output LINES--> marker not followed by a ``` block whose first line is "
+                            "'$ simtrain ARGS'")
+            continue
+        try:
+            output = outputs[m.group("args")]
+            if isinstance(output, MarkerError):
+                raise output
+            new = render_block(m.group("args"), m.group("lines"), output)
+        except MarkerError as e:
+            problems.append(f"{path}:{line}: {e}")
+            continue
+        if new != m.group("block"):
+            stale += 1
+            print(f"{path}:{line}: the output of simtrain {m.group('args')} changed:\n{new}")
+            edits.setdefault(path, []).append((m.start("block"), m.end("block"), new))
     if write:
         for path, changes in edits.items():
             with open(path, encoding="utf-8") as fh:
@@ -177,15 +296,15 @@ def process(simtrain, files, write):
                 fh.write(text)
     for p in problems:
         print(p, file=sys.stderr)
-    print(f"{len(found)} quoted numbers from {len(wanted)} runs: {stale} {'rewritten' if write else 'stale'}, "
-          f"{len(problems)} that cannot be worked out")
+    print(f"{len(found)} quoted numbers from {len(wanted)} runs and {len(blocks)} output blocks from {len(commands)} "
+          f"commands: {stale} {'rewritten' if write else 'stale'}, {len(problems)} that cannot be worked out")
     return problems, stale
 
 
 def main():
-    if len(sys.argv) < 4 or sys.argv[1] not in ("check", "update"):
-        sys.exit("usage: readme_numbers.py check|update SIMTRAIN FILE...")
-    problems, stale = process(sys.argv[2], sys.argv[3:], sys.argv[1] == "update")
+    if len(sys.argv) < 3 or sys.argv[1] not in ("check", "update"):
+        sys.exit("usage: readme_numbers.py check|update SIMTRAIN [FILE...]")
+    problems, stale = process(sys.argv[2], sys.argv[3:] or marked_files(), sys.argv[1] == "update")
     if problems or (stale and sys.argv[1] == "check"):
         sys.exit(1)
 

@@ -1,6 +1,7 @@
 #include "cli/subcommands.hpp"
 
 #include "cli/commands.hpp"
+#include "cli/help.hpp"
 #include "core/document.hpp"
 #include "core/input_error.hpp"
 #include "core/units.hpp"
@@ -328,6 +329,14 @@ Subcommand add_import(CLI::App& app, const std::vector<std::string>& passthrough
           }};
 }
 
+Subcommand add_help(CLI::App& app)
+{
+  auto topic = std::make_shared<std::string>();
+  auto* sub = app.add_subcommand("help", "The documentation: the list of topics, or one topic as text");
+  sub->add_option("topic", *topic, "A topic (simtrain help lists them)");
+  return {sub, [topic] { return help(*topic); }};
+}
+
 } // namespace
 
 std::vector<Subcommand> add_subcommands(CLI::App& app, const std::vector<std::string>& passthrough)
@@ -342,7 +351,8 @@ std::vector<Subcommand> add_subcommands(CLI::App& app, const std::vector<std::st
           add_compare(app),
           add_sweep(app),
           add_merge(app),
-          add_import(app, passthrough)};
+          add_import(app, passthrough),
+          add_help(app)};
 }
 
 } // namespace sim::cli
