@@ -18,7 +18,8 @@ namespace sim::cli {
 namespace fs = std::filesystem;
 namespace {
 
-// Replaces what lies between README's `marker` lines (<!-- validation:begin --> ...) by `table`.
+// Replaces what lies between a Markdown file's `marker` lines (<!-- validation:begin --> ...; sim/validation/README.md)
+// by `table`.
 void update_readme(const fs::path& readme, const std::string& table, const std::string& marker = "validation")
 {
   const std::string begin = fmt::format("<!-- {}:begin -->\n", marker);

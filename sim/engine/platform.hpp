@@ -1,7 +1,7 @@
 // The SimGrid platform built from the cluster graph: one full zone per node (GPU hosts, every intra-node link,
 // the NIC cables), star zones for leaf groups, pods and the top of the network. Links are split-duplex and
 // carry no latency: the engine applies latencies itself, so that SimGrid's max-min sharing is exactly fair
-// whatever the route length (see the design notes in README).
+// whatever the route length (see sim/engine/README.md).
 #pragma once
 
 #include "topology/cluster_graph.hpp"

@@ -86,7 +86,8 @@ struct EtSummary {
 // DIR/comm_group.json.
 EtSummary write_chakra(const workload::TaskGraph& g, const std::filesystem::path& dir, const std::string& prefix);
 
-// What the export holds in memory besides the task graph, per task of an unfolded graph (measured: see README).
+// What the export holds in memory besides the task graph, per task of an unfolded graph (measured: see
+// sim/report/README.md).
 inline constexpr double chakra_bytes_per_task = 160.0;
 
 // One .et file read back; throws core::InputError naming the file if it is not a Chakra trace.

@@ -79,7 +79,7 @@ ValidationResult compare(const std::vector<CaseConversion>& cases, const std::ma
                          const std::vector<Target>& targets);
 
 std::string render_text(const ValidationResult& result);
-// Summary tables (and every comparison with `per_case`), for README's Validation section.
+// Summary tables (and every comparison with `per_case`), for sim/validation/README.md.
 std::string render_markdown(const ValidationResult& result, bool per_case);
 core::Json render_json(const ValidationResult& result);
 

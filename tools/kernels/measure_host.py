@@ -2,7 +2,7 @@
 """Measures, on the GPU machine it runs on, what the host costs a training step beside the kernels: the CPU time
 PyTorch takes to launch one operation, a device-to-host synchronisation, a CUDA graph's replay, and a dropless MoE
 block at the validation cases' shapes launched three ways. Evidence for the one effect simtrain does not simulate,
-a step bound by the CPU launching kernels (README, Validation: Megatron-Bridge's Qwen3-30B-A3B).
+a step bound by the CPU launching kernels (sim/validation/README.md: Megatron-Bridge's Qwen3-30B-A3B).
 
 Writes, in --out:
 
