@@ -473,13 +473,14 @@ TEST_CASE("across GB200 racks an all-reduce runs as NCCL's NVLS-Tree: NVLink SHA
     }
     CHECK(across == static_cast<std::size_t>(72 * count));
   }
-  // Asked for the hierarchical ring or the tree, not NVLS-Tree; small, NCCL's ring or tree (lower latency).
+  // Asked for the hierarchical ring or the tree, not NVLS-Tree. Small buffers still take NVLS-Tree on its own: over
+  // 288 GPUs its latency is below the ring's and the tree's (tests/unit/test_collectives.cpp pins the choice).
   for (auto algorithm : {CollectiveAlgorithm::HIERARCHICAL, CollectiveAlgorithm::TREE})
     CHECK(sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, racks(4), bytes, g, algorithm)[0][0].latency_s !=
           Approx((25.0 + 4 * 20.9) * 1e-6));
   CHECK(
       sim::workload::lower_collective(CollectiveKind::ALL_REDUCE, racks(4), 1 << 20, g, CollectiveAlgorithm::AUTO)[0][0]
-          .latency_s < 25e-6 + 4 * 20.9e-6);
+          .latency_s == Approx((25.0 + 4 * 20.9) * 1e-6));
   // DGX H100 nodes, 8 GB: the NICs bind both, and NVLS-Tree's busiest node sends twice its share where the ring sends
   // 2(n-1)/n of it: the ring. Four GPUs per node: never (no multicast gain).
   const auto h100 = sim::topology::build_graph(sim::scenario::load_cluster("dgx-h100", test::options()), 4);
