@@ -10,12 +10,13 @@
 
 namespace {
 
-// The shipped scenarios in scenarios/whatif, or the others (two tests, which can run side by side).
-std::vector<std::filesystem::path> shipped_scenarios(bool whatif)
+// The shipped scenarios, in two parts (two tests, which can run side by side).
+enum class Part { WHATIF, OTHERS };
+std::vector<std::filesystem::path> shipped_scenarios(Part part)
 {
   std::vector<std::filesystem::path> out;
   for (const auto& e : std::filesystem::recursive_directory_iterator(test::source_dir() / "scenarios"))
-    if (e.path().extension() == ".json" && (e.path().parent_path().filename() == "whatif") == whatif)
+    if (e.path().extension() == ".json" && (e.path().parent_path().filename() == "whatif") == (part == Part::WHATIF))
       out.push_back(e.path());
   std::sort(out.begin(), out.end());
   return out;
@@ -75,7 +76,7 @@ std::size_t check_round_trips(const std::vector<std::filesystem::path>& scenario
 TEST_CASE("the plans of the shipped scenarios outside whatif/, and of all their automatic layouts, read back as "
           "write_plan writes them")
 {
-  const auto scenarios = shipped_scenarios(false);
+  const auto scenarios = shipped_scenarios(Part::OTHERS);
   REQUIRE(scenarios.size() > 20);
   CHECK(check_round_trips(scenarios) > 50000);
 }
@@ -83,7 +84,7 @@ TEST_CASE("the plans of the shipped scenarios outside whatif/, and of all their 
 TEST_CASE("the plans of the shipped scenarios in whatif/, and of all their automatic layouts, read back as write_plan "
           "writes them")
 {
-  const auto scenarios = shipped_scenarios(true);
+  const auto scenarios = shipped_scenarios(Part::WHATIF);
   REQUIRE(scenarios.size() > 20);
   CHECK(check_round_trips(scenarios) > 50000);
 }
