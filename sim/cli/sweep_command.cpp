@@ -90,7 +90,7 @@ void print_result(const study::SweepResult& r, int top, const std::string& forma
   else if (format == "csv")
     std::cout << study::sweep_csv(r);
   else
-    std::cout << study::sweep_text(r, top, given_order);
+    std::cout << study::sweep_text(r, {.top = top, .given_order = given_order});
 }
 
 } // namespace

@@ -131,6 +131,8 @@ struct ParallelPlan {
   CollectiveAlgorithm collective_algorithm = CollectiveAlgorithm::AUTO;
   Software software; // the framework's generation and the behaviours that come with it
 
+  bool operator==(const ParallelPlan&) const = default;
+
   bool fused_attention() const { return software.attention != Attention::UNFUSED; }
   bool fp8() const { return precision == hardware::Precision::FP8; }
   // The precision of everything but FP8 GEMMs (attention, norms, the output layer), and what MFU is measured against.

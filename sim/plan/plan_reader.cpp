@@ -1,6 +1,8 @@
 #include "plan/plan_reader.hpp"
 
 #include "core/units.hpp"
+#include "plan/plan_keys.hpp"
+#include "plan/plan_rules.hpp"
 
 #include <algorithm>
 #include <array>
@@ -11,17 +13,6 @@
 
 namespace sim::plan {
 namespace {
-
-core::Location key_location(const core::Node& plan_node, std::string_view key)
-{
-  return plan_node.provenance().locate(core::pointer_append(plan_node.pointer(), key));
-}
-
-[[noreturn]] void infeasible(const core::Node& plan_node, std::string_view key, const std::string& problem,
-                             const std::string& expected = {})
-{
-  throw core::InfeasiblePlan(key_location(plan_node, key), problem, {}, expected);
-}
 
 // Expert parallelism: what Megatron-core accepts, and what simtrain simulates of it.
 void check_experts(const ParallelPlan& p, const core::Node& node, const model::ModelSpec& m)
@@ -42,13 +33,13 @@ void check_experts(const ParallelPlan& p, const core::Node& node, const model::M
     return;
   }
   const model::MoeSpec& e = *m.moe;
-  if (p.tp * p.dp * p.cp % (p.etp * p.ep) != 0)
+  if (!experts_tile_stage(p.tp * p.dp * p.cp, p.ep, p.etp))
     infeasible(node, "ep",
                fmt::format("etp*ep = {}*{} does not divide tp*cp*dp = {}*{}*{}: the experts are laid out again over "
                            "the GPUs of a stage's tensor-, context- and data-parallel groups",
                            p.etp, p.ep, p.tp, p.cp, p.dp),
                "etp*ep dividing tp*cp*dp");
-  if (e.num_experts % p.ep != 0)
+  if (!ep_splits_experts(e, p.ep))
     infeasible(node, "ep", fmt::format("{} does not divide num_experts={} of model '{}'", p.ep, e.num_experts, m.name),
                "a divisor of num_experts");
   if (p.moe_a2a_overlap && p.schedule == Schedule::GPIPE)
@@ -62,15 +53,15 @@ void check_experts(const ParallelPlan& p, const core::Node& node, const model::M
   if (p.moe_dispatcher == MoeDispatcher::DEEPEP && p.etp > 1)
     infeasible(node, "moe_dispatcher", fmt::format("deepep with etp={}: DeepEP dispatches to whole experts", p.etp),
                "etp 1, or moe_dispatcher alltoall");
-  if (p.tp > 1 && !p.sequence_parallel)
+  if (needs_sequence_parallel(m, p.tp) && !p.sequence_parallel)
     infeasible(node, "sequence_parallel",
                "MoE layers with tp > 1 need sequence parallelism (Megatron-core requires it)",
                "sequence_parallel true");
-  if (e.expert_ffn_hidden_size % p.etp != 0)
+  if (!etp_splits_expert_ffn(e, p.etp))
     infeasible(node, "etp",
                fmt::format("{} does not divide expert_ffn_hidden_size={} of model '{}'", p.etp,
                            e.expert_ffn_hidden_size, m.name));
-  if (e.shared_expert_ffn_hidden_size % p.tp != 0)
+  if (!tp_splits_shared_expert_ffn(m, p.tp))
     infeasible(node, "tp",
                fmt::format("{} does not divide shared_expert_ffn_hidden_size={} of model '{}'", p.tp,
                            e.shared_expert_ffn_hidden_size, m.name));
@@ -81,7 +72,6 @@ void check_experts(const ParallelPlan& p, const core::Node& node, const model::M
                fmt::format("between 1 and ep={}", p.ep));
 }
 
-// Context parallelism: what Megatron-core accepts, and what simtrain simulates of it.
 // DualPipe and DualPipeV as deepseek-ai/DualPipe's step() asserts them.
 void check_dualpipe(const ParallelPlan& p, const core::Node& node)
 {
@@ -105,12 +95,13 @@ void check_dualpipe(const ParallelPlan& p, const core::Node& node)
                "schedule 1f1b, or pipeline_engine megatron");
 }
 
+// Context parallelism: what Megatron-core accepts, and what simtrain simulates of it.
 void check_context(const ParallelPlan& p, const core::Node& node, const model::ModelSpec& m)
 {
   if (p.cp == 1)
     return;
   // Megatron-core splits each sequence into 2 x cp chunks, a rank taking one from each end (causal balance).
-  if (p.seq_length % (2 * p.cp) != 0)
+  if (!cp_splits_sequence(p.seq_length, p.cp))
     infeasible(node, "cp",
                fmt::format("seq_length={} is not divisible by 2*cp = {}: context parallelism gives each rank two "
                            "equal chunks of every sequence",
@@ -137,7 +128,7 @@ void check_context(const ParallelPlan& p, const core::Node& node, const model::M
                              p.cp, heads, kv_heads),
                  "a cp dividing the heads per TP rank, or cp_kind ring");
   }
-  if (p.zero_stage >= 2)
+  if (zero_shards_gradients(p.zero_stage))
     infeasible(node, "zero_stage", "ZeRO-2/3 with context parallelism is not simulated yet",
                "zero_stage 0 or 1, or the distributed optimizer");
 }
@@ -146,106 +137,12 @@ void check_context(const ParallelPlan& p, const core::Node& node, const model::M
 
 ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, std::optional<int> gpus)
 {
-  core::ObjectReader r(node);
-  ParallelPlan p;
-  p.tp = static_cast<int>(r.integer_or("tp", 1, 1, 1 << 16));
-  p.pp = static_cast<int>(r.integer_or("pp", 1, 1, 1 << 16));
-  constexpr std::int64_t max_gpus = 1 << 20;
-  p.cp = static_cast<int>(r.integer_or("cp", 1, 1, 1 << 16));
-  p.cp_kind = r.choice_or<CpKind>("cp_kind", cp_kind_choices, CpKind::RING);
-  const std::int64_t model_parallel = static_cast<std::int64_t>(p.tp) * p.pp * p.cp;
-  if (model_parallel > max_gpus)
-    infeasible(node, "pp",
-               p.cp > 1 ? fmt::format("tp*pp*cp = {}*{}*{} = {} GPUs per replica", p.tp, p.pp, p.cp, model_parallel)
-                        : fmt::format("tp*pp = {}*{} = {} GPUs per replica", p.tp, p.pp, model_parallel),
-               fmt::format("at most {} GPUs in all", max_gpus));
-  const int default_dp = gpus && *gpus % model_parallel == 0 ? static_cast<int>(*gpus / model_parallel) : 1;
-  p.dp = static_cast<int>(r.integer_or("dp", default_dp, 1, max_gpus));
-  if (model_parallel * p.dp > max_gpus)
-    infeasible(node, "dp",
-               p.cp > 1
-                   ? fmt::format("tp*pp*cp*dp = {}*{}*{}*{} = {} GPUs", p.tp, p.pp, p.cp, p.dp, model_parallel * p.dp)
-                   : fmt::format("tp*pp*dp = {}*{}*{} = {} GPUs", p.tp, p.pp, p.dp, model_parallel * p.dp),
-               fmt::format("at most {} GPUs in all", max_gpus));
-  p.ep = static_cast<int>(r.integer_or("ep", 1, 1, max_gpus));
-  p.etp = static_cast<int>(r.integer_or("etp", p.tp, 1, 1 << 16));
-  p.expert_load_imbalance = r.number_or("expert_load_imbalance", 1.0, 1.0, 1e4);
-  p.moe_dispatcher = r.choice_or<MoeDispatcher>("moe_dispatcher", moe_dispatcher_choices, MoeDispatcher::ALL_TO_ALL);
-  p.moe_a2a_overlap = r.flag_or("moe_a2a_overlap", false);
-  p.moe_fp8_dispatch = r.flag_or("moe_fp8_dispatch", false);
-  p.micro_batch = static_cast<int>(r.integer_or("micro_batch", 1, 1, 1 << 16));
-  p.global_batch = r.integer_or("global_batch", static_cast<std::int64_t>(p.micro_batch) * p.dp, 1);
-  if (model.seq_length == 0 && !r.has("seq_length"))
-    throw core::InputError(key_location(node, "seq_length"), "missing required key", "nothing",
-                           fmt::format("the sequence length to train at: model '{}' does not state one (a HuggingFace "
-                                       "config's max_position_embeddings is how far it can attend, not its "
-                                       "pre-training length)",
-                                       model.name));
-  p.seq_length = r.integer_or("seq_length", model.seq_length, 1, 1 << 24);
-  p.virtual_stages = static_cast<int>(r.integer_or("virtual_stages", 1, 1, 1024));
-  p.schedule = r.choice_or<Schedule>("schedule", schedule_choices,
-                                     p.virtual_stages > 1 ? Schedule::INTERLEAVED : Schedule::ONE_F_ONE_B);
-  if (p.dualpipe()) { // two chunks per GPU, whatever virtual_stages says (check_plan refuses another count)
-    if (!r.has("virtual_stages"))
-      p.virtual_stages = 2;
-  }
-  p.zero_stage = static_cast<int>(r.integer_or("zero_stage", 0, 0, 3));
-  p.distributed_optimizer = r.flag_or("distributed_optimizer", false);
-  p.ideal = r.flag_or("ideal", false);
-  p.recompute = r.choice_or<model::Recompute>("recompute", model::recompute_choices, model::Recompute::NONE);
-  p.sequence_parallel = r.flag_or("sequence_parallel", false);
-  p.tp_comm_overlap = r.flag_or("tp_comm_overlap", false);
-  p.overlap_grad_reduce = r.flag_or("overlap_grad_reduce", true);
-  p.overlap_param_gather = r.flag_or("overlap_param_gather", false);
-  p.precision = r.choice_or<hardware::Precision>("precision", training_precision_choices, hardware::Precision::BF16);
-  for (const char* key : {"fp8_recipe", "fp8_param_gather"})
-    if (auto given = r.find(key); given && !p.fp8())
-      given->fail_found("applies only to FP8 training",
-                        fmt::format("precision \"{}\"", core::choice_name(p.precision, training_precision_choices)),
-                        "precision \"fp8\", or no " + std::string(key));
-  p.fp8_recipe = r.choice_or<Fp8Recipe>("fp8_recipe", fp8_recipe_choices, Fp8Recipe::DELAYED);
-  p.fp8_param_gather = r.flag_or("fp8_param_gather", false);
-  p.fp32_grad_accumulation = r.flag_or("fp32_grad_accumulation", p.precision != hardware::Precision::FP16);
-  p.pp_scatter_gather = r.flag_or("pp_scatter_gather", true);
-  p.rank_order = r.choice_or<RankOrder>("rank_order", rank_order_choices, p.rank_order);
-  p.collective_algorithm =
-      r.choice_or<CollectiveAlgorithm>("collective_algorithm", collective_algorithm_choices, CollectiveAlgorithm::AUTO);
-  p.software =
-      read_software(r, SoftwareContext{p.pp > 1, p.schedule == Schedule::INTERLEAVED, p.fp32_grad_accumulation});
-  // Megatron-core's default bucket: max(40M, 1M x dp) gradient elements.
-  const double grad_bytes = p.fp32_grad_accumulation ? 4.0 : 2.0;
-  p.dp_bucket_bytes = r.quantity_or("dp_bucket_size", core::Dimension::BYTES,
-                                    grad_bytes * std::max(40e6, 1e6 * static_cast<double>(p.dp)));
-
-  if (auto split = r.find("layers_per_stage")) {
-    if (split->array_size() != static_cast<std::size_t>(p.pp))
-      split->fail_found("wrong length", fmt::format("{} entries", split->array_size()),
-                        fmt::format("one layer count per pipeline stage (pp={})", p.pp));
-    if (p.dualpipe())
-      split->fail_found("an explicit split cannot be combined with DualPipe's two chunks per GPU",
-                        fmt::format("schedule \"{}\"", core::choice_name(p.schedule, schedule_choices)),
-                        "schedule 1f1b, or no layers_per_stage");
-    if (p.virtual_stages > 1)
-      split->fail_found("an explicit split cannot be combined with virtual stages",
-                        fmt::format("virtual_stages={}", p.virtual_stages), "virtual_stages=1");
-    int sum = 0;
-    for (std::size_t i = 0; i < split->array_size(); ++i) {
-      const int n = static_cast<int>(split->element(i).as_integer(1, 1 << 20));
-      p.layers_per_chunk.push_back(n);
-      sum += n;
-    }
-    if (sum != model.num_layers)
-      split->fail_found("does not add up to the model's layers", fmt::format("a total of {}", sum),
-                        fmt::format("num_layers={} of model '{}'", model.num_layers, model.name));
-  } else if (p.schedule == Schedule::DUALPIPE && p.virtual_stages == 2 && model.num_layers >= p.pp) {
-    p.layers_per_chunk = balanced_split(static_cast<int>(model.num_layers), p.pp); // the path of the first copy
-    const auto copy = p.layers_per_chunk;                                          // and of the second
-    p.layers_per_chunk.insert(p.layers_per_chunk.end(), copy.begin(), copy.end());
-  } else if (model.num_layers >= p.chunks()) {
-    p.layers_per_chunk = balanced_split(static_cast<int>(model.num_layers), p.chunks());
-  }
-  r.finish();
-  return p;
+  core::ObjectReader in(node);
+  PlanReading r{in, model, gpus, {}};
+  for (const auto& key : plan_keys())
+    key.read(r);
+  in.finish();
+  return r.plan;
 }
 
 std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& node, const model::ModelSpec& m,
@@ -264,14 +161,14 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
                                       p.gpus(), gpus),
                p.cp > 1 ? "tp*pp*cp*dp equal to the GPU count" : "tp*pp*dp equal to the GPU count");
 
-  if (m.num_attention_heads % p.tp != 0)
+  if (!tp_splits_heads(m, p.tp))
     infeasible(
         node, "tp",
         fmt::format("{} does not divide num_attention_heads={} of model '{}'", p.tp, m.num_attention_heads, m.name));
-  if (m.num_kv_heads % p.tp != 0)
+  if (!tp_splits_kv_heads(m, p.tp))
     infeasible(node, "tp",
                fmt::format("{} does not divide num_kv_heads={} of model '{}'", p.tp, m.num_kv_heads, m.name));
-  if (m.ffn_hidden_size % p.tp != 0 && m.moe_layers() < m.num_layers)
+  if (!tp_splits_ffn(m, p.tp))
     infeasible(node, "tp",
                fmt::format("{} does not divide ffn_hidden_size={} of model '{}'", p.tp, m.ffn_hidden_size, m.name));
 
@@ -289,7 +186,7 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
   }
 
   const std::int64_t per_step = static_cast<std::int64_t>(p.micro_batch) * p.dp;
-  if (p.global_batch % per_step != 0)
+  if (!batch_splits(p.global_batch, p.micro_batch, p.dp))
     infeasible(node, "global_batch",
                fmt::format("{} is not divisible by micro_batch*dp = {}*{} = {}", p.global_batch, p.micro_batch, p.dp,
                            per_step));
@@ -300,7 +197,7 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
                  "virtual_stages >= 2, or schedule 1f1b");
     if (p.pp < 2)
       infeasible(node, "schedule", "the interleaved schedule needs pp >= 2", "pp >= 2, or schedule 1f1b");
-    if (p.microbatches() % p.pp != 0)
+    if (!interleaving_splits_microbatches(p.microbatches(), p.pp))
       infeasible(node, "global_batch",
                  fmt::format("the interleaved schedule needs the {} micro-batches per step to be a multiple of pp={} "
                              "(as Megatron-LM requires)",
@@ -316,7 +213,7 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
                "schedule \"interleaved\", or virtual_stages 1");
   }
 
-  if (p.zero_stage >= 2 && p.pp > 1)
+  if (zero_shards_gradients(p.zero_stage) && p.pp > 1)
     infeasible(node, "zero_stage",
                fmt::format("ZeRO stage {} shards gradients, which DeepSpeed cannot combine with pipeline parallelism "
                            "(pp={})",

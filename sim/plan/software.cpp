@@ -65,23 +65,4 @@ Software software_of(Generation generation, const SoftwareContext& c)
   return s;
 }
 
-Software read_software(core::ObjectReader& r, const SoftwareContext& context)
-{
-  Software s = software_of(r.choice_or<Generation>("software", generation_choices, Generation::MEGATRON_CORE), context);
-  s.norm = r.choice_or<NormImpl>("norm_impl", norm_impl_choices, s.norm);
-  s.attention = r.choice_or<Attention>("attention", attention_choices, s.attention);
-  s.tp_backward_overlap = r.flag_or("tp_backward_overlap", s.tp_backward_overlap);
-  s.grad_accumulation =
-      r.choice_or<GradAccumulation>("grad_accumulation", grad_accumulation_choices, s.grad_accumulation);
-  s.p2p_sync = r.flag_or("p2p_sync", s.p2p_sync);
-  s.host_syncs_per_microbatch =
-      static_cast<int>(r.integer_or("host_syncs_per_microbatch", s.host_syncs_per_microbatch, 0, 1000));
-  s.optimizer = r.choice_or<OptimizerImpl>("optimizer", optimizer_impl_choices, s.optimizer);
-  s.pipeline_engine = r.choice_or<PipelineEngine>("pipeline_engine", pipeline_engine_choices, s.pipeline_engine);
-  s.backward_prefetch =
-      r.choice_or<BackwardPrefetch>("backward_prefetch", backward_prefetch_choices, s.backward_prefetch);
-  s.zero3_per_tensor = r.flag_or("zero3_per_tensor", s.zero3_per_tensor);
-  return s;
-}
-
 } // namespace sim::plan

@@ -93,6 +93,8 @@ struct Software {
   PipelineEngine pipeline_engine = PipelineEngine::MEGATRON;
   BackwardPrefetch backward_prefetch = BackwardPrefetch::PRE;
   bool zero3_per_tensor = false; // ZeRO-3 gathers and reduces each parameter tensor separately (DeepSpeed of 2021)
+
+  bool operator==(const Software&) const = default;
 };
 
 // What a generation's defaults depend on in the rest of the plan.
@@ -104,8 +106,5 @@ struct SoftwareContext {
 
 // The defaults of a generation, read from its code (see README: "Software generations").
 Software software_of(Generation generation, const SoftwareContext& context);
-
-// Reads the software keys of a plan object (`software` first, then each key that overrides one of its defaults).
-Software read_software(core::ObjectReader& plan, const SoftwareContext& context);
 
 } // namespace sim::plan

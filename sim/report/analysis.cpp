@@ -2,6 +2,7 @@
 
 #include "core/units.hpp"
 #include "model/param_count.hpp"
+#include "plan/plan_keys.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -68,54 +69,10 @@ std::string parallel_extras(const plan::ParallelPlan& p)
 core::Json plan_json(const plan::ParallelPlan& p)
 {
   core::Json j;
-  j["tp"] = p.tp;
-  j["pp"] = p.pp;
-  j["dp"] = p.dp;
-  j["cp"] = p.cp;
-  j["cp_kind"] = name_of(p.cp_kind, plan::cp_kind_choices);
-  j["ep"] = p.ep;
-  j["etp"] = p.etp;
-  j["moe_dispatcher"] = name_of(p.moe_dispatcher, plan::moe_dispatcher_choices);
-  j["moe_a2a_overlap"] = p.moe_a2a_overlap;
-  j["moe_fp8_dispatch"] = p.moe_fp8_dispatch;
-  j["expert_load_imbalance"] = p.expert_load_imbalance;
-  j["micro_batch"] = p.micro_batch;
-  j["global_batch"] = p.global_batch;
-  j["microbatches"] = p.microbatches();
-  j["seq_length"] = p.seq_length;
-  j["schedule"] = name_of(p.schedule, plan::schedule_choices);
-  j["virtual_stages"] = p.virtual_stages;
-  j["zero_stage"] = p.zero_stage;
-  j["distributed_optimizer"] = p.distributed_optimizer;
-  j["ideal"] = p.ideal;
-  j["recompute"] = name_of(p.recompute, model::recompute_choices);
-  j["sequence_parallel"] = p.sequence_parallel;
-  j["tp_comm_overlap"] = p.tp_comm_overlap;
-  j["dp_bucket_size_bytes"] = p.dp_bucket_bytes;
-  j["overlap_grad_reduce"] = p.overlap_grad_reduce;
-  j["overlap_param_gather"] = p.overlap_param_gather;
-  j["precision"] = name_of(p.precision, plan::training_precision_choices);
-  if (p.fp8()) {
-    j["fp8_recipe"] = name_of(p.fp8_recipe, plan::fp8_recipe_choices);
-    j["fp8_param_gather"] = p.fp8_param_gather;
-  }
-  j["fp32_grad_accumulation"] = p.fp32_grad_accumulation;
-  const auto& sw = p.software;
-  j["software"] = {{"generation", name_of(sw.generation, plan::generation_choices)},
-                   {"norm_impl", name_of(sw.norm, plan::norm_impl_choices)},
-                   {"attention", name_of(sw.attention, plan::attention_choices)},
-                   {"tp_backward_overlap", sw.tp_backward_overlap},
-                   {"grad_accumulation", name_of(sw.grad_accumulation, plan::grad_accumulation_choices)},
-                   {"p2p_sync", sw.p2p_sync},
-                   {"host_syncs_per_microbatch", sw.host_syncs_per_microbatch},
-                   {"optimizer", name_of(sw.optimizer, plan::optimizer_impl_choices)},
-                   {"pipeline_engine", name_of(sw.pipeline_engine, plan::pipeline_engine_choices)},
-                   {"backward_prefetch", name_of(sw.backward_prefetch, plan::backward_prefetch_choices)},
-                   {"zero3_per_tensor", sw.zero3_per_tensor}};
-  j["pp_scatter_gather"] = p.pp_scatter_gather;
-  j["rank_order"] = name_of(p.rank_order, plan::rank_order_choices);
-  j["layers_per_chunk"] = p.layers_per_chunk;
-  j["collective_algorithm"] = name_of(p.collective_algorithm, plan::collective_algorithm_choices);
+  for (const auto& key : plan::plan_keys())
+    if (auto value = key.report_value(p); !value.is_null())
+      j[core::Json::json_pointer(key.report)] = std::move(value);
+  j["microbatches"] = p.microbatches(); // per pipeline and step: what global_batch, micro_batch and dp make
   return j;
 }
 

@@ -21,7 +21,7 @@ struct Analysis {
 
 Analysis analyse(const scenario::Scenario& s);
 
-// The resolved plan with every default filled in, as the JSON keys of scenario/v1.
+// The resolved plan with every default filled in, as reports show it (plan::plan_keys() says where each key goes).
 core::Json plan_json(const plan::ParallelPlan& p);
 // " x CP 2 (ring)", " (EP 8)": the parallel dimensions beside TP, PP and DP, for the one-line plan summaries.
 std::string parallel_extras(const plan::ParallelPlan& p);

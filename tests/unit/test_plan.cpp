@@ -1,4 +1,5 @@
 #include "plan/parallel_plan.hpp"
+#include "plan/plan_rules.hpp"
 
 #include "support.hpp"
 
@@ -38,4 +39,59 @@ TEST_CASE("rank_order puts the named dimension innermost")
   CHECK(sim::plan::rank_of(p, {0, 1, 0}) == 1);
   CHECK(sim::plan::rank_of(p, {1, 0, 0}) == 3);
   CHECK(sim::plan::rank_of(p, {0, 0, 1}) == 6);
+}
+
+TEST_CASE("tensor parallelism must split the heads, the KV heads and the dense FFN, which a model with MoE layers only "
+          "does not use, and the shared expert's FFN")
+{
+  sim::model::ModelSpec m;
+  m.num_layers = 4;
+  m.num_attention_heads = 32;
+  m.num_kv_heads = 8;
+  m.ffn_hidden_size = 11008; // 2^8 * 43
+  CHECK(sim::plan::tp_splits_model(m, 8));
+  CHECK_FALSE(sim::plan::tp_splits_kv_heads(m, 16));
+  CHECK_FALSE(sim::plan::tp_splits_model(m, 16));
+  m.ffn_hidden_size = 1000;
+  CHECK_FALSE(sim::plan::tp_splits_ffn(m, 16));
+  m.moe = sim::model::MoeSpec{};
+  m.moe->num_experts = 64;
+  m.moe->expert_ffn_hidden_size = 768;
+  CHECK(sim::plan::tp_splits_ffn(m, 16)); // every layer is MoE: the dense FFN size is unused
+  m.moe->shared_expert_ffn_hidden_size = 1000;
+  CHECK(sim::plan::tp_splits_shared_expert_ffn(m, 8));
+  CHECK_FALSE(sim::plan::tp_splits_shared_expert_ffn(m, 16));
+  CHECK(sim::plan::needs_sequence_parallel(m, 2));
+  CHECK_FALSE(sim::plan::needs_sequence_parallel(m, 1));
+}
+
+TEST_CASE("experts tile a stage's GPUs as etp x ep, ep dividing the experts and etp the expert FFN")
+{
+  sim::model::MoeSpec moe;
+  moe.num_experts = 8;
+  moe.expert_ffn_hidden_size = 1536;
+  CHECK(sim::plan::experts_tile_stage(16, 8, 2));
+  CHECK_FALSE(sim::plan::experts_tile_stage(16, 8, 4));
+  CHECK(sim::plan::ep_splits_experts(moe, 8));
+  CHECK_FALSE(sim::plan::ep_splits_experts(moe, 16));
+  CHECK(sim::plan::etp_splits_expert_ffn(moe, 512));
+  CHECK_FALSE(sim::plan::etp_splits_expert_ffn(moe, 1024));
+}
+
+TEST_CASE("batches, interleaving, ZeRO and context parallelism: the rules a plan's sizes must meet")
+{
+  CHECK(sim::plan::batch_splits(512, 2, 64));
+  CHECK_FALSE(sim::plan::batch_splits(512, 4, 256));
+  CHECK(sim::plan::interleaving_splits_microbatches(16, 4));
+  CHECK_FALSE(sim::plan::interleaving_splits_microbatches(6, 4));
+  CHECK(sim::plan::zero_stage_combines(1, 8, 2)); // ZeRO-1 shards only the optimizer state
+  CHECK(sim::plan::zero_stage_combines(3, 1, 1));
+  CHECK_FALSE(sim::plan::zero_stage_combines(2, 2, 1)); // not with a pipeline
+  CHECK_FALSE(sim::plan::zero_stage_combines(3, 1, 2)); // nor with context parallelism
+  CHECK(sim::plan::cp_splits_sequence(8192, 4));
+  CHECK_FALSE(sim::plan::cp_splits_sequence(8190, 2));
+  sim::model::ModelSpec m;
+  m.num_layers = 4;
+  CHECK(sim::plan::layers_fill_chunks(m, 4));
+  CHECK_FALSE(sim::plan::layers_fill_chunks(m, 5));
 }

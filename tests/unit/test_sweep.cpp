@@ -215,7 +215,8 @@ TEST_CASE("sweep.json reads back as it was written, and the CSV has a row per la
   const auto j = sweep_json(r);
   const auto back = sweep_from_json(j, "sweep.json");
   CHECK(sweep_json(back) == j);
-  CHECK(sweep_text(r, 10).find("  accuracy: H20-96GB: no published run validates this GPU") != std::string::npos);
+  CHECK(sweep_text(r, {.top = 10}).find("  accuracy: H20-96GB: no published run validates this GPU") !=
+        std::string::npos);
   auto before = j; // a sweep.json written before sweeps quoted the accuracy still reads
   before.erase("validation");
   CHECK(sweep_from_json(before, "sweep.json").validation.empty());
@@ -229,7 +230,7 @@ TEST_CASE("sweep.json reads back as it was written, and the CSV has a row per la
   CHECK(csv.find(",ranked,1,false,") != std::string::npos); // no baseline marked
   r.rows[0].baseline = true;
   CHECK(sweep_from_json(sweep_json(r), "sweep.json").rows[0].baseline);
-  const auto text = sweep_text(r, 10);
+  const auto text = sweep_text(r, {.top = 10});
   CHECK(text.find("the scenario's own layout (tp=8) is the best (marked *)") != std::string::npos);
   CHECK(text.find("  1*   8") != std::string::npos);
   CHECK(text.find("1 does not fit in GPU memory (closest: tp=1, over by 10.00 GiB)") != std::string::npos);

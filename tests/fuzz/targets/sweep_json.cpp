@@ -10,7 +10,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::only_input_errors([&] {
     const auto part = sim::study::sweep_from_json(sim::core::read_json_file(file), file.string());
     const auto merged = sim::study::merge_sweeps({part});
-    (void)sim::study::sweep_text(merged, 10);
+    (void)sim::study::sweep_text(merged, {.top = 10});
     (void)sim::study::sweep_csv(merged);
     (void)sim::study::sweep_json(merged);
   });
