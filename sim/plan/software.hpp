@@ -104,7 +104,7 @@ struct SoftwareContext {
   bool fp32_accumulation = false; // gradients accumulated in fp32 (bf16 runs): the 2021-22 hook moves 10 bytes
 };
 
-// The defaults of a generation, read from its code (see README: "Software generations").
+// The defaults of a generation, read from its code (see scenarios/README.md: "Software generations").
 Software software_of(Generation generation, const SoftwareContext& context);
 
 } // namespace sim::plan
