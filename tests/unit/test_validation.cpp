@@ -273,7 +273,7 @@ TEST_CASE("errors are summarised by median, 90th percentile and worst, and check
   CHECK(s.worst == Approx(0.30));
   CHECK_FALSE(s.met); // worst 30 % > 10 %
   CHECK_FALSE(r.targets_met());
-  const auto md = sim::validation::render_markdown(r, true);
+  const auto md = sim::validation::render_markdown(r, {.per_case = true});
   CHECK(md.find("| SC21 Table 1 | iteration time | 5 | +2.0% | 5.0% | 30.0% | 30.0% |") != std::string::npos);
   CHECK(md.find("- broken: exit 1: bad input") != std::string::npos);
 }
