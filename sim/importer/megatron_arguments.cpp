@@ -125,7 +125,7 @@ std::optional<double> Arguments::number(std::string_view name, double min, doubl
 
 std::optional<std::string> Arguments::choice(std::string_view name, std::initializer_list<std::string_view> names)
 {
-  const auto t = text(name);
+  auto t = text(name);
   if (t && std::find(names.begin(), names.end(), *t) == names.end())
     fail(*find(name), "not one of Megatron-LM's choices", *t, fmt::format("one of {}", fmt::join(names, ", ")));
   return t;

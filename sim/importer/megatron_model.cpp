@@ -70,8 +70,8 @@ class ModelReader : MegatronReader {
       // Megatron-LM reads --num-query-groups only with --group-query-attention (default 1 group then).
       m["num_kv_heads"] = gqa ? groups.value_or(1) : heads;
       if (groups && !gqa)
-        out_.assumptions.push_back("--num-query-groups without --group-query-attention: multi-head attention, as "
-                                   "Megatron-LM reads it");
+        out_.assumptions.emplace_back("--num-query-groups without --group-query-attention: multi-head attention, as "
+                                      "Megatron-LM reads it");
       if (const auto kv = a_.integer("kv-channels", 1, 1 << 16); kv && *kv * heads != hidden)
         m["head_dim"] = *kv;
     }
@@ -115,8 +115,8 @@ class ModelReader : MegatronReader {
       size = tokenizer_vocabulary(*type);
     if (!size && !type && a_.find("vocab-file") && a_.find("merge-file")) {
       size = tokenizer_vocabulary("GPT2BPETokenizer");
-      out_.assumptions.push_back("--vocab-file and --merge-file without --tokenizer-type: GPT-2's BPE vocabulary "
-                                 "(50,257 tokens)");
+      out_.assumptions.emplace_back("--vocab-file and --merge-file without --tokenizer-type: GPT-2's BPE vocabulary "
+                                    "(50,257 tokens)");
     }
     if (!size)
       throw core::InputError(core::Location{"megatron arguments", "", ""}, "the vocabulary size is not known",

@@ -175,7 +175,7 @@ class PlanReader : MegatronReader {
       if (a_.flag("fp8-param-gather"))
         p["fp8_param_gather"] = true;
     } else if (a_.find("fp8-param-gather") || recipe) {
-      out_.assumptions.push_back("FP8 settings without --fp8-format: no FP8, as Megatron-LM runs it");
+      out_.assumptions.emplace_back("FP8 settings without --fp8-format: no FP8, as Megatron-LM runs it");
     }
     // Megatron-LM accumulates and reduces gradients in fp32 under bf16 unless told to reduce in bf16
     // (arguments.py), and under fp16 only with --accumulate-allreduce-grads-in-fp32.

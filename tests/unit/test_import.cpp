@@ -39,7 +39,7 @@ bool listed(const std::vector<sim::importer::Setting>& settings, std::string_vie
                      [&](const auto& s) { return s.setting.find(text) != std::string::npos; });
 }
 
-Imported deepspeed(const std::string& file, int gpus, sim::importer::DeepSpeedOptions options)
+Imported deepspeed(const std::string& file, int gpus, const sim::importer::DeepSpeedOptions& options)
 {
   static sim::core::Provenance provenance; // outlives the nodes read from it
   static std::vector<sim::core::Json> documents;
@@ -326,7 +326,7 @@ TEST_CASE("Megatron-LM's command line is read as argparse reads it: an option ta
   CHECK(given[6].values == std::vector<std::string>{"stray"});
 }
 
-TEST_CASE("the launcher's GPU count is --nproc_per_node x --nnodes; its arguments change nothing")
+TEST_CASE("the launcher's GPU count is --nproc_per_node x --nnodes, and its arguments change nothing")
 {
   const std::vector<std::string> launcher{"torchrun", "--nproc_per_node", "8", "--nnodes", "4", "--node_rank", "0"};
   const auto launch = sim::importer::read_launcher(launcher, "pretrain_gpt.py");

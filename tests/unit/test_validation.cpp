@@ -335,7 +335,7 @@ TEST_CASE("a field belongs to one section: known in its own, refused in another"
         "hardware.nics");
 }
 
-TEST_CASE("a publication's GPU name maps to the catalogue's GPU and a node with it; a PCIe H100 to none")
+TEST_CASE("a publication's GPU name maps to the catalogue's GPU and a node with it, a PCIe H100 to none")
 {
   using sim::validation::match_gpu;
   const auto gpu = [](const std::string& name) { return match_gpu(name).value_or(sim::validation::Hardware{}).gpu; };
@@ -435,7 +435,7 @@ TEST_CASE("every ablation effect's overrides apply to a scenario, and the table 
     CHECK(test::error_of([&] {
             sim::scenario::load_scenario(test::source_dir() / "scenarios" / "default.json",
                                          test::options(effect.overrides));
-          }) == "");
+          }).empty());
   }
   sim::validation::ValidationResult with, without;
   sim::validation::ErrorStats s;
