@@ -118,9 +118,9 @@ int validate(const ValidateArgs& a, const CommonOptions& o)
                              std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), a.jobs);
   }
   if (!a.markdown.empty())
-    std::ofstream(a.markdown) << sim::validation::render_markdown(result, true);
+    std::ofstream(a.markdown) << sim::validation::render_markdown(result, {.per_case = true});
   if (!a.readme.empty())
-    update_readme(a.readme, sim::validation::render_markdown(result, false));
+    update_readme(a.readme, sim::validation::render_markdown(result));
   if (!a.summary.empty())
     write_summary(a.summary, a, result, o.data_dir);
   return a.check && !result.targets_met() ? 4 : 0;

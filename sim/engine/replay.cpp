@@ -540,7 +540,7 @@ class Replayer {
   std::vector<double> unsimulated_usage_;
   std::vector<std::uint32_t> metered_flows_;
   std::set<std::uint32_t> metering_;
-  bool flows_changed_ = false; // since the clock last advanced
+  bool flows_changed_ = false;                                                     // since the clock last advanced
   static constexpr std::uint32_t idle = std::numeric_limits<std::uint32_t>::max(); // a reported link without flows
   std::vector<std::tuple<std::size_t, bool, std::uint32_t>> reported_; // (link, direction, tracked index) reported
   Timeline timeline_;

@@ -182,7 +182,7 @@ core::Node read_rows(core::ObjectReader& table, const std::vector<std::string>& 
       expected += (expected.empty() ? "[\"" : "\", \"") + c;
     node.fail("unexpected columns", expected + "\"]");
   }
-  const core::Node rows = table.at("rows", "an array of rows");
+  core::Node rows = table.at("rows", "an array of rows");
   for (std::size_t i = 0; i < rows.array_size(); ++i) {
     const core::Node row = rows.element(i);
     if (row.array_size() != columns.size())
@@ -194,7 +194,7 @@ core::Node read_rows(core::ObjectReader& table, const std::vector<std::string>& 
 
 std::string row_source(const core::Node& cell, const std::map<std::string, std::string>& sources)
 {
-  const std::string key = cell.as_string();
+  std::string key = cell.as_string();
   if (!sources.contains(key))
     cell.fail("names no source", "a key of /sources");
   return key;

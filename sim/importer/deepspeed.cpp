@@ -95,8 +95,8 @@ class DeepSpeedImport {
     }
     if (!precision_given_) {
       plan["precision"] = "fp16";
-      out_.assumptions.push_back("no fp16 or bf16 section: DeepSpeed trains in fp32, simulated as fp16 mixed "
-                                 "precision");
+      out_.assumptions.emplace_back("no fp16 or bf16 section: DeepSpeed trains in fp32, simulated as fp16 mixed "
+                                    "precision");
       out_.not_simulated.push_back(Setting{"(no fp16 or bf16 section)", "fp32 training is not simulated"});
     }
     batches(train_batch, micro_batch, accumulation, o, config, plan);
@@ -195,7 +195,7 @@ class DeepSpeedImport {
   void optimizer(const core::Node& n)
   {
     if (!n.json().is_object())
-      n.fail("optimizer is an object", "{\"type\": \"AdamW\", \"params\": {...}}");
+      n.fail("optimizer is an object", R"({"type": "AdamW", "params": {...}})");
     const std::string given = n.json().contains("type") ? n.element_of("type").as_string() : std::string();
     std::string type = given;
     std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -327,12 +327,12 @@ Imported import_deepspeed(const core::Node& config, const Target& target, const 
   plan["norm_impl"] = "torch";
   plan["attention"] = "flash2";
   plan["optimizer"] = "deepspeed";
-  out.assumptions.push_back("a PyTorch model under DeepSpeed: PyTorch's norms, scaled_dot_product_attention's "
-                            "FlashAttention-2 kernels and DeepSpeed's optimizer step (plan norm_impl, attention, "
-                            "optimizer)");
-  out.assumptions.push_back("no activation recomputation (the training script turns it on; set plan.recompute)");
+  out.assumptions.emplace_back("a PyTorch model under DeepSpeed: PyTorch's norms, scaled_dot_product_attention's "
+                               "FlashAttention-2 kernels and DeepSpeed's optimizer step (plan norm_impl, attention, "
+                               "optimizer)");
+  out.assumptions.emplace_back("no activation recomputation (the training script turns it on; set plan.recompute)");
   if (!options.seq_length)
-    out.assumptions.push_back("the model's own sequence length (--seq-length to change it)");
+    out.assumptions.emplace_back("the model's own sequence length (--seq-length to change it)");
 
   OrderedJson s;
   s["schema"] = "scenario/v1";

@@ -1,4 +1,6 @@
-// `simtrain import megatron`: Megatron-LM / Megatron-core pretrain_gpt.py arguments into a scenario/v1.
+// `simtrain import megatron`: Megatron-LM / Megatron-core pretrain_gpt.py arguments into a scenario/v1. Its parts:
+// megatron_arguments (the command line; NeMo's overrides in nemo_arguments), megatron_launcher (torchrun before the
+// script), megatron_model, megatron_plan, and megatron_no_effect (the arguments that change nothing in a step).
 #pragma once
 
 #include "importer/imported.hpp"

@@ -194,7 +194,7 @@ Imported import_torchtitan(const core::Node& job, const Target& target, const st
       const auto where = t.find("model", "flavor");
       throw core::InputError(where ? where->location() : job.location(),
                              "simtrain has no preset for this torchtitan model",
-                             fmt::format("name \"{}\", flavor \"{}\"", name, flavor),
+                             fmt::format(R"(name "{}", flavor "{}")", name, flavor),
                              "--model (a preset name, a model/v1 file or a HuggingFace config.json)");
     }
   }
@@ -316,9 +316,9 @@ Imported import_torchtitan(const core::Node& job, const Target& target, const st
     const std::string op = option ? option->as_string() : "2";
     plan["recompute"] = op == "op" ? "selective" : "full";
     if (op == "op")
-      out.assumptions.push_back("selective_ac_option \"op\": torchtitan saves the matmul and attention outputs and "
-                                "recomputes the rest; simulated as Megatron's selective recomputation (attention "
-                                "core)");
+      out.assumptions.emplace_back("selective_ac_option \"op\": torchtitan saves the matmul and attention outputs and "
+                                   "recomputes the rest; simulated as Megatron's selective recomputation (attention "
+                                   "core)");
     else
       out.not_simulated.push_back(
           Setting{"/activation_checkpoint/selective_ac_option \"" + op + "\"", "checkpointing every " + op +
@@ -382,11 +382,11 @@ Imported import_torchtitan(const core::Node& job, const Target& target, const st
   plan["norm_impl"] = "torch";
   plan["attention"] = "flash2";
   plan["optimizer"] = "fused";
-  out.assumptions.push_back("PyTorch's kernels: its norms, scaled_dot_product_attention's FlashAttention-2 kernels "
-                            "and fused AdamW (plan norm_impl, attention, optimizer)");
+  out.assumptions.emplace_back("PyTorch's kernels: its norms, scaled_dot_product_attention's FlashAttention-2 kernels "
+                               "and fused AdamW (plan norm_impl, attention, optimizer)");
   if (t.text("optimizer", "implementation", "fused") != "fused")
-    out.assumptions.push_back("optimizer implementation \"" + t.text("optimizer", "implementation", "") +
-                              "\": simulated as fused AdamW");
+    out.assumptions.emplace_back("optimizer implementation \"" + t.text("optimizer", "implementation", "") +
+                                 "\": simulated as fused AdamW");
   if (const auto offload = use("training", "enable_cpu_offload"); offload && offload->as_bool())
     out.not_simulated.push_back(Setting{spelt(*offload), "offload to the CPU is not simulated"});
   t.sort_out(used);

@@ -460,7 +460,7 @@ std::string page(std::string_view title, std::string_view body, const core::Json
   html += style;
   html += "</style>\n</head>\n<body>\n";
   html += body;
-  html += "<script id=\"data\" type=\"application/json\">";
+  html += R"(<script id="data" type="application/json">)";
   html += script_safe(data.dump(-1, ' ', false, core::Json::error_handler_t::replace));
   html += "</script>\n<script>\n\"use strict\";\nwindow.onerror = function (message) {\n"
           "  document.getElementById(\"status\").textContent = \"error: \" + message;\n};\n(function () {\n";

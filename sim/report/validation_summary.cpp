@@ -74,7 +74,7 @@ GpuAccuracy read_gpu(const core::Node& node)
   if (auto memory = r.find("memory"))
     g.memory = read_group(*memory);
   if (!g.time && !g.memory)
-    node.fail("no comparisons", "a \"time\" or a \"memory\" group");
+    node.fail("no comparisons", R"(a "time" or a "memory" group)");
   r.finish();
   return g;
 }

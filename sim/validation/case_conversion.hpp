@@ -1,5 +1,7 @@
 // Turns a published training run (one entry of a validation cases file) into simtrain scenarios and the
-// measurements to hold them against, or says why simtrain cannot express it. Pure: JSON in, values out.
+// measurements to hold them against, or says why simtrain cannot express it. Pure: JSON in, values out. Each part of
+// a case has its own file: case_model (the model), case_hardware (GPU and topology), case_plan (the plan and its
+// software), case_measurements (what was measured); case_reading holds what they share.
 #pragma once
 
 #include "core/document.hpp"
@@ -40,11 +42,11 @@ struct Expectation {
 };
 
 struct SimulationRun {
-  std::string name;     // the case id, with a variant suffix where one case needs several runs
-  core::Json scenario;  // a self-contained scenario/v1 document (GPU presets by name)
-  bool simulate = true; // false: the memory analysis answers every expectation
-  std::string baseline; // ACTIVATION_SHARE: the run whose activations count as 100 %
-  std::vector<Expectation> expectations;
+  std::string name;       // the case id, with a variant suffix where one case needs several runs
+  core::Json scenario;    // a self-contained scenario/v1 document (GPU presets by name)
+  bool simulate = true;   // false: the memory analysis answers every expectation
+  std::string baseline{}; // ACTIVATION_SHARE: the run whose activations count as 100 %
+  std::vector<Expectation> expectations{};
 };
 
 struct CaseConversion {

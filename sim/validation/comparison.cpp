@@ -80,9 +80,14 @@ std::string target_text(const ErrorStats& s)
   return text + (s.met ? ": met" : ": missed");
 }
 
-std::vector<ErrorStats> statistics(const std::vector<Comparison>& comparisons, bool by_source,
+// How the comparisons are grouped into error statistics: per source and quantity (with the source's targets), or
+// per GPU.
+enum class Grouping { BY_SOURCE, BY_GPU };
+
+std::vector<ErrorStats> statistics(const std::vector<Comparison>& comparisons, Grouping grouping,
                                    const std::vector<Target>& targets)
 {
+  const bool by_source = grouping == Grouping::BY_SOURCE;
   std::map<std::pair<std::string, std::string>, std::vector<double>> groups;
   for (const auto& c : comparisons)
     if (c.primary)
@@ -203,8 +208,8 @@ ValidationResult compare(const std::vector<CaseConversion>& cases, const std::ma
       }
     }
   }
-  r.by_source = statistics(r.comparisons, true, targets);
-  r.by_gpu = statistics(r.comparisons, false, targets);
+  r.by_source = statistics(r.comparisons, Grouping::BY_SOURCE, targets);
+  r.by_gpu = statistics(r.comparisons, Grouping::BY_GPU, targets);
   return r;
 }
 
@@ -232,7 +237,8 @@ std::string render_text(const ValidationResult& r)
     for (const auto& f : r.failed)
       line(fmt::format("  {}: {}", f.name, f.why));
   }
-  const auto table = [&line](const std::string& title, const std::vector<ErrorStats>& stats, bool quantity) {
+  const auto table = [&line](const std::string& title, const std::vector<ErrorStats>& stats, Grouping grouping) {
+    const bool quantity = grouping == Grouping::BY_SOURCE; // the per-source table has quantity, bias and target
     line("");
     line(title);
     line(fmt::format("  {:<22} {:<34} {:>5} {:>7} {:>7} {:>7} {:>7}  {}", quantity ? "source" : "GPU",
@@ -243,12 +249,12 @@ std::string render_text(const ValidationResult& r)
                        quantity ? signed_percent(s.bias) : "", percent(s.median), percent(s.p90), percent(s.worst),
                        target_text(s)));
   };
-  table("absolute error per source (each case's primary comparison)", r.by_source, true);
-  table("absolute error per GPU", r.by_gpu, false);
+  table("absolute error per source (each case's primary comparison)", r.by_source, Grouping::BY_SOURCE);
+  table("absolute error per GPU", r.by_gpu, Grouping::BY_GPU);
   return out;
 }
 
-std::string render_markdown(const ValidationResult& r, bool per_case)
+std::string render_markdown(const ValidationResult& r, const MarkdownOptions& options)
 {
   std::string out;
   const auto line = [&out](const std::string& s) { out += s + "\n"; };
@@ -263,7 +269,7 @@ std::string render_markdown(const ValidationResult& r, bool per_case)
   for (const auto& s : r.by_gpu)
     line(fmt::format("| {} | {} | {} | {} | {} |", s.group, s.count, percent(s.median), percent(s.p90),
                      percent(s.worst)));
-  if (per_case) {
+  if (options.per_case) {
     line("");
     line("| case | quantity | predicted | measured | error |");
     line("| --- | --- | ---: | ---: | ---: |");

@@ -79,8 +79,12 @@ ValidationResult compare(const std::vector<CaseConversion>& cases, const std::ma
                          const std::vector<Target>& targets);
 
 std::string render_text(const ValidationResult& result);
-// Summary tables (and every comparison with `per_case`), for sim/validation/README.md.
-std::string render_markdown(const ValidationResult& result, bool per_case);
+struct MarkdownOptions {
+  // Every primary comparison too, one row each (sim/validation/README.md has the summary tables only).
+  bool per_case = false;
+};
+// The summary tables as Markdown, for sim/validation/README.md and `simtrain validate --markdown`.
+std::string render_markdown(const ValidationResult& result, const MarkdownOptions& options = {});
 core::Json render_json(const ValidationResult& result);
 
 } // namespace sim::validation

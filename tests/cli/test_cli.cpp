@@ -846,8 +846,8 @@ TEST_CASE("a run shows how much of its graph it has replayed, unless it is quick
   const std::string unfolded = "--log-format json run " + scenario("default.json") + " --no-fold --format json";
   const auto count = [](const std::string& out) {
     std::size_t n = 0;
-    for (std::size_t at = out.find("{\"level\":\"progress\""); at != std::string::npos;
-         at = out.find("{\"level\":\"progress\"", at + 1))
+    for (std::size_t at = out.find(R"({"level":"progress")"); at != std::string::npos;
+         at = out.find(R"({"level":"progress")", at + 1))
       ++n;
     return n;
   };

@@ -18,11 +18,11 @@ std::filesystem::path write_input(const std::uint8_t* data, std::size_t size, co
     std::error_code ec;
     const std::filesystem::path shm = "/dev/shm";
     const auto base = std::filesystem::is_directory(shm, ec) ? shm : std::filesystem::temp_directory_path();
-    const auto d = base / ("simtrain-fuzz-" + std::to_string(getpid()));
+    auto d = base / ("simtrain-fuzz-" + std::to_string(getpid()));
     std::filesystem::create_directories(d);
     return d;
   }();
-  const auto file = dir / ("input" + extension);
+  auto file = dir / ("input" + extension);
   std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   return file;
 }

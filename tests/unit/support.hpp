@@ -29,7 +29,7 @@ inline std::filesystem::path scratch_dir()
   for (char& c : name)
     if (!std::isalnum(static_cast<unsigned char>(c)))
       c = '_';
-  const auto dir = std::filesystem::temp_directory_path() / "simtrain-tests" / name;
+  auto dir = std::filesystem::temp_directory_path() / "simtrain-tests" / name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

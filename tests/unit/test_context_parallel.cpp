@@ -11,7 +11,7 @@ using test::scenario_json;
 
 namespace {
 
-sim::scenario::Scenario load(nlohmann::json plan)
+sim::scenario::Scenario load(const nlohmann::json& plan)
 {
   nlohmann::json base{{"global_batch", 8}, {"seq_length", 8192}};
   base.update(plan);

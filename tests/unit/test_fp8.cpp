@@ -24,7 +24,7 @@ sim::scenario::Scenario load(const nlohmann::json& doc)
 }
 
 // Llama-2 7B on one H100 node, TP 1, eight replicas.
-nlohmann::json llama(nlohmann::json plan)
+nlohmann::json llama(const nlohmann::json& plan)
 {
   nlohmann::json base{{"dp", 8}, {"global_batch", 8}, {"distributed_optimizer", true}};
   if (plan.is_object())

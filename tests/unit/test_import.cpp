@@ -3,6 +3,9 @@
 #include "core/document.hpp"
 #include "importer/deepspeed.hpp"
 #include "importer/megatron.hpp"
+#include "importer/megatron_arguments.hpp"
+#include "importer/megatron_launcher.hpp"
+#include "importer/megatron_no_effect.hpp"
 #include "importer/nemo.hpp"
 #include "importer/torchtitan.hpp"
 #include "scenario/scenario.hpp"
@@ -36,7 +39,7 @@ bool listed(const std::vector<sim::importer::Setting>& settings, std::string_vie
                      [&](const auto& s) { return s.setting.find(text) != std::string::npos; });
 }
 
-Imported deepspeed(const std::string& file, int gpus, sim::importer::DeepSpeedOptions options)
+Imported deepspeed(const std::string& file, int gpus, const sim::importer::DeepSpeedOptions& options)
 {
   static sim::core::Provenance provenance; // outlives the nodes read from it
   static std::vector<sim::core::Json> documents;
@@ -304,6 +307,35 @@ TEST_CASE("Megatron-LM MoE and latent-attention arguments become the model's moe
   REQUIRE(s.model.moe);
   CHECK(s.model.moe->num_experts == 256);
   CHECK(s.plan.ep == 64);
+}
+
+TEST_CASE("Megatron-LM's command line is read as argparse reads it: an option takes the words up to the next one")
+{
+  const std::vector<std::string> tokens{"--num-layers", "4",         "--recompute-modules", "core_attn", "mlp",
+                                        "--bf16",       "--lr=1e-4", "model.num_layers=8",  "stray"};
+  const auto given = sim::importer::parse_arguments(tokens);
+  REQUIRE(given.size() == 7);
+  CHECK(given[0].name == "num-layers");
+  CHECK(given[1].values == std::vector<std::string>{"core_attn", "mlp"});
+  CHECK(given[2].values.empty());
+  CHECK(given[3].spelt() == "--lr 1e-4");
+  CHECK(given[4].name == "num-layers"); // the NeMo override, as the argument it stands for
+  CHECK(given[4].spelt() == "model.num_layers=8");
+  CHECK(given[5].idle); // ends the override: the stray word after it is not its value
+  CHECK(given[6].name.empty());
+  CHECK(given[6].values == std::vector<std::string>{"stray"});
+}
+
+TEST_CASE("the launcher's GPU count is --nproc_per_node x --nnodes, and its arguments change nothing")
+{
+  const std::vector<std::string> launcher{"torchrun", "--nproc_per_node", "8", "--nnodes", "4", "--node_rank", "0"};
+  const auto launch = sim::importer::read_launcher(launcher, "pretrain_gpt.py");
+  CHECK(launch.gpus == 32);
+  CHECK(launch.launcher.size() == 4);
+  CHECK_FALSE(sim::importer::read_launcher(std::vector<std::string>{"torchrun", "--nnodes", "4"}, "x.py").gpus);
+  CHECK(sim::importer::has_no_effect("lr"));
+  CHECK(sim::importer::has_no_effect("log-interval"));
+  CHECK_FALSE(sim::importer::has_no_effect("num-layers"));
 }
 
 TEST_CASE("a Megatron-LM command line that cannot be read is refused, naming the argument")

@@ -3,6 +3,9 @@
 #include "core/process_pool.hpp"
 #include "support.hpp"
 #include "validation/ablation.hpp"
+#include "validation/case_hardware.hpp"
+#include "validation/case_model.hpp"
+#include "validation/case_plan.hpp"
 #include "validation/comparison.hpp"
 #include "validation/runner.hpp"
 #include "validation/software_choice.hpp"
@@ -273,9 +276,14 @@ TEST_CASE("errors are summarised by median, 90th percentile and worst, and check
   CHECK(s.worst == Approx(0.30));
   CHECK_FALSE(s.met); // worst 30 % > 10 %
   CHECK_FALSE(r.targets_met());
-  const auto md = sim::validation::render_markdown(r, true);
+  const auto md = sim::validation::render_markdown(r, {.per_case = true});
   CHECK(md.find("| SC21 Table 1 | iteration time | 5 | +2.0% | 5.0% | 30.0% | 30.0% |") != std::string::npos);
   CHECK(md.find("- broken: exit 1: bad input") != std::string::npos);
+  CHECK(md.find("| case | quantity | predicted | measured | error |") != std::string::npos);
+  // README's tables: the summary without a row per comparison.
+  const auto summary = sim::validation::render_markdown(r);
+  CHECK(summary.find("| SC21 Table 1 | iteration time |") != std::string::npos);
+  CHECK(summary.find("| case | quantity |") == std::string::npos);
 }
 
 TEST_CASE("child processes run side by side and report their exit statuses in order")
@@ -315,6 +323,29 @@ TEST_CASE("a case field simtrain does not read is refused with its name, never d
   recompute["plan"]["recompute"] = "block";
   CHECK(convert_case(recompute, test::source_dir()).unsupported.find("recompute \"block\" is not understood") !=
         std::string::npos);
+}
+
+TEST_CASE("a field belongs to one section: known in its own, refused in another")
+{
+  using sim::validation::unknown_field;
+  const auto plan = Json::parse(R"({"tp": 8, "micro_batch": 1})");
+  CHECK(unknown_field(plan, "plan", sim::validation::plan_fields()).empty());
+  CHECK(unknown_field(plan, "model", sim::validation::model_fields()) == "model.micro_batch");
+  CHECK(unknown_field(Json::parse(R"({"gpu": "H100", "nics": 8})"), "hardware", sim::validation::hardware_fields()) ==
+        "hardware.nics");
+}
+
+TEST_CASE("a publication's GPU name maps to the catalogue's GPU and a node with it, a PCIe H100 to none")
+{
+  using sim::validation::match_gpu;
+  const auto gpu = [](const std::string& name) { return match_gpu(name).value_or(sim::validation::Hardware{}).gpu; };
+  CHECK(gpu("A100-SXM4-80GB") == "a100-sxm4-80gb");
+  CHECK(gpu("8x A100 40GB") == "a100-sxm4-40gb");
+  CHECK(gpu("NVIDIA H200") == "h200-sxm-141gb"); // not the H20, whose name it contains
+  CHECK(gpu("H20") == "h20");
+  CHECK(match_gpu("H800").value().topology == "hgx-h800");
+  CHECK_FALSE(match_gpu("H100 PCIe"));
+  CHECK_FALSE(match_gpu("MI300X"));
 }
 
 TEST_CASE("kv_heads and a SwiGLU activation are read: a Llama-shaped case is simulated as one")
@@ -404,7 +435,7 @@ TEST_CASE("every ablation effect's overrides apply to a scenario, and the table 
     CHECK(test::error_of([&] {
             sim::scenario::load_scenario(test::source_dir() / "scenarios" / "default.json",
                                          test::options(effect.overrides));
-          }) == "");
+          }).empty());
   }
   sim::validation::ValidationResult with, without;
   sim::validation::ErrorStats s;

@@ -145,7 +145,7 @@ TEST_CASE("a report quotes its GPU's step-time accuracy, or says why it cannot")
   CHECK(none["reason"].get<std::string>().starts_with("no validation summary"));
 
   const auto dir = test::scratch_dir();
-  test::write_text(sim::report::summary_path(dir), "{\"schema\": \"validation-summary/v1\"");
+  test::write_text(sim::report::summary_path(dir), R"({"schema": "validation-summary/v1")");
   const auto broken = sim::report::load_summary(dir);
   CHECK_FALSE(broken.summary);
   CHECK_THAT(broken.warning, Catch::Contains("summary.json"));

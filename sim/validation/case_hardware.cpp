@@ -1,0 +1,73 @@
+#include "validation/case_hardware.hpp"
+
+#include "scenario/document_tree.hpp"
+
+#include <fmt/format.h>
+#include <regex>
+
+namespace sim::validation {
+
+using core::Json;
+
+const std::set<std::string>& hardware_fields()
+{
+  static const std::set<std::string> fields{"gpu", "num_gpus", "gpus_per_node", "interconnect"};
+  return fields;
+}
+
+std::optional<Hardware> match_gpu(const std::string& name)
+{
+  const std::string n = lower(name);
+  const bool has_40gb = std::regex_search(n, std::regex(R"((^|[^0-9])40 ?gb)"));
+  if (mentions(n, "a100"))
+    return Hardware{has_40gb ? "a100-sxm4-40gb" : "a100-sxm4-80gb", "dgx-a100"};
+  if (mentions(n, "a800"))
+    return Hardware{"a800-sxm4-80gb", "hgx-a800"};
+  if (mentions(n, "h100"))
+    return mentions(n, "pcie") ? std::nullopt : std::optional<Hardware>(Hardware{"h100-sxm5-80gb", "dgx-h100"});
+  if (mentions(n, "h800"))
+    return Hardware{"h800-sxm5-80gb", "hgx-h800"};
+  if (mentions(n, "h200"))
+    return Hardware{"h200-sxm-141gb", "dgx-h100"};
+  if (mentions(n, "h20"))
+    return Hardware{"h20", "hgx-h20"};
+  if (mentions(n, "v100"))
+    return Hardware{"v100-sxm2-32gb", "dgx-v100"};
+  if (mentions(n, "4090"))
+    return Hardware{"rtx-4090", "pcie-4090"};
+  return std::nullopt;
+}
+
+std::optional<Json> convert_topology(Conversion& conv, const Hardware& hw)
+{
+  const Json& hardware = section(conv.case_json(), "hardware");
+  const auto path = scenario::preset_path(conv.data_dir(), scenario::ReferenceKind::TOPOLOGY, hw.topology);
+  Json topology = core::read_json_file(path);
+  bool changed = false;
+  if (topology["node"]["gpu"] != hw.gpu) {
+    topology["node"]["gpu"] = hw.gpu;
+    changed = true;
+  }
+  const auto per_node = integer(hardware, "gpus_per_node");
+  if (per_node && *per_node != topology["node"]["gpus"].get<std::int64_t>()) {
+    conv.refuse(fmt::format("{} GPUs per node: no such node among the topology presets", *per_node));
+    return std::nullopt;
+  }
+  const std::string link = lower(text(hardware, "interconnect"));
+  std::smatch total;
+  if (std::regex_search(link, total, std::regex(R"(([0-9]+(\.[0-9]+)?) ?gbps node)"))) {
+    const double per_nic = std::stod(total[1].str()) / topology["node"]["nics"]["count"].get<double>();
+    topology["node"]["nics"]["bandwidth"] = fmt::format("{}Gbps", per_nic);
+    if (mentions(link, "roce"))
+      topology["node"]["nics"]["kind"] = "ethernet";
+    changed = true;
+  } else if (link.empty() || mentions(link, "not stated")) {
+    conv.assume(fmt::format("interconnect not stated: the {} preset", hw.topology));
+  }
+  if (!changed)
+    return Json(hw.topology);
+  topology["name"] = fmt::format("{} ({})", hw.topology, conv.id());
+  return topology;
+}
+
+} // namespace sim::validation

@@ -1,0 +1,166 @@
+#include "validation/case_model.hpp"
+
+#include "model/param_count.hpp"
+#include "scenario/document_tree.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace sim::validation {
+namespace {
+
+using core::Json;
+
+// A case that names a published model without its architecture (Megatron-LM's "LLAMA3-70B"): the model preset of
+// that name (letters and digits compared), trained at the case's sequence length; the fields the case does give
+// must agree with it.
+std::optional<Json> published_model(Conversion& conv, const Json& model, std::int64_t seq)
+{
+  const auto key = [](const std::string& name) {
+    std::string k;
+    for (const char ch : name)
+      if (std::isalnum(static_cast<unsigned char>(ch)) != 0)
+        k += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return k;
+  };
+  const std::string wanted = key(text(model, "name"));
+  for (const std::string& preset : scenario::presets(conv.data_dir(), scenario::ReferenceKind::MODEL)) {
+    if (wanted.empty() || key(preset) != wanted)
+      continue;
+    Json m = core::read_json_file(scenario::preset_path(conv.data_dir(), scenario::ReferenceKind::MODEL, preset));
+    if (const auto vocab = integer(model, "vocab"); vocab && *vocab != m.value("vocab_size", std::int64_t{0}))
+      return std::nullopt;
+    m["seq_length"] = seq;
+    conv.assume(fmt::format("architecture not given: the published {} (model preset {})", text(model, "name"), preset));
+    return m;
+  }
+  return std::nullopt;
+}
+
+// The stated parameter count against the architecture as read: a gap means the case holds something simtrain did
+// not read (GQA, a gated FFN, an untied head...), and its time would be off by as much.
+bool check_parameters(Conversion& conv, const Json& model, const Json& m)
+{
+  const auto stated = number(model, "params_b");
+  if (!stated || *stated <= 0)
+    return true;
+  double counted = 0;
+  try {
+    core::Provenance provenance;
+    provenance.add_source("", conv.id());
+    counted = model::count_params(model::read_model(core::Node(m, "", provenance))).total / 1e9;
+  } catch (const core::InputError& e) {
+    conv.refuse(fmt::format("the model does not describe a transformer simtrain can build: {}", e.what()));
+    return false;
+  }
+  const double gap = counted / *stated - 1.0;
+  if (std::abs(gap) > 0.15) {
+    conv.refuse(fmt::format("the architecture as given has {:.2f}B parameters, the case states {}B ({:+.0f}%): "
+                            "it holds architecture details the case does not state",
+                            counted, text(model, "params_b"), 100.0 * gap));
+    return false;
+  }
+  if (std::abs(gap) > 0.03)
+    conv.assume(fmt::format("the architecture as given has {:.2f}B parameters against {}B stated ({:+.1f}%)", counted,
+                            text(model, "params_b"), 100.0 * gap));
+  return true;
+}
+
+} // namespace
+
+const std::set<std::string>& model_fields()
+{
+  static const std::set<std::string> fields{
+      "name",       "params_b", "layers",  "hidden",     "heads", "kv_heads",           "head_dim",
+      "ffn_hidden", "vocab",    "seq_len", "activation", "norm",  "position_embedding", "tie_embeddings",
+      "bias",       "dropout"};
+  return fields;
+}
+
+std::optional<Json> convert_model(Conversion& conv)
+{
+  const Json& model = section(conv.case_json(), "model");
+  const auto layers = integer(model, "layers");
+  const auto hidden = integer(model, "hidden");
+  const auto heads = integer(model, "heads");
+  const auto vocab = integer(model, "vocab");
+  const auto seq = integer(model, "seq_len");
+  if (!layers && !hidden && !heads && seq)
+    if (auto named = published_model(conv, model, *seq))
+      return named;
+  if (!layers || !hidden || !heads || !vocab || !seq) {
+    conv.refuse("the model's architecture is not given (layers, hidden, heads, vocab, seq_len)");
+    return std::nullopt;
+  }
+  Json m{{"schema", "model/v1"},
+         {"name", text(model, "name").empty() ? conv.id() : text(model, "name")},
+         {"num_layers", *layers},
+         {"hidden_size", *hidden},
+         {"num_attention_heads", *heads},
+         {"vocab_size", *vocab},
+         {"seq_length", *seq}};
+  if (member(model, "kv_heads")) {
+    const auto kv = integer(model, "kv_heads");
+    if (!kv || *kv == 0 || *heads % *kv != 0) {
+      conv.refuse(fmt::format("kv_heads {} does not divide the {} heads", text(model, "kv_heads"), *heads));
+      return std::nullopt;
+    }
+    m["num_kv_heads"] = *kv;
+  }
+  if (const auto d = integer(model, "head_dim"))
+    m["head_dim"] = *d;
+  if (member(model, "activation")) {
+    const auto ffn =
+        conv.choice(model, "activation",
+                    {{"swiglu", "swiglu"}, {"silu", "swiglu"}, {"geglu", "geglu"}, {"gelu", "gelu"}, {"relu", "relu"}});
+    if (!ffn)
+      return std::nullopt;
+    m["ffn_kind"] = *ffn;
+  }
+  if (member(model, "norm")) {
+    const auto norm = conv.choice(model, "norm", {{"rms", "rmsnorm"}, {"layer", "layernorm"}});
+    if (!norm)
+      return std::nullopt;
+    m["norm"] = *norm;
+  }
+  if (member(model, "position_embedding")) {
+    const auto pos = conv.choice(model, "position_embedding",
+                                 {{"rope", "rope"}, {"rotary", "rope"}, {"alibi", "alibi"}, {"learned", "learned"}});
+    if (!pos)
+      return std::nullopt;
+    m["position_embedding"] = *pos;
+  }
+  for (const auto& [field, key] :
+       {std::pair{"tie_embeddings", "tie_embeddings"}, {"bias", "linear_bias"}, {"dropout", "dropout"}})
+    if (member(model, field)) {
+      const auto b = flag(model, field);
+      if (!b) {
+        conv.refuse(fmt::format("model.{} \"{}\" is not a true/false value", field, text(model, field)));
+        return std::nullopt;
+      }
+      m[key] = *b;
+      if (std::string_view(key) == "linear_bias")
+        m["qkv_bias"] = *b;
+    }
+  if (const auto ffn = integer(model, "ffn_hidden"))
+    m["ffn_hidden_size"] = *ffn;
+  else
+    conv.assume(m.contains("ffn_kind") && m["ffn_kind"] == "swiglu" ? "FFN size not given: 8/3 x hidden (SwiGLU)"
+                                                                    : "FFN size not given: 4 x hidden");
+  if (m.contains("ffn_kind") && m["ffn_kind"] == "swiglu" && !m.contains("ffn_hidden_size"))
+    m["ffn_hidden_size"] = (8 * *hidden / 3 + 127) / 128 * 128;
+  if (mentions(text(model, "name"), "mpt") ||
+      mentions(text(section(conv.case_json(), "plan"), "framework"), "llm-foundry")) {
+    // llm-foundry's benchmark models (scripts/train/yamls/pretrain/mpt-*.yaml): learned positions, biases, no
+    // dropout; their published parameter counts reproduce exactly with biases on.
+    if (!member(model, "dropout"))
+      m["dropout"] = false;
+    conv.assume("MPT architecture: learned positions, biases, no dropout, tied embeddings (llm-foundry yamls)");
+  }
+  if (!check_parameters(conv, model, m))
+    return std::nullopt;
+  return m;
+}
+
+} // namespace sim::validation

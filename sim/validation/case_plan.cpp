@@ -1,0 +1,317 @@
+#include "validation/case_plan.hpp"
+
+#include "validation/software_choice.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <regex>
+
+namespace sim::validation {
+namespace {
+
+using core::Json;
+
+// The global batch in sequences: given as such, as tokens (global_batch_tokens, or a string naming tokens such as
+// "4M tokens"), or from micro-batch x dp x gradient-accumulation steps.
+std::optional<std::int64_t> global_batch(Conversion& conv, const Json& plan, std::int64_t seq,
+                                         std::optional<std::int64_t> micro, std::int64_t dp)
+{
+  std::optional<double> tokens = number(plan, "global_batch_tokens");
+  const Json* g = member(plan, "global_batch");
+  if (g && g->is_string()) {
+    static const std::regex count(R"(^\s*([0-9]+(\.[0-9]+)?)\s*([kmb]?)\s*(tokens?)?\s*$)");
+    std::smatch match;
+    const std::string value = lower(g->get<std::string>());
+    if (std::regex_match(value, match, count) && match[4].matched) {
+      // "4M tokens" is 4 x 2^20 when that makes whole sequences (1024 x 4096), else 4 x 10^6.
+      const int power = match[3] == "k" ? 1 : match[3] == "m" ? 2 : match[3] == "b" ? 3 : 0;
+      const double n = std::stod(match[1].str());
+      const double binary = n * std::pow(1024.0, power);
+      const double decimal = n * std::pow(1000.0, power);
+      tokens = std::fmod(binary, static_cast<double>(seq)) == 0.0 ? binary : decimal;
+    } else if (!std::regex_match(value, match, count)) {
+      return std::nullopt; // a range such as "32..64": measured per batch in a table
+    }
+  }
+  if (tokens) {
+    const double sequences = *tokens / static_cast<double>(seq);
+    if (sequences < 1 || std::abs(sequences - std::round(sequences)) > 1e-6) {
+      conv.refuse(fmt::format("a global batch of {} tokens is not a whole number of {}-token sequences", *tokens, seq));
+      return std::nullopt;
+    }
+    conv.assume(fmt::format("global batch of {} tokens: {} sequences of {}", *tokens, std::llround(sequences), seq));
+    return std::llround(sequences);
+  }
+  if (const auto sequences = integer(plan, "global_batch"))
+    return sequences;
+  if (const auto steps = integer(plan, "grad_accum"); steps && micro)
+    return *micro * dp * *steps;
+  return std::nullopt;
+}
+
+// Expert parallelism: sizes, the token dispatcher, and whether dispatch and combine overlap another micro-batch's
+// compute.
+bool experts_of(Conversion& conv, const Json& plan, Json& p)
+{
+  if (const auto ep = integer(plan, "ep"); ep && *ep > 1)
+    p["ep"] = *ep;
+  if (const auto etp = integer(plan, "etp"))
+    p["etp"] = *etp;
+  if (member(plan, "moe_dispatcher")) {
+    const auto d =
+        conv.choice(plan, "moe_dispatcher",
+                    {{"alltoall", "alltoall"}, {"deepep", "deepep"}, {"hybridep", "deepep"}, {"flex", "deepep"}});
+    if (!d)
+      return false;
+    p["moe_dispatcher"] = *d;
+  }
+  if (const auto overlap = flag(plan, "moe_a2a_overlap"))
+    p["moe_a2a_overlap"] = *overlap;
+  if (const auto fp8 = flag(plan, "moe_fp8_dispatch"))
+    p["moe_fp8_dispatch"] = *fp8;
+  return true;
+}
+
+// The software generation and what the case's framework, date, scripts and notes say about it.
+void software_of(Conversion& conv, const Json& plan, Json& p)
+{
+  const auto choice =
+      choose_software(CaseText{.source = text(conv.case_json(), "source"),
+                               .framework = text(plan, "framework"),
+                               .notes = text(conv.case_json(), "notes"),
+                               .zero_stage = static_cast<int>(p.value("zero_stage", 0)),
+                               .fp32_accumulation = p.value("fp32_grad_accumulation", p["precision"] != "fp16"),
+                               .sequence_parallel = p.value("sequence_parallel", false)});
+  for (const auto& [key, value] : choice.plan.items())
+    p[key] = value;
+  for (const auto& a : choice.assumptions)
+    conv.assume(a);
+  if (member(plan, "attention")) {
+    const auto a = conv.choice(plan, "attention",
+                               {{"flash3", "flash3"},
+                                {"flash1", "flash1"},
+                                {"flash", "flash2"},
+                                {"cudnn", "cudnn"},
+                                {"unfused", "unfused"},
+                                {"te", "te"}});
+    if (a)
+      p["attention"] = *a;
+  }
+}
+
+} // namespace
+
+const std::set<std::string>& plan_fields()
+{
+  static const std::set<std::string> fields({"tp",
+                                             "pp",
+                                             "dp",
+                                             "cp",
+                                             "ep",
+                                             "etp",
+                                             "moe_dispatcher",
+                                             "moe_a2a_overlap",
+                                             "moe_fp8_dispatch",
+                                             "vpp",
+                                             "micro_batch",
+                                             "global_batch",
+                                             "global_batch_tokens",
+                                             "grad_accum",
+                                             "recompute",
+                                             "sequence_parallel",
+                                             "zero_stage",
+                                             "distributed_optimizer",
+                                             "precision",
+                                             "grad_reduce_dtype",
+                                             "ddp_impl",
+                                             "pipeline_schedule",
+                                             "scatter_gather_p2p",
+                                             "model_parallel_size",
+                                             "overlap",
+                                             "fsdp_sharding",
+                                             "activation_cpu_offload",
+                                             "framework",
+                                             "attention"});
+  return fields;
+}
+
+std::string plan_refusal(const Json& plan)
+{
+  if (flag(plan, "activation_cpu_offload").value_or(false))
+    return "activation offloading to the CPU is not modelled";
+  if (!integer(plan, "tp") || !integer(plan, "pp"))
+    return "the source does not give the tensor- and pipeline-parallel sizes";
+  return "";
+}
+
+std::optional<Json> convert_plan(Conversion& conv, std::int64_t seq)
+{
+  const Json& plan = section(conv.case_json(), "plan");
+  const Json& hardware = section(conv.case_json(), "hardware");
+  const std::int64_t tp = *integer(plan, "tp");
+  const std::int64_t pp = *integer(plan, "pp");
+  const std::int64_t cp = integer(plan, "cp").value_or(1);
+  const auto gpus = integer(hardware, "num_gpus");
+  auto dp = integer(plan, "dp");
+  if (!dp && gpus && *gpus % (tp * pp * cp) == 0)
+    dp = *gpus / (tp * pp * cp);
+  if (!dp || (gpus && tp * pp * cp * *dp != *gpus)) {
+    conv.refuse(fmt::format("tp x pp x cp x dp does not match the {} GPUs", text(hardware, "num_gpus")));
+    return std::nullopt;
+  }
+  if (const auto mp = integer(plan, "model_parallel_size"); mp && *mp != tp * pp) {
+    conv.refuse(fmt::format("model_parallel_size {} is not tp x pp = {}", *mp, tp * pp));
+    return std::nullopt;
+  }
+  Json p{{"tp", tp}, {"pp", pp}, {"dp", *dp}};
+  if (cp > 1)
+    p["cp"] = cp; // Megatron-core's default kind: the ring (--cp-comm-type p2p)
+  if (!experts_of(conv, plan, p))
+    return std::nullopt;
+
+  auto micro = integer(plan, "micro_batch");
+  const auto global = global_batch(conv, plan, seq, micro, *dp);
+  if (conv.refused())
+    return std::nullopt;
+  if (!micro && global && integer(plan, "grad_accum")) {
+    const std::int64_t per_step = *dp * *integer(plan, "grad_accum");
+    if (*global % per_step == 0) {
+      micro = *global / per_step;
+      conv.assume(fmt::format("micro-batch from global batch / (dp x gradient-accumulation steps): {}", *micro));
+    }
+  }
+  if (!micro)
+    conv.assume("micro-batch not given: 1");
+  p["micro_batch"] = micro.value_or(1);
+  if (global) {
+    if (*global % (micro.value_or(1) * *dp) != 0) {
+      conv.refuse(
+          fmt::format("global batch {} is not a multiple of micro-batch x dp = {}", *global, micro.value_or(1) * *dp));
+      return std::nullopt;
+    }
+    if (const auto steps = integer(plan, "grad_accum"); steps && *steps * micro.value_or(1) * *dp != *global) {
+      conv.refuse(fmt::format("global batch {} is not micro-batch x dp x grad_accum = {} x {} x {}", *global,
+                              micro.value_or(1), *dp, *steps));
+      return std::nullopt;
+    }
+    p["global_batch"] = *global;
+  }
+
+  const std::string schedule = lower(text(plan, "pipeline_schedule"));
+  if (const auto v = integer(plan, "vpp"); v && *v > 1) {
+    p["schedule"] = "interleaved";
+    p["virtual_stages"] = *v;
+    if (!schedule.empty() && !mentions(schedule, "interleaved")) {
+      conv.refuse(fmt::format("vpp {} contradicts pipeline_schedule \"{}\"", *v, text(plan, "pipeline_schedule")));
+      return std::nullopt;
+    }
+  } else if (mentions(schedule, "gpipe")) {
+    p["schedule"] = "gpipe";
+  } else if (mentions(schedule, "dualpipev")) {
+    p["schedule"] = "dualpipev";
+  } else if (mentions(schedule, "dualpipe")) {
+    p["schedule"] = "dualpipe";
+  } else if (!schedule.empty() && !mentions(schedule, "1f1b")) {
+    conv.refuse(fmt::format("pipeline_schedule \"{}\" is not understood (1F1B, interleaved, GPipe, DualPipe or "
+                            "DualPipeV)",
+                            text(plan, "pipeline_schedule")));
+    return std::nullopt;
+  }
+
+  if (!member(plan, "recompute")) {
+    p["recompute"] = "none";
+    conv.assume("recomputation not given: none");
+  } else if (const auto r =
+                 conv.choice(plan, "recompute", {{"full", "full"}, {"selective", "selective"}, {"none", "none"}}))
+    p["recompute"] = *r;
+  else
+    return std::nullopt;
+
+  const int year = latest_date(text(conv.case_json(), "source")).value_or(YearMonth{}).year;
+  // Megatron-LM's examples/llama FP8 table ran train_llama3_8b_h100_fp8.sh (core_r0.12.0), whose settings apply.
+  const bool llama_example = mentions(lower(text(conv.case_json(), "source")), "megatron-lm examples/llama");
+  if (const auto sp = flag(plan, "sequence_parallel")) {
+    p["sequence_parallel"] = *sp;
+  } else if (llama_example) {
+    p["sequence_parallel"] = tp > 1;
+    if (tp > 1)
+      conv.assume("sequence parallelism: on (the example script's --sequence-parallel)");
+  } else {
+    const bool modern = year >= 2023 && tp > 1;
+    p["sequence_parallel"] = modern;
+    if (tp > 1)
+      conv.assume(modern ? "sequence parallelism not given: on with TP (Megatron-core practice)"
+                         : "sequence parallelism not given: off");
+  }
+
+  const std::string precision = lower(text(plan, "precision"));
+  if (mentions(precision, "fp8")) {
+    p["precision"] = "fp8";
+    if (mentions(precision, "blockwise") || mentions(precision, "block"))
+      p["fp8_recipe"] = "blockwise";
+    else if (mentions(precision, "current") || mentions(precision, "tensorwise"))
+      p["fp8_recipe"] = "current";
+    else
+      conv.assume("FP8 scaling not given: delayed (Transformer Engine's default recipe)");
+  } else if (mentions(precision, "fp16")) {
+    p["precision"] = "fp16";
+  } else {
+    p["precision"] = "bf16";
+    if (!mentions(precision, "bf16"))
+      conv.assume("precision not given: bf16");
+  }
+
+  const std::string sharding = lower(text(plan, "fsdp_sharding"));
+  if (!sharding.empty()) {
+    const auto stage =
+        conv.choice(plan, "fsdp_sharding", {{"full_shard", "3"}, {"shard_grad_op", "2"}, {"no_shard", "0"}});
+    if (!stage)
+      return std::nullopt;
+    p["zero_stage"] = std::stoi(*stage);
+    // Composer's FSDP reduces gradients in fp32 with autocast ("DEFAULT" mixed precision), else in 16 bits ("PURE").
+    p["fp32_grad_accumulation"] = precision.starts_with("amp");
+  } else if (const auto zero = integer(plan, "zero_stage")) {
+    p["zero_stage"] = *zero;
+  } else if (flag(plan, "distributed_optimizer").value_or(false) ||
+             mentions(text(plan, "overlap"), "overlap-param-gather")) {
+    p["distributed_optimizer"] = true;
+    if (!flag(plan, "distributed_optimizer"))
+      conv.assume("distributed optimizer (implied by --overlap-param-gather)");
+  }
+  // The example script: the distributed optimizer with overlapped gradient reduction and parameter gather, FP8
+  // parameters, gradients reduced in bf16.
+  if (llama_example && p["precision"] == "fp8") {
+    p["distributed_optimizer"] = true;
+    p["overlap_grad_reduce"] = true;
+    p["fp8_param_gather"] = true;
+    p["overlap_param_gather"] = true;
+    p["fp32_grad_accumulation"] = false;
+    conv.assume("the example script's settings (examples/llama/train_llama3_8b_h100_fp8.sh): distributed optimizer, "
+                "overlapped gradient reduce and parameter gather, --fp8-param-gather, --grad-reduce-in-bf16");
+  }
+  if (member(plan, "grad_reduce_dtype")) { // Megatron-core's grad_reduce_in_fp32: the gradient buffers' type
+    const auto dtype = conv.choice(plan, "grad_reduce_dtype", {{"fp32", "fp32"}, {"bf16", "bf16"}});
+    if (!dtype)
+      return std::nullopt;
+    p["fp32_grad_accumulation"] = *dtype == "fp32";
+  }
+  if (mentions(text(plan, "overlap"), "overlap-param-gather") && p.value("distributed_optimizer", false))
+    p["overlap_param_gather"] = true;
+  if (mentions(text(plan, "overlap"), "tp-comm-overlap") && p["sequence_parallel"] == true)
+    p["tp_comm_overlap"] = true;
+
+  if (member(plan, "ddp_impl")) {
+    const auto ddp = conv.choice(plan, "ddp_impl", {{"local", "local"}, {"torch", "torch"}});
+    if (!ddp)
+      return std::nullopt;
+    p["overlap_grad_reduce"] = *ddp == "torch";
+    if (*ddp == "torch")
+      p["dp_bucket_size"] = "25MB";
+  }
+  if (const auto sg = flag(plan, "scatter_gather_p2p"))
+    p["pp_scatter_gather"] = *sg;
+  software_of(conv, plan, p);
+  return p;
+}
+
+} // namespace sim::validation
