@@ -3,6 +3,7 @@
 #include "core/diagnostics.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <iostream>
@@ -12,7 +13,7 @@ namespace sim::cli {
 
 std::string clock(double seconds)
 {
-  const auto s = static_cast<long>(seconds + 0.5);
+  const long s = std::lround(seconds);
   if (s < 60)
     return fmt::format("{}s", s);
   if (s < 3600)

@@ -65,7 +65,7 @@ void write_summary(const fs::path& file, const ValidateArgs& a, const sim::valid
 }
 
 // The validation once with every effect and once without each; the table of what each is worth.
-int ablation(const ValidateArgs& a, sim::validation::ValidateOptions v)
+int ablation(const ValidateArgs& a, const sim::validation::ValidateOptions& v)
 {
   std::vector<sim::validation::AblationRow> rows;
   rows.push_back({"", sim::validation::run_validation(v)});

@@ -18,7 +18,7 @@ std::vector<Target> read_targets(const core::Json& list, const std::string& wher
   std::vector<Target> targets;
   const auto bad = [&where](std::size_t i, const std::string& found) {
     throw core::InputError(core::Location{where, core::pointer_append("/targets", i), ""}, "not a target", found,
-                           "{\"source\": NAME, \"median\": FRACTION, \"worst\": FRACTION}");
+                           R"({"source": NAME, "median": FRACTION, "worst": FRACTION})");
   };
   if (!list.is_array())
     throw core::InputError(core::Location{where, "/targets", ""}, "not a list of targets", core::describe_type(list),

@@ -452,12 +452,12 @@ std::string fold_blocker(const model::ModelSpec& model, const plan::ParallelPlan
   FoldSearch search(plan, cluster, graph);
   bool symmetric = false;
   while (auto fold = search.next()) {
-    symmetric = true;
     try {
       Builder(model, plan, cluster, graph, &*fold).build();
       return "";
     } catch (const NotFoldable&) {
       // a collective is not symmetric under this fold: try one with fewer GPUs per class
+      symmetric = true;
     }
   }
   return symmetric ? "a group's GPUs are not interchangeable (spread unevenly over nodes or NICs)" : search.why_not();

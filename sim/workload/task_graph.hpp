@@ -82,7 +82,7 @@ class TaskGraph {
   // written to stay unallocated, so an estimate on the high side costs nothing).
   void reserve(std::size_t tasks, std::size_t dependencies);
   TaskId add(const Task& task);
-  void depend(TaskId task, TaskId on) { edges_.push_back({on, task}); }
+  void depend(TaskId task, TaskId on) { edges_.emplace_back(on, task); }
   std::uint32_t label(const std::string& text);
   std::uint32_t add_collective(CollectiveInfo info);
 
