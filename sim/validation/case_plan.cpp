@@ -137,6 +137,10 @@ const std::set<std::string>& plan_fields()
 
 std::string plan_refusal(const Json& plan)
 {
+  // Sizes that divide others: a zero is a malformed case, refused before anything divides by it.
+  for (const char* key : {"tp", "pp", "dp", "cp", "ep", "etp", "vpp", "micro_batch", "global_batch", "grad_accum"})
+    if (const auto v = integer(plan, key); v && *v == 0)
+      return fmt::format("plan.{} is 0 (expected a size of at least 1)", key);
   if (flag(plan, "activation_cpu_offload").value_or(false))
     return "activation offloading to the CPU is not modelled";
   if (!integer(plan, "tp") || !integer(plan, "pp"))
@@ -155,7 +159,7 @@ std::optional<Json> convert_plan(Conversion& conv, std::int64_t seq)
   auto dp = integer(plan, "dp");
   if (!dp && gpus && *gpus % (tp * pp * cp) == 0)
     dp = *gpus / (tp * pp * cp);
-  if (!dp || (gpus && tp * pp * cp * *dp != *gpus)) {
+  if (!dp || *dp == 0 || (gpus && tp * pp * cp * *dp != *gpus)) {
     conv.refuse(fmt::format("tp x pp x cp x dp does not match the {} GPUs", text(hardware, "num_gpus")));
     return std::nullopt;
   }

@@ -10,6 +10,8 @@
 #include "validation/runner.hpp"
 #include "validation/software_choice.hpp"
 
+#include <fmt/format.h>
+
 using sim::validation::CaseConversion;
 using sim::validation::convert_case;
 using sim::validation::Quantity;
@@ -126,6 +128,17 @@ TEST_CASE("cases simtrain cannot express are refused with the reason")
   auto gpus = sc21_row();
   gpus["hardware"]["num_gpus"] = 64;
   CHECK(convert_case(gpus, test::source_dir()).unsupported.find("does not match") != std::string::npos);
+  // A zero size is refused by name before anything divides by it (it stopped simtrain validate with SIGFPE).
+  for (const char* key : {"tp", "pp", "cp", "micro_batch", "grad_accum"}) {
+    auto zero = sc21_row();
+    zero["plan"][key] = 0;
+    CHECK(convert_case(zero, test::source_dir()).unsupported ==
+          fmt::format("plan.{} is 0 (expected a size of at least 1)", key));
+  }
+  auto no_gpus = sc21_row();
+  no_gpus["hardware"]["num_gpus"] = 0;
+  no_gpus["plan"].erase("dp");
+  CHECK(convert_case(no_gpus, test::source_dir()).unsupported.find("does not match the 0 GPUs") != std::string::npos);
 }
 
 TEST_CASE("a case naming a published model without its architecture takes the preset, and the example script's "
