@@ -112,7 +112,7 @@ int simulate(const RunArgs& r, const CommonOptions& o)
   if (!r.memory.empty())
     memory =
         sim::scenario::capped(memory, *sim::core::parse_quantity(r.memory, sim::core::Dimension::BYTES), "--memory");
-  sim::scenario::refuse_oversized_graph(s, !r.no_fold, memory);
+  sim::scenario::refuse_oversized_graph(s, {.fold = !r.no_fold}, memory);
   if (!r.out_dir.empty())
     prepare_output_dir(r.out_dir);
   const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
@@ -248,10 +248,10 @@ int tasks(const TasksArgs& a, const CommonOptions& o)
                                   "no --rank");
     // The export keeps every rank's nodes (as indices) beside the unfolded graph.
     auto memory = sim::scenario::machine_memory();
-    const auto size = sim::workload::estimate_graph_size(s.model, s.plan, s.cluster, false);
+    const auto size = sim::workload::estimate_graph_size(s.model, s.plan, s.cluster, {.fold = false});
     memory.available_bytes = std::max(0.0, memory.available_bytes - size.tasks * sim::report::chakra_bytes_per_task);
     memory.source += fmt::format(", less the export's {:.0f} bytes per task", sim::report::chakra_bytes_per_task);
-    sim::scenario::refuse_oversized_graph(s, false, memory);
+    sim::scenario::refuse_oversized_graph(s, {.fold = false}, memory);
     prepare_output_dir(a.out);
     const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
     const auto g = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph, {false});
@@ -267,7 +267,7 @@ int tasks(const TasksArgs& a, const CommonOptions& o)
   if (a.rank && (*a.rank < 0 || *a.rank >= s.gpus))
     throw sim::core::InputError({"--rank", "", ""}, "no such rank", std::to_string(*a.rank),
                                 fmt::format("0 to {}", s.gpus - 1));
-  sim::scenario::refuse_oversized_graph(s, !a.no_fold, sim::scenario::machine_memory());
+  sim::scenario::refuse_oversized_graph(s, {.fold = !a.no_fold}, sim::scenario::machine_memory());
   const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
   const auto g = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph, {!a.no_fold});
   if (a.rank && g.folded && std::find(g.simulated.begin(), g.simulated.end(), *a.rank) == g.simulated.end())

@@ -43,8 +43,8 @@ double gemm_rate(const Kernel& kernel, const GpuSpec& gpu, Precision precision)
 double memory_time(const Kernel& kernel, const GpuSpec& gpu)
 {
   const double efficiency = kernel.kind == KernelKind::MEMORY
-                                ? gpu.memory_kernel_efficiency(kernel.memory, kernel.backward)
-                                : gpu.memory_kernel_efficiency(MemoryKernel::ELEMENTWISE, false);
+                                ? gpu.memory_kernel_efficiency(kernel.memory, kernel.pass)
+                                : gpu.memory_kernel_efficiency(MemoryKernel::ELEMENTWISE, KernelPass::FORWARD);
   return kernel.bytes / (gpu.memory_bandwidth * efficiency);
 }
 
@@ -52,8 +52,12 @@ double attention_rate(const Kernel& kernel, const GpuSpec& gpu, Precision precis
 {
   const bool backward = kernel.kind == KernelKind::ATTENTION_BACKWARD;
   if (gpu.kernel_tables && sixteen_bit(precision))
-    if (auto rate = gpu.kernel_tables->attention_rate(kernel.attention, backward, kernel.causal, kernel.seq,
-                                                      kernel.head_dim, kernel.heads))
+    if (auto rate = gpu.kernel_tables->attention_rate({.impl = kernel.attention,
+                                                       .pass = backward ? KernelPass::BACKWARD : KernelPass::FORWARD,
+                                                       .causal = kernel.causal,
+                                                       .seq = kernel.seq,
+                                                       .head_dim = kernel.head_dim,
+                                                       .heads = kernel.heads}))
       return *rate;
   double efficiency = gpu.attention_efficiency > 0 ? gpu.attention_efficiency : gpu.gemm_efficiency;
   if (backward && gpu.attention_backward_efficiency > 0)
@@ -85,13 +89,13 @@ Kernel fp8_gemm(Kernel g)
   return g;
 }
 
-Kernel memory_bound(std::string_view name, double bytes, MemoryKernel memory, bool backward)
+Kernel memory_bound(std::string_view name, double bytes, MemoryKernel memory, KernelPass pass)
 {
   Kernel g;
   g.name = name;
   g.bytes = bytes;
   g.memory = memory;
-  g.backward = backward;
+  g.pass = pass;
   return g;
 }
 

@@ -32,7 +32,7 @@ struct Kernel {
   bool causal = true;
   AttentionImpl attention = AttentionImpl::FLASH2;
   MemoryKernel memory = MemoryKernel::ELEMENTWISE; // memory-bound: its class and pass
-  bool backward = false;
+  KernelPass pass = KernelPass::FORWARD;
   double flops = 0; // as executed (GEMM: 2mnk x batch; attention: with the causal mask's saving)
   double bytes = 0; // memory traffic
 };
@@ -43,7 +43,7 @@ Kernel gemm(std::string_view name, double m, double n, double k, double batch = 
 // The same GEMM with FP8 operands: one byte per input element, the output still 16-bit.
 Kernel fp8_gemm(Kernel g);
 Kernel memory_bound(std::string_view name, double bytes, MemoryKernel memory = MemoryKernel::ELEMENTWISE,
-                    bool backward = false);
+                    KernelPass pass = KernelPass::FORWARD);
 
 // The slowest of `gpus` GPUs whose sustained throughput spreads uniformly over `spread` of the mean, relative to the
 // mean: the pace of a step in which they all wait for each other (1 for one GPU, 1 - spread/2 for very many).

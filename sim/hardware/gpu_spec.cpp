@@ -23,13 +23,13 @@ std::optional<double> GpuSpec::fp8_speedup() const
   return fp8_gemm_speedup > 0 ? fp8_gemm_speedup : *fp8 / *sixteen;
 }
 
-double GpuSpec::memory_kernel_efficiency(MemoryKernel kernel, bool backward) const
+double GpuSpec::memory_kernel_efficiency(MemoryKernel kernel, KernelPass pass) const
 {
   const double stream = memory_efficiency > 0 ? memory_efficiency : 1.0;
   const auto it = memory_kernels.find(kernel);
   if (it == memory_kernels.end())
     return stream;
-  return backward && it->second.backward > 0 ? it->second.backward : it->second.forward;
+  return pass == KernelPass::BACKWARD && it->second.backward > 0 ? it->second.backward : it->second.forward;
 }
 
 namespace {

@@ -72,7 +72,7 @@ struct GpuSpec {
   // FP8 GEMM throughput over BF16's at the same shape (nullopt without an FP8 tensor-core mode).
   std::optional<double> fp8_speedup() const;
   // Fraction of the nominal HBM bandwidth a memory-bound kernel of this class achieves.
-  double memory_kernel_efficiency(MemoryKernel kernel, bool backward) const;
+  double memory_kernel_efficiency(MemoryKernel kernel, KernelPass pass) const;
 };
 
 // Reads a gpu/v1 object.

@@ -30,6 +30,9 @@ enum class AttentionPass { FORWARD, BACKWARD, FORWARD_BACKWARD };
 inline constexpr std::array<core::Choice<AttentionPass>, 3> attention_pass_choices{
     {{"fwd", AttentionPass::FORWARD}, {"bwd", AttentionPass::BACKWARD}, {"fwd_bwd", AttentionPass::FORWARD_BACKWARD}}};
 
+// The pass a memory-bound kernel runs in: a class's backward kernel may reach another bandwidth than its forward one.
+enum class KernelPass { FORWARD, BACKWARD };
+
 // Memory-bound kernels, by what they compute and, for norms, by implementation: their achieved bandwidth differs by
 // up to 3x (apex's 2021 LayerNorm backward against a plain add).
 enum class MemoryKernel {

@@ -100,11 +100,14 @@ std::optional<double> KernelTables::fp8_speedup(double m, double n, double k, do
   return speedup;
 }
 
-double KernelTables::attention_occupancy_fraction(AttentionImpl impl, bool backward, double seq, double heads) const
+double KernelTables::attention_occupancy_fraction(const AttentionKernel& kernel) const
 {
+  const AttentionImpl impl = kernel.impl;
+  const double seq = kernel.seq;
+  const double heads = kernel.heads;
   if (heads <= 0 || sms <= 0)
     return 1.0;
-  const AttentionPass pass = backward ? AttentionPass::BACKWARD : AttentionPass::FORWARD;
+  const AttentionPass pass = kernel.pass == KernelPass::BACKWARD ? AttentionPass::BACKWARD : AttentionPass::FORWARD;
   std::map<double, double> curve; // waves -> fraction
   for (AttentionImpl which : {impl, AttentionImpl::FLASH2}) {
     for (const auto& o : attention_occupancy)
@@ -126,12 +129,15 @@ double KernelTables::attention_occupancy_fraction(AttentionImpl impl, bool backw
   return lo->second + f * (hi->second - lo->second);
 }
 
-std::optional<double> KernelTables::attention_rate(AttentionImpl impl, bool backward, bool causal, double seq,
-                                                   double head_dim, double heads) const
+std::optional<double> KernelTables::attention_rate(const AttentionKernel& kernel) const
 {
+  const AttentionImpl impl = kernel.impl;
+  const bool causal = kernel.causal;
+  const double seq = kernel.seq;
+  const double head_dim = kernel.head_dim;
   std::vector<const AttentionSample*> rows;
-  for (AttentionPass pass :
-       {backward ? AttentionPass::BACKWARD : AttentionPass::FORWARD, AttentionPass::FORWARD_BACKWARD})
+  for (AttentionPass pass : {kernel.pass == KernelPass::BACKWARD ? AttentionPass::BACKWARD : AttentionPass::FORWARD,
+                             AttentionPass::FORWARD_BACKWARD})
     for (bool same_causality : {true, false}) {
       if (!rows.empty())
         break;
@@ -159,7 +165,7 @@ std::optional<double> KernelTables::attention_rate(AttentionImpl impl, bool back
   std::map<double, double> by_head;
   for (const auto& [d, curve] : curves)
     by_head[d] = along(curve, seq);
-  return along(by_head, head_dim) * attention_occupancy_fraction(impl, backward, seq, heads);
+  return along(by_head, head_dim) * attention_occupancy_fraction(kernel);
 }
 
 namespace {

@@ -51,6 +51,16 @@ struct OccupancySample {
   std::string source;
 };
 
+// A fused attention kernel as the tables look it up.
+struct AttentionKernel {
+  AttentionImpl impl = AttentionImpl::FLASH2;
+  KernelPass pass = KernelPass::FORWARD;
+  bool causal = true;
+  double seq = 0;      // sequence length
+  double head_dim = 0; // head size
+  double heads = 0;    // batch x heads on the GPU; 0 when unknown
+};
+
 class KernelTables {
  public:
   std::string name;
@@ -77,14 +87,13 @@ class KernelTables {
   // The rate of a fused attention kernel's forward or backward pass, interpolated over sequence length and head size
   // among the rows of the implementation (the same causality preferred): the pass's own rows, else the combined
   // forward+backward rows; nullopt when the table has neither. The curves are measured with many heads (16k tokens
-  // of hidden 2048); `heads` (batch x heads on the GPU, 0 when unknown) scales the rate by the occupancy curve.
-  std::optional<double> attention_rate(AttentionImpl impl, bool backward, bool causal, double seq, double head_dim,
-                                       double heads = 0) const;
+  // of hidden 2048); the kernel's `heads` (0 when unknown) scale the rate by the occupancy curve.
+  std::optional<double> attention_rate(const AttentionKernel& kernel) const;
 
   // The fraction of its full rate an attention kernel of `heads` x ceil(seq / 128) tiles reaches: the occupancy
   // curve of its implementation (FlashAttention-2's for an implementation without one), piecewise linear in log2 of
   // the waves, held at the first row below it and 1 beyond the last; 1 without a curve or with heads 0.
-  double attention_occupancy_fraction(AttentionImpl impl, bool backward, double seq, double heads) const;
+  double attention_occupancy_fraction(const AttentionKernel& kernel) const;
 
   // The table's own roofline for a GEMM shape: gemm_best times the wave quantisation of 128 x 128 output tiles.
   double gemm_prior(double m, double n, double batch) const;

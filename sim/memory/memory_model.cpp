@@ -21,7 +21,8 @@ constexpr double fp8_bytes = 1.0;
 RankParams layer_params_per_rank(const model::ModelSpec& m, const plan::ParallelPlan& p, std::int64_t layer)
 {
   const auto h = static_cast<double>(m.hidden_size);
-  const model::LayerParams l = model::layer_params(m, m.is_moe_layer(layer));
+  const model::LayerParams l =
+      model::layer_params(m, m.is_moe_layer(layer) ? model::FfnPart::MOE : model::FfnPart::DENSE);
   // Row-parallel biases (the attention output's, the FFN's second matrix's) are whole on every TP rank.
   const double row_biases = m.linear_bias ? h * (l.ffn > 0 ? 2.0 : 1.0) : 0.0;
   RankParams r;

@@ -54,7 +54,7 @@ double expert_params(const ModelSpec& m)
   return m.moe ? ffn_params(m, static_cast<double>(m.moe->expert_ffn_hidden_size)) : 0.0;
 }
 
-LayerParams layer_params(const ModelSpec& m, bool moe)
+LayerParams layer_params(const ModelSpec& m, FfnPart ffn)
 {
   const auto h = static_cast<double>(m.hidden_size);
   LayerParams l;
@@ -62,7 +62,7 @@ LayerParams layer_params(const ModelSpec& m, bool moe)
   l.norms = (m.post_norms ? 4.0 : 2.0) * norm_params(m, h);
   if (m.qk_norm)
     l.norms += 2.0 * static_cast<double>(m.head_dim);
-  if (!moe || !m.moe) {
+  if (ffn == FfnPart::DENSE || !m.moe) {
     l.ffn = ffn_params(m, static_cast<double>(m.ffn_hidden_size));
     return l;
   }
@@ -83,9 +83,9 @@ ParamCount count_params(const ModelSpec& m)
   const auto v = static_cast<double>(m.vocab_size);
 
   ParamCount p;
-  p.layer = layer_params(m, false);
+  p.layer = layer_params(m, FfnPart::DENSE);
   if (m.moe)
-    p.moe_layer = layer_params(m, true);
+    p.moe_layer = layer_params(m, FfnPart::MOE);
   const auto moe_layers = static_cast<double>(m.moe_layers());
   const double dense_layers = static_cast<double>(m.num_layers) - moe_layers;
   p.layers = dense_layers * p.layer.total() + moe_layers * p.moe_layer.total();

@@ -33,8 +33,11 @@ struct ParamCount {
 // Weights of the GEMMs from the hidden state to queries, keys and values (MLA: its down and up projections).
 double qkv_weights(const ModelSpec& m);
 
-// One layer's parameters: a MoE layer's when `moe`, else a dense one's.
-LayerParams layer_params(const ModelSpec& m, bool moe);
+// A layer's feed-forward part: one FFN, or a MoE layer's experts (with its shared experts and router).
+enum class FfnPart { DENSE, MOE };
+
+// One layer's parameters, with the feed-forward part `ffn` (a model without experts has only dense layers).
+LayerParams layer_params(const ModelSpec& m, FfnPart ffn);
 
 // The parameters of one routed expert (its gated or plain FFN, with biases).
 double expert_params(const ModelSpec& m);

@@ -19,7 +19,8 @@ std::string kind_of(const hardware::Kernel& k)
     case KernelKind::ATTENTION_BACKWARD:
       return fmt::format("attention {}", core::choice_name(k.attention, hardware::attention_impl_choices));
     case KernelKind::MEMORY:
-      return std::string(core::choice_name(k.memory, hardware::memory_kernel_choices)) + (k.backward ? " bwd" : "");
+      return std::string(core::choice_name(k.memory, hardware::memory_kernel_choices)) +
+             (k.pass == hardware::KernelPass::BACKWARD ? " bwd" : "");
   }
   return "?";
 }

@@ -87,14 +87,14 @@ MachineMemory capped(const MachineMemory& machine, double limit, const std::stri
   return limit < machine.available_bytes ? MachineMemory{limit, source} : machine;
 }
 
-void refuse_oversized_graph(const Scenario& s, bool fold, const MachineMemory& machine)
+void refuse_oversized_graph(const Scenario& s, const workload::BuildOptions& options, const MachineMemory& machine)
 {
-  const workload::GraphSize size = workload::estimate_graph_size(s.model, s.plan, s.cluster, fold);
+  const workload::GraphSize size = workload::estimate_graph_size(s.model, s.plan, s.cluster, options);
   if (size.bytes <= machine.available_bytes)
     return;
   std::string folding;
   if (!size.folded) {
-    const workload::GraphSize folded = workload::estimate_graph_size(s.model, s.plan, s.cluster, true);
+    const workload::GraphSize folded = workload::estimate_graph_size(s.model, s.plan, s.cluster, {.fold = true});
     folding = folded.folded ? fmt::format("; folding identical GPUs (without --no-fold) makes it {} tasks, {}",
                                           core::format_count(folded.tasks), core::format_bytes(folded.bytes))
                             : "; folding identical GPUs does not apply to this plan";

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "scenario/scenario.hpp"
+#include "workload/builder.hpp"
 
 #include <string>
 
@@ -24,6 +25,6 @@ MachineMemory capped(const MachineMemory& machine, double limit, const std::stri
 
 // Throws core::InfeasiblePlan when the step's task graph (estimated before it is built) would take more than the
 // machine's available memory, with the numbers and what folding or fewer micro-batches would make of it.
-void refuse_oversized_graph(const Scenario& s, bool fold, const MachineMemory& machine);
+void refuse_oversized_graph(const Scenario& s, const workload::BuildOptions& options, const MachineMemory& machine);
 
 } // namespace sim::scenario

@@ -246,8 +246,8 @@ class Sweep {
     std::vector<std::string> overrides = o_.base_overrides;
     overrides.insert(overrides.end(), row.layout.overrides.begin(), row.layout.overrides.end());
     const auto s = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, overrides, true});
-    const auto whole = workload::estimate_graph_size(s.model, s.plan, s.cluster, false);
-    const auto folded = workload::estimate_graph_size(s.model, s.plan, s.cluster, true);
+    const auto whole = workload::estimate_graph_size(s.model, s.plan, s.cluster, {.fold = false});
+    const auto folded = workload::estimate_graph_size(s.model, s.plan, s.cluster, {.fold = true});
     Footprint& f = it->second;
     f.bytes = whole.bytes;
     if (!folded.folded || o_.fold_only || whole.bytes > o_.memory.available_bytes / (2.0 * o_.jobs)) {

@@ -212,8 +212,8 @@ ClusterGraph build_graph(const ClusterSpec& spec, int nodes)
     ClusterGraph::GpuRates r;
     if (gpu.sms > 0)
       r.compute_share_during_comm = 1.0 - static_cast<double>(spec.node.collective_sms) / gpu.sms;
-    r.memory_bandwidth =
-        gpu.memory_bandwidth * gpu.memory_kernel_efficiency(hardware::MemoryKernel::ELEMENTWISE, false);
+    r.memory_bandwidth = gpu.memory_bandwidth * gpu.memory_kernel_efficiency(hardware::MemoryKernel::ELEMENTWISE,
+                                                                             hardware::KernelPass::FORWARD);
     if (const auto* sw = spec.node.nvlink ? std::get_if<NvSwitchFabric>(&*spec.node.nvlink) : nullptr)
       r.nvls_rate = nvswitch_port(*sw, gpu) * gpu.nccl_nvls_efficiency;
     r.compute_capability = gpu.compute_capability;

@@ -6,6 +6,7 @@ namespace {
 using hardware::gemm;
 using hardware::GemmLayout;
 using hardware::Kernel;
+using hardware::KernelPass;
 using hardware::memory_bound;
 using hardware::MemoryKernel;
 
@@ -49,8 +50,9 @@ std::vector<Kernel> core_backward(const Shape& x)
   std::vector<Kernel> ks{gemm("context dgrad", x.s, x.s, x.d, x.b * heads, GemmLayout::DGRAD),
                          gemm("context wgrad", x.s, x.d, x.s, x.b * heads, GemmLayout::WGRAD)};
   if (x.dropout)
-    ks.push_back(memory_bound("attention dropout backward", (e + 1.0 + e) * scores, MemoryKernel::DROPOUT, true));
-  ks.push_back(memory_bound("softmax backward", 3.0 * e * scores, MemoryKernel::SOFTMAX, true));
+    ks.push_back(memory_bound("attention dropout backward", (e + 1.0 + e) * scores, MemoryKernel::DROPOUT,
+                              KernelPass::BACKWARD));
+  ks.push_back(memory_bound("softmax backward", 3.0 * e * scores, MemoryKernel::SOFTMAX, KernelPass::BACKWARD));
   ks.push_back(gemm("scores dgrad q", x.s, x.d, x.s, x.b * heads, GemmLayout::DGRAD));
   ks.push_back(gemm("scores dgrad k", x.s, x.d, x.s, x.b * heads, GemmLayout::WGRAD));
   return ks;
@@ -284,9 +286,11 @@ Program attention_backward(const Shape& x, const Costing& c)
   for (auto& k : core_backward(x))
     attn_back.push_back(k);
   if (x.rope)
-    attn_back.push_back(memory_bound("rotary backward", 2.0 * e * x.T * (x.q + x.kv) / x.t, MemoryKernel::ROPE, true));
+    attn_back.push_back(
+        memory_bound("rotary backward", 2.0 * e * x.T * (x.q + x.kv) / x.t, MemoryKernel::ROPE, KernelPass::BACKWARD));
   if (x.qk_norm)
-    attn_back.push_back(memory_bound("qk norm backward", 3.0 * e * x.T * (x.q + x.kv) / x.t, x.norm, true));
+    attn_back.push_back(
+        memory_bound("qk norm backward", 3.0 * e * x.T * (x.q + x.kv) / x.t, x.norm, KernelPass::BACKWARD));
   quantize(attn_back, x, "qkv output-grad cast", qkv_outputs(x));
   const std::vector<Kernel> qkv_dgrad = qkv_gemms(x, GemmLayout::DGRAD);
   const std::vector<Kernel> qkv_wgrad = qkv_gemms(x, GemmLayout::WGRAD);

@@ -87,11 +87,11 @@ double program_tasks(const Program& program, const GroupShape& tp, const plan::P
 } // namespace
 
 GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::ParallelPlan& plan,
-                              const topology::ClusterSpec& cluster, bool fold)
+                              const topology::ClusterSpec& cluster, const BuildOptions& options)
 {
   // The fold the builder tries first (it may take one with more simulated GPUs where a collective is not symmetric).
   std::optional<Fold> first;
-  if (fold) {
+  if (options.fold) {
     const auto graph = topology::build_graph(cluster, (plan.gpus() + cluster.node.gpus - 1) / cluster.node.gpus);
     first = FoldSearch(plan, cluster, graph).next();
   }

@@ -5,6 +5,7 @@
 #include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
 #include "topology/cluster_spec.hpp"
+#include "workload/builder.hpp"
 
 namespace sim::workload {
 
@@ -19,9 +20,9 @@ struct GraphSize {
 };
 
 // An estimate within a factor of about two (collectives are counted as hierarchical rings over their simulated
-// members); `fold` as build_task_graph's option.
+// members); for the graph build_task_graph makes with the same options.
 GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::ParallelPlan& plan,
-                              const topology::ClusterSpec& cluster, bool fold);
+                              const topology::ClusterSpec& cluster, const BuildOptions& options);
 // The same for a given fold (nullptr: unfolded) and the plan's layer programs, as the builder has them.
 GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::ParallelPlan& plan,
                               const topology::ClusterSpec& cluster, const Fold* fold, const LayerPrograms& programs);

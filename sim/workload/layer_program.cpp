@@ -13,6 +13,7 @@ namespace {
 using hardware::gemm;
 using hardware::GemmLayout;
 using hardware::Kernel;
+using hardware::KernelPass;
 using hardware::memory_bound;
 using hardware::MemoryKernel;
 
@@ -96,7 +97,7 @@ Program moe_backward(const Shape& x, const Costing& c)
        {linear(x, "expert fc2 dgrad", per_expert, x.fe / x.et, x.h, ek, GemmLayout::DGRAD),
         linear(x, "expert fc2 wgrad", x.fe / x.et, x.h, per_expert, ek, GemmLayout::WGRAD),
         memory_bound("expert activation backward", (x.gated ? 5.0 : 3.0) * e * x.pairs_taken * x.fe / x.et,
-                     x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true)})
+                     x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, KernelPass::BACKWARD)})
     experts.push_back(k);
   quantize(experts, x, "expert fc1 output-grad cast", x.pairs_taken * x.fe1 / x.et);
   experts.push_back(linear(x, "expert fc1 dgrad", per_expert, x.h, x.fe1 / x.et, ek, GemmLayout::DGRAD));
@@ -107,7 +108,7 @@ Program moe_backward(const Shape& x, const Costing& c)
          {linear(x, "shared expert fc2 dgrad", x.T, x.fs / x.t, x.h, 1, GemmLayout::DGRAD),
           linear(x, "shared expert fc2 wgrad", x.fs / x.t, x.h, x.T, 1, GemmLayout::WGRAD),
           memory_bound("shared expert activation backward", (x.gated ? 5.0 : 3.0) * e * x.T * x.fs / x.t,
-                       x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true)})
+                       x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, KernelPass::BACKWARD)})
       experts.push_back(k);
     quantize(experts, x, "shared expert fc1 output-grad cast", x.T * x.fs1 / x.t);
     experts.push_back(linear(x, "shared expert fc1 dgrad", x.T, x.h, x.fs1 / x.t, 1, GemmLayout::DGRAD));
@@ -181,7 +182,7 @@ Program ffn_backward(const Shape& x, const Costing& c)
   const Kernel fc2_dgrad = linear(x, "fc2 dgrad", x.T, x.f / x.t, x.h, 1, GemmLayout::DGRAD);
   std::vector<Kernel> fc2_rest{linear(x, "fc2 wgrad", x.f / x.t, x.h, x.T, 1, GemmLayout::WGRAD),
                                memory_bound("activation backward", (x.gated ? 5.0 : 3.0) * e * x.T * x.f / x.t,
-                                            x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, true)};
+                                            x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, KernelPass::BACKWARD)};
   quantize(fc2_rest, x, "fc1 output-grad cast", x.T * x.f1 / x.t);
   const Kernel fc1_dgrad = linear(x, "fc1 dgrad", x.T, x.h, x.f1 / x.t, 1, GemmLayout::DGRAD);
   const Kernel fc1_wgrad = linear(x, "fc1 wgrad", x.h, x.f1 / x.t, x.T, 1, GemmLayout::WGRAD);
@@ -262,7 +263,7 @@ Program embedding_backward(const Shape& x, const Costing& c)
   if (x.sp)
     p.push_back(collective("embedding grad all-gather", CollectiveKind::ALL_GATHER, x.T * x.h * e));
   p.push_back(c.compute("embedding backward", {memory_bound("embedding grad scatter-add", 2.0 * e * x.T * x.h,
-                                                            MemoryKernel::EMBEDDING, true)}));
+                                                            MemoryKernel::EMBEDDING, KernelPass::BACKWARD)}));
   return p;
 }
 

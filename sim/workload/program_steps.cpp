@@ -6,6 +6,7 @@ namespace {
 using hardware::gemm;
 using hardware::GemmLayout;
 using hardware::Kernel;
+using hardware::KernelPass;
 using hardware::memory_bound;
 using hardware::MemoryKernel;
 
@@ -112,7 +113,7 @@ Kernel norm(const Shape& x, const char* name)
 
 Kernel norm_backward(const Shape& x, const char* name)
 {
-  return memory_bound(name, 3.0 * e * x.Tsp * x.h, x.norm, true);
+  return memory_bound(name, 3.0 * e * x.Tsp * x.h, x.norm, KernelPass::BACKWARD);
 }
 
 std::vector<Kernel> residual(const Shape& x, const char* name)
@@ -130,8 +131,9 @@ std::vector<Kernel> residual(const Shape& x, const char* name)
 Kernel residual_backward(const Shape& x)
 {
   if (x.dropout)
-    return memory_bound("residual backward", 2.0 * e * x.Tsp * x.h + x.Tsp * x.h, MemoryKernel::DROPOUT, true);
-  return memory_bound("residual backward", 3.0 * e * x.Tsp * x.h, MemoryKernel::RESIDUAL_ADD, true);
+    return memory_bound("residual backward", 2.0 * e * x.Tsp * x.h + x.Tsp * x.h, MemoryKernel::DROPOUT,
+                        KernelPass::BACKWARD);
+  return memory_bound("residual backward", 3.0 * e * x.Tsp * x.h, MemoryKernel::RESIDUAL_ADD, KernelPass::BACKWARD);
 }
 
 } // namespace sim::workload

@@ -81,12 +81,14 @@ TEST_CASE("a kernel too small to fill the GPU costs the fixed overhead and no le
   const auto copy = sim::hardware::memory_bound("copy", 1e9);
   CHECK(sim::hardware::busy_time(copy, gpu, sim::hardware::Precision::BF16) ==
         Approx(1e9 / (gpu.memory_bandwidth * gpu.memory_efficiency)));
+  using sim::hardware::KernelPass;
   using sim::hardware::MemoryKernel;
-  const auto ln = sim::hardware::memory_bound("norm", 1e9, MemoryKernel::LAYERNORM_APEX, true);
+  const auto ln = sim::hardware::memory_bound("norm", 1e9, MemoryKernel::LAYERNORM_APEX, KernelPass::BACKWARD);
   CHECK(sim::hardware::busy_time(ln, gpu, sim::hardware::Precision::BF16) ==
         Approx(1e9 / (gpu.memory_bandwidth * gpu.memory_kernels.at(MemoryKernel::LAYERNORM_APEX).backward)));
   // apex's 2021 LayerNorm backward is measured far below a plain copy (apex PR #1037).
-  CHECK(gpu.memory_kernel_efficiency(MemoryKernel::LAYERNORM_APEX, true) < 0.5 * gpu.memory_efficiency);
+  CHECK(gpu.memory_kernel_efficiency(MemoryKernel::LAYERNORM_APEX, sim::hardware::KernelPass::BACKWARD) <
+        0.5 * gpu.memory_efficiency);
 }
 
 TEST_CASE("a step of many GPUs runs at its slowest: half the spread below the mean, none for one GPU")

@@ -15,6 +15,7 @@
 
 namespace {
 
+using sim::hardware::KernelPass;
 using sim::hardware::KernelTables;
 
 std::shared_ptr<const KernelTables> shipped(const std::string& gpu_preset)
@@ -96,13 +97,15 @@ TEST_CASE("attention points the table was not built from are predicted from thei
         continue;
       KernelTables without = *full;
       without.attention.erase(without.attention.begin() + static_cast<std::ptrdiff_t>(i));
-      const bool backward = held.pass == sim::hardware::AttentionPass::BACKWARD;
+      const auto pass = held.pass == sim::hardware::AttentionPass::BACKWARD ? sim::hardware::KernelPass::BACKWARD
+                                                                            : sim::hardware::KernelPass::FORWARD;
       if (held.pass == sim::hardware::AttentionPass::FORWARD_BACKWARD &&
           std::any_of(full->attention.begin(), full->attention.end(), [&held](const auto& a) {
             return a.impl == held.impl && a.pass != sim::hardware::AttentionPass::FORWARD_BACKWARD;
           }))
         continue; // the curve of a pass is asked for, not the combined one
-      const auto predicted = without.attention_rate(held.impl, backward, held.causal, held.seq, held.head_dim);
+      const auto predicted = without.attention_rate(
+          {.impl = held.impl, .pass = pass, .causal = held.causal, .seq = held.seq, .head_dim = held.head_dim});
       REQUIRE(predicted);
       errors.push_back(std::abs(*predicted / held.rate - 1.0));
     }
@@ -117,16 +120,17 @@ TEST_CASE("FlashAttention-2 on H100 runs slower than cuDNN's and FlashAttention-
 {
   const auto t = shipped("dgx-h100");
   using sim::hardware::AttentionImpl;
-  const double fa2 = *t->attention_rate(AttentionImpl::FLASH2, false, true, 4096, 128);
-  CHECK(fa2 < *t->attention_rate(AttentionImpl::CUDNN, false, true, 4096, 128));
-  CHECK(fa2 < *t->attention_rate(AttentionImpl::FLASH3, false, true, 4096, 128));
-  CHECK(*t->attention_rate(AttentionImpl::FLASH2, false, true, 2048, 128) <
-        *t->attention_rate(AttentionImpl::FLASH2, false, false, 2048, 128));
+  const double fa2 = *t->attention_rate({.impl = AttentionImpl::FLASH2, .seq = 4096, .head_dim = 128});
+  CHECK(fa2 < *t->attention_rate({.impl = AttentionImpl::CUDNN, .seq = 4096, .head_dim = 128}));
+  CHECK(fa2 < *t->attention_rate({.impl = AttentionImpl::FLASH3, .seq = 4096, .head_dim = 128}));
+  CHECK(*t->attention_rate({.impl = AttentionImpl::FLASH2, .seq = 2048, .head_dim = 128}) <
+        *t->attention_rate({.impl = AttentionImpl::FLASH2, .causal = false, .seq = 2048, .head_dim = 128}));
   // A100 has only forward+backward curves: both passes read them.
   const auto a = shipped("dgx-a100");
-  CHECK(*a->attention_rate(AttentionImpl::FLASH2, true, true, 4096, 128) ==
-        *a->attention_rate(AttentionImpl::FLASH2, false, true, 4096, 128));
-  CHECK_FALSE(a->attention_rate(AttentionImpl::FLASH3, false, true, 4096, 128));
+  CHECK(
+      *a->attention_rate({.impl = AttentionImpl::FLASH2, .pass = KernelPass::BACKWARD, .seq = 4096, .head_dim = 128}) ==
+      *a->attention_rate({.impl = AttentionImpl::FLASH2, .seq = 4096, .head_dim = 128}));
+  CHECK_FALSE(a->attention_rate({.impl = AttentionImpl::FLASH3, .seq = 4096, .head_dim = 128}));
 }
 
 TEST_CASE("a kernel table row above the table's best rate, or with an unknown source, is refused")
@@ -201,21 +205,25 @@ TEST_CASE("attention with few heads per GPU runs below its curve by the measured
 {
   using sim::hardware::AttentionImpl;
   const auto t = shipped("dgx-h100");
-  const double curve = *t->attention_rate(AttentionImpl::FLASH2, false, true, 4096, 128);
+  const double curve = *t->attention_rate({.impl = AttentionImpl::FLASH2, .seq = 4096, .head_dim = 128});
   // Megatron's 70B at TP 8, micro-batch 1: 8 heads x 32 query blocks fill 132 SMs twice.
-  const double few = *t->attention_rate(AttentionImpl::FLASH2, false, true, 4096, 128, 8);
-  CHECK(few / curve == Approx(t->attention_occupancy_fraction(AttentionImpl::FLASH2, false, 4096, 8)));
+  const double few = *t->attention_rate({.impl = AttentionImpl::FLASH2, .seq = 4096, .head_dim = 128, .heads = 8});
+  CHECK(few / curve ==
+        Approx(t->attention_occupancy_fraction({.impl = AttentionImpl::FLASH2, .seq = 4096, .heads = 8})));
   CHECK(few / curve > 0.45);
   CHECK(few / curve < 0.65);
   // Sixty-four heads fill it 16 times: the curve's own rate (FlashAttention's benchmark shapes).
-  CHECK(*t->attention_rate(AttentionImpl::FLASH2, false, true, 4096, 128, 64) == Approx(curve).epsilon(0.01));
+  CHECK(*t->attention_rate({.impl = AttentionImpl::FLASH2, .seq = 4096, .head_dim = 128, .heads = 64}) ==
+        Approx(curve).epsilon(0.01));
   // FlashAttention-3 has no curve of its own: FlashAttention-2's.
-  CHECK(t->attention_occupancy_fraction(AttentionImpl::FLASH3, true, 4096, 8) ==
-        t->attention_occupancy_fraction(AttentionImpl::FLASH2, true, 4096, 8));
+  CHECK(t->attention_occupancy_fraction(
+            {.impl = AttentionImpl::FLASH3, .pass = KernelPass::BACKWARD, .seq = 4096, .heads = 8}) ==
+        t->attention_occupancy_fraction(
+            {.impl = AttentionImpl::FLASH2, .pass = KernelPass::BACKWARD, .seq = 4096, .heads = 8}));
   // The fraction grows with the heads.
   double last = 0;
   for (double heads : {1.0, 4.0, 8.0, 16.0, 32.0, 64.0}) {
-    const double f = t->attention_occupancy_fraction(AttentionImpl::CUDNN, false, 4096, heads);
+    const double f = t->attention_occupancy_fraction({.impl = AttentionImpl::CUDNN, .seq = 4096, .heads = heads});
     CHECK(f >= last);
     last = f;
   }
@@ -236,8 +244,12 @@ TEST_CASE("attention measured at the validation shapes is predicted within 6 pct
       if (r.at("shapes_of") == "fa-benchmark" || (d != 64 && d != 128))
         continue;
       const auto impl = r.at("impl") == "cudnn" ? AttentionImpl::CUDNN : AttentionImpl::FLASH2;
-      const auto predicted = t->attention_rate(impl, r.at("direction") == "bwd", true, std::stod(r.at("seq_len")), d,
-                                               std::stod(r.at("heads")));
+      const auto predicted =
+          t->attention_rate({.impl = impl,
+                             .pass = r.at("direction") == "bwd" ? KernelPass::BACKWARD : KernelPass::FORWARD,
+                             .seq = std::stod(r.at("seq_len")),
+                             .head_dim = d,
+                             .heads = std::stod(r.at("heads"))});
       REQUIRE(predicted);
       errors.push_back(std::abs(*predicted / (std::stod(r.at("tflops")) * 1e12) - 1.0));
     }
@@ -278,7 +290,8 @@ TEST_CASE("the H100's and H200's measured memory-bound classes are the central v
     for (const auto& c : classes) {
       if (c.kernel == MemoryKernel::ADAM && std::string(gpu_dir) == "h100")
         continue;
-      for (const bool backward : {false, true}) {
+      for (const auto pass : {sim::hardware::KernelPass::FORWARD, sim::hardware::KernelPass::BACKWARD}) {
+        const bool backward = pass == sim::hardware::KernelPass::BACKWARD;
         double lo = 1e300, hi = 0;
         for (const auto& r : rows)
           if (r.at("kernel_class") == c.csv_class && r.at("implementation") == c.implementation &&
@@ -289,7 +302,7 @@ TEST_CASE("the H100's and H200's measured memory-bound classes are the central v
         if (hi == 0)
           continue;
         INFO(preset << " " << c.csv_class << (backward ? " backward" : " forward"));
-        CHECK(gpu.memory_kernel_efficiency(c.kernel, backward) ==
+        CHECK(gpu.memory_kernel_efficiency(c.kernel, pass) ==
               Approx((lo + hi) / 2 * 1e9 / gpu.memory_bandwidth).margin(0.005));
       }
     }

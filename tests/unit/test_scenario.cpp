@@ -221,15 +221,19 @@ TEST_CASE("a plan whose fullest GPU overflows its memory is refused with the sta
 TEST_CASE("a task graph larger than the machine's memory is refused with the batch that would fit")
 {
   const auto s = sim::scenario::load_scenario(test::source_dir() / "scenarios/default.json", options());
-  CHECK_NOTHROW(sim::scenario::refuse_oversized_graph(s, true, {64e9, "test"}));
-  const auto error = error_of([&] { sim::scenario::refuse_oversized_graph(s, false, {1e6, "a test's 1 MB"}); });
+  CHECK_NOTHROW(sim::scenario::refuse_oversized_graph(s, {.fold = true}, {64e9, "test"}));
+  const auto error = error_of([&] {
+    sim::scenario::refuse_oversized_graph(s, {.fold = false}, {1e6, "a test's 1 MB"});
+  });
   CHECK_THAT(error, Catch::Contains("the step's task graph would not fit in this machine's memory: about"));
   CHECK_THAT(error, Catch::Contains("16 micro-batches of 40 layers on 16 simulated GPUs"));
   CHECK_THAT(error, Catch::Contains("(a test's 1 MB)"));
   CHECK_THAT(error, Catch::Contains("even one micro-batch's graph would not fit; folding identical GPUs"));
-  const double full = sim::workload::estimate_graph_size(s.model, s.plan, s.cluster, false).bytes;
-  const auto quarter = error_of([&] { sim::scenario::refuse_oversized_graph(s, false, {full / 4, "a quarter"}); });
+  const double full = sim::workload::estimate_graph_size(s.model, s.plan, s.cluster, {.fold = false}).bytes;
+  const auto quarter = error_of([&] {
+    sim::scenario::refuse_oversized_graph(s, {.fold = false}, {full / 4, "a quarter"});
+  });
   CHECK_THAT(quarter, Catch::Contains("a global_batch of at most 4 sequences")); // 16 micro-batches of 1
-  CHECK_NOTHROW(sim::scenario::refuse_oversized_graph(s, false, {full * 1.01, "just enough"}));
+  CHECK_NOTHROW(sim::scenario::refuse_oversized_graph(s, {.fold = false}, {full * 1.01, "just enough"}));
   CHECK(sim::scenario::machine_memory().available_bytes > 0);
 }

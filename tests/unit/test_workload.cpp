@@ -899,8 +899,8 @@ TEST_CASE("the task graph's size is estimated before it is built, folded or not"
     for (bool fold : {false, true})
       for (const char* topology : {"dgx-a100", "mi300x"}) {
         const auto built = build(plan, tiny_model(8), topology, fold);
-        const auto estimate =
-            sim::workload::estimate_graph_size(built.scenario.model, built.scenario.plan, built.scenario.cluster, fold);
+        const auto estimate = sim::workload::estimate_graph_size(built.scenario.model, built.scenario.plan,
+                                                                 built.scenario.cluster, {.fold = fold});
         const double actual = static_cast<double>(built.tasks.tasks().size());
         INFO(plan.dump() << " on " << topology << (fold ? " folded" : "") << ": estimate " << estimate.tasks
                          << ", built " << actual);

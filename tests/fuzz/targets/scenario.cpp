@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto s = sim::scenario::load_scenario(file, {fuzz::data_dir(), {}});
     (void)sim::report::analyse(s);
     sim::scenario::refuse_out_of_memory(s);
-    const auto size_estimate = sim::workload::estimate_graph_size(s.model, s.plan, s.cluster, true);
+    const auto size_estimate = sim::workload::estimate_graph_size(s.model, s.plan, s.cluster, {.fold = true});
     if (size_estimate.tasks > 20000 || s.nodes > 64)
       return;
     const auto graph = sim::topology::build_graph(s.cluster, s.nodes);

@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         sim::scenario::load_scenario(fuzz::data_dir() / "scenarios/default.json", {fuzz::data_dir(), overrides});
     (void)sim::report::analyse(s);
     sim::scenario::refuse_out_of_memory(s);
-    (void)sim::workload::estimate_graph_size(s.model, s.plan, s.cluster, true);
+    (void)sim::workload::estimate_graph_size(s.model, s.plan, s.cluster, {.fold = true});
   });
   return 0;
 }
