@@ -1,5 +1,6 @@
 // Tests that run the simtrain binary: comparisons between simulations (one SimGrid engine per process), output files.
 #include "../unit/support.hpp"
+#include "run_simtrain.hpp"
 
 #include <array>
 #include <cstdio>
@@ -10,25 +11,16 @@
 
 namespace {
 
-struct Result {
-  int status = 0;
-  std::string out;
-};
+using test::Result;
 
-// `simtrain ARGS`: its exit status and its standard output (with `with_errors`, its standard error too).
-Result run(const std::string& args, bool with_errors = false)
+// What a run's output holds: standard output, or standard error too.
+enum class Streams { STDOUT, WITH_ERRORS };
+
+// `simtrain ARGS`: its exit status and its standard output (or both streams).
+Result run(const std::string& args, Streams streams = Streams::STDOUT)
 {
-  const std::string command =
-      std::string(SIMTRAIN_BINARY) + " --log-level off " + args + (with_errors ? " 2>&1" : " 2>/dev/null");
-  Result r;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    r.out.append(buffer.data(), n);
-  r.status = WEXITSTATUS(pclose(pipe));
-  return r;
+  return test::run_shell(std::string(SIMTRAIN_BINARY) + " --log-level off " + args +
+                         (streams == Streams::WITH_ERRORS ? " 2>&1" : " 2>/dev/null"));
 }
 
 nlohmann::json run_json(const std::string& args)
@@ -242,7 +234,7 @@ TEST_CASE("nodes of another GPU kind run at their part's speed and memory")
   CHECK(last["memory"]["capacity_bytes"].get<double>() == Approx(40.0 * (1ULL << 30)));
   CHECK(last["memory"]["per_stage"][0]["capacity_bytes"].get<double>() == Approx(80.0 * (1ULL << 30)));
   CHECK(last["memory"]["per_stage"][3]["capacity_bytes"].get<double>() == Approx(40.0 * (1ULL << 30)));
-  const auto refused = run("run " + heavy + kinds("[0, 0]"), true);
+  const auto refused = run("run " + heavy + kinds("[0, 0]"), Streams::WITH_ERRORS);
   CHECK(refused.status == 1);
   CHECK(refused.out.find("does not fit in GPU memory: stage 0 needs 57.67 GiB of 40.00 GiB") != std::string::npos);
   const auto table = run("memory " + heavy + kinds("[3, 3]")).out;
@@ -554,7 +546,7 @@ TEST_CASE("memory quotes the scenario's description as the file's, before --set 
 
 TEST_CASE("a folder given as the scenario is named as such")
 {
-  const auto r = run("run " + (test::source_dir() / "tests").string(), true);
+  const auto r = run("run " + (test::source_dir() / "tests").string(), Streams::WITH_ERRORS);
   CHECK(r.status == 1);
   CHECK(r.out.find("cannot read file (found a folder; expected a JSON file)") != std::string::npos);
 }
@@ -757,7 +749,7 @@ TEST_CASE("a straggler GPU, NVLink port or NIC slows the step, turns folding off
 
 TEST_CASE("a memory cap on the task graph refuses a run above it, and a sweep runs side by side only what fits")
 {
-  const auto refused = run("run " + scenario("default.json") + " --memory 2MiB", true);
+  const auto refused = run("run " + scenario("default.json") + " --memory 2MiB", Streams::WITH_ERRORS);
   CHECK(refused.status == 1);
   CHECK(refused.out.find("with 2.00 MiB available (--memory)") != std::string::npos);
   // Graphs of about 1.6 and 3.2 MiB: with 4 MiB the two cannot run together, so one waits for the other; with 1 MiB
@@ -816,7 +808,7 @@ TEST_CASE("with --log-format json every error and warning on stderr is one JSON 
         found.push_back(nlohmann::json::parse(line));
     return found;
   };
-  const auto bad = run("--log-format json run " + scenario("default.json") + " --set plan.tp=3", true);
+  const auto bad = run("--log-format json run " + scenario("default.json") + " --set plan.tp=3", Streams::WITH_ERRORS);
   CHECK(bad.status == 1);
   const auto errors = diagnostics(bad.out);
   REQUIRE(errors.size() == 1);
@@ -828,14 +820,14 @@ TEST_CASE("with --log-format json every error and warning on stderr is one JSON 
   const auto uneven = run("--log-format json run " + scenario("default.json") +
                               " --set plan.pp=3 --set plan.tp=2 --set gpus=48 --set plan.dp=8"
                               " --set plan.global_batch=64 --format json",
-                          true);
+                          Streams::WITH_ERRORS);
   CHECK(uneven.status == 0);
   const auto warnings = diagnostics(uneven.out);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0]["level"] == "warning");
   CHECK(warnings[0]["pointer"] == "/plan/pp");
 
-  const auto unknown = run("--log-format json run " + scenario("default.json") + " --bogus", true);
+  const auto unknown = run("--log-format json run " + scenario("default.json") + " --bogus", Streams::WITH_ERRORS);
   CHECK(unknown.status == 1);
   REQUIRE(diagnostics(unknown.out).size() == 1);
   CHECK(diagnostics(unknown.out)[0]["message"] == "The following argument was not expected: --bogus");
@@ -852,12 +844,12 @@ TEST_CASE("a run shows how much of its graph it has replayed, unless it is quick
     return n;
   };
   // 143K tasks: quick, so silent by default (a run shows progress after 3 s).
-  CHECK(count(run(unfolded, true).out) == 0);
+  CHECK(count(run(unfolded, Streams::WITH_ERRORS).out) == 0);
   setenv("SIMTRAIN_PROGRESS_AFTER", "0", 1);
-  const auto shown = run(unfolded, true).out;
+  const auto shown = run(unfolded, Streams::WITH_ERRORS).out;
   CHECK(count(shown) == 2); // at 65,536 tasks (then at most one line per 10 s), and when done
   CHECK(shown.find("46% of 142.80K tasks replayed") != std::string::npos);
-  CHECK(count(run(unfolded + " --quiet", true).out) == 0);
+  CHECK(count(run(unfolded + " --quiet", Streams::WITH_ERRORS).out) == 0);
   unsetenv("SIMTRAIN_PROGRESS_AFTER");
 }
 

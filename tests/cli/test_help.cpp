@@ -1,5 +1,6 @@
 // `simtrain help [TOPIC]`: the repository's documentation, built into the binary.
 #include "../unit/support.hpp"
+#include "run_simtrain.hpp"
 
 #include <array>
 #include <cstdio>
@@ -8,24 +9,12 @@
 
 namespace {
 
-struct Result {
-  int status = 0;
-  std::string out;
-};
+using test::Result;
 
 // `simtrain ARGS` with its standard output and standard error together.
 Result run(const std::string& args)
 {
-  const std::string command = std::string(SIMTRAIN_BINARY) + " " + args + " 2>&1";
-  Result r;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
-    r.out.append(buffer.data(), n);
-  r.status = WEXITSTATUS(pclose(pipe));
-  return r;
+  return test::run_shell(std::string(SIMTRAIN_BINARY) + " " + args + " 2>&1");
 }
 
 std::vector<std::string> listed_topics()
