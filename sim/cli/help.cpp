@@ -130,21 +130,30 @@ std::string section(const std::string& text, std::string_view heading, std::stri
   return out;
 }
 
-// The text without HTML comments (the markers of tests and tools); a line that held only comments goes too. Fenced
-// code and code spans (which may run over a line break inside a paragraph) are left as they are: they show what a
-// marker looks like.
+// The text without HTML comments (the markers of tests and tools); a line that held only comments goes too, and a
+// blank line after it where one came before it (a marker between two paragraphs leaves one blank line). Fenced code
+// and code spans (which may run over a line break inside a paragraph) are left as they are: they show what a marker
+// looks like.
 std::string without_comments(const std::string& text)
 {
   std::string out;
   Fences fences;
   bool in_comment = false;
   bool in_span = false;
+  bool after_dropped_line = false; // the last line was a comment alone, dropped after a blank line
   for (const auto& line : lines_of(text)) {
     if (!in_comment && fences.is_code(line)) {
       out += line + "\n";
+      after_dropped_line = false;
       continue;
     }
-    if (line.find_first_not_of(" \t") == std::string::npos)
+    const bool blank = line.find_first_not_of(" \t") == std::string::npos;
+    if (blank && after_dropped_line) {
+      after_dropped_line = false;
+      continue;
+    }
+    after_dropped_line = false;
+    if (blank)
       in_span = false; // a blank line ends a paragraph, and any span left open in it
     std::string kept;
     bool had_comment = false;
@@ -163,6 +172,8 @@ std::string without_comments(const std::string& text)
     }
     if (!had_comment || kept.find_first_not_of(" \t") != std::string::npos)
       out += kept + "\n";
+    else
+      after_dropped_line = out.empty() || out.ends_with("\n\n");
   }
   return out;
 }
