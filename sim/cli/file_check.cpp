@@ -33,7 +33,7 @@ CheckedFile check_file(const std::filesystem::path& file, const scenario::LoadOp
     throw core::InputError(tree.provenance().locate("/schema"), "missing required key", "nothing", expected_schema);
   const std::string name = schema->is_string() ? schema->get<std::string>() : "";
   if (name == "scenario/v1") {
-    scenario::Scenario s = scenario::load_scenario(root, file, {options.data_dir, options.overrides, false});
+    scenario::Scenario s = scenario::load_scenario(tree, file, options);
     checked.kind = FileKind::SCENARIO;
     checked.name = s.name;
     checked.warnings = s.warnings;

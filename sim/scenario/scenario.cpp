@@ -152,6 +152,11 @@ Scenario load_scenario(const std::filesystem::path& file, const LoadOptions& opt
 Scenario load_scenario(core::Json root, const std::filesystem::path& file, const LoadOptions& options)
 {
   DocumentTree tree(std::move(root), file, options.data_dir);
+  return load_scenario(tree, file, options);
+}
+
+Scenario load_scenario(DocumentTree& tree, const std::filesystem::path& file, const LoadOptions& options)
+{
   apply_overrides(tree, options, resolve_scenario_references);
   Scenario s = read_scenario(tree, file);
   s.overrides = options.overrides;

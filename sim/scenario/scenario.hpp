@@ -41,6 +41,9 @@ struct Scenario {
 Scenario load_scenario(const std::filesystem::path& file, const LoadOptions& options);
 // A scenario held in memory (an importer's), read as if it were the file `file`, which need not exist.
 Scenario load_scenario(core::Json root, const std::filesystem::path& file, const LoadOptions& options);
+// A scenario from a document tree already read (`simtrain check`, which read it to learn its schema): the tree is
+// resolved and overridden in place, not copied (a deeply nested value would overflow the stack when copied).
+Scenario load_scenario(DocumentTree& tree, const std::filesystem::path& file, const LoadOptions& options);
 
 // The overrides applied to a document of `kind` read on its own (a model, topology, GPU or kernel tables file), after
 // resolving the references its kind has, as reading it in a scenario does.
