@@ -86,6 +86,12 @@ std::string short_source(const std::string& source)
       {std::regex("llm-foundry.*A100"), "MosaicML A100"},
       {std::regex("llm-foundry.*H100"), "MosaicML H100"},
       {std::regex("llm-foundry"), "MosaicML"},
+      {std::regex("Automodel"), "NeMo AutoModel"},
+      {std::regex("dgxc-benchmarking"), "DGX Cloud benchmarks"},
+      {std::regex("NVIDIA/NeMo docs|nemo-framework"), "NeMo performance"},
+      {std::regex("Primus"), "AMD Primus"},
+      {std::regex("torchtitan"), "torchtitan"},
+      {std::regex("Llama 3 Herd"), "Llama 3 paper"},
   };
   for (const auto& [pattern, name] : known)
     if (std::regex_search(source, pattern))

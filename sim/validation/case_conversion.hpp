@@ -7,6 +7,7 @@
 #include "core/document.hpp"
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct Expectation {
   double measured = 0;
   std::string key;     // where in the case, as a JSON pointer: /measured/mfu
   bool primary = true; // counts in the error statistics (false: a restatement of a primary value)
+  // MFU and model FLOP/s: the FLOPs per token the source counts (case schema v2's model_flops_per_seq over the
+  // sequence), so that the prediction is counted as the source counts; none: simtrain's own count.
+  std::optional<double> source_flops_per_token{};
 };
 
 struct SimulationRun {

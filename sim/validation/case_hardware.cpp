@@ -23,6 +23,21 @@ std::optional<Hardware> match_gpu(const std::string& name)
     return Hardware{has_40gb ? "a100-sxm4-40gb" : "a100-sxm4-80gb", "dgx-a100"};
   if (mentions(n, "a800"))
     return Hardware{"a800-sxm4-80gb", "hgx-a800"};
+  if (mentions(n, "gb200"))
+    return Hardware{"gb200", "gb200-nvl72"};
+  if (mentions(n, "b200"))
+    return Hardware{"b200", "hgx-b200"};
+  if (mentions(n, "mi325x"))
+    return Hardware{"mi325x", "mi325x"};
+  if (mentions(n, "mi300x"))
+    return Hardware{"mi300x", "mi300x"};
+  if (mentions(n, "l40s"))
+    return Hardware{"l40s", "l40s-pcie"};
+  // Parts the catalogue does not hold under a name that contains one it does: Meta's H100 with 96 GB of HBM2e at
+  // 500 W (Grand Teton), GH200.
+  if (mentions(n, "gh200") ||
+      (mentions(n, "h100") && (mentions(n, "hbm2e") || mentions(n, "96gb") || mentions(n, "96 gb"))))
+    return std::nullopt;
   if (mentions(n, "h100"))
     return mentions(n, "pcie") ? std::nullopt : std::optional<Hardware>(Hardware{"h100-sxm5-80gb", "dgx-h100"});
   if (mentions(n, "h800"))
@@ -51,6 +66,13 @@ std::optional<Json> convert_topology(Conversion& conv, const Hardware& hw)
   const auto per_node = integer(hardware, "gpus_per_node");
   if (per_node && *per_node != topology["node"]["gpus"].get<std::int64_t>()) {
     conv.refuse(fmt::format("{} GPUs per node: no such node among the topology presets", *per_node));
+    return std::nullopt;
+  }
+  const std::int64_t node_gpus = topology["node"]["gpus"].get<std::int64_t>();
+  if (const auto gpus = integer(hardware, "num_gpus"); gpus && *gpus > node_gpus && *gpus % node_gpus != 0) {
+    conv.refuse(fmt::format("{} GPUs do not fill whole {}-GPU nodes of {}, and the source does not say how they are "
+                            "placed",
+                            *gpus, node_gpus, hw.topology));
     return std::nullopt;
   }
   const std::string link = lower(text(hardware, "interconnect"));

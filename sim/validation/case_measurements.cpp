@@ -193,6 +193,26 @@ void add_runs(Conversion& conv, const Json& scenario)
   mark(base);
   for (auto& run : variants)
     mark(run);
+  // The source's own FLOP count (case schema v2), for MFU and model FLOP/s.
+  const Json& model = section(conv.case_json(), "model");
+  const auto per_seq = number(model, "model_flops_per_seq");
+  const auto seq = integer(model, "seq_len");
+  if (per_seq && *per_seq > 0 && seq && *seq > 0) {
+    bool used = false;
+    const auto count_as_source = [&](SimulationRun& run) {
+      for (auto& e : run.expectations)
+        if (e.quantity == Quantity::MFU || e.quantity == Quantity::MODEL_FLOPS) {
+          e.source_flops_per_token = *per_seq / static_cast<double>(*seq);
+          used = true;
+        }
+    };
+    count_as_source(base);
+    for (auto& run : variants)
+      count_as_source(run);
+    if (used)
+      conv.assume(
+          fmt::format("MFU and model FLOP/s counted as the source counts: {:.4g} FLOPs per sequence", *per_seq));
+  }
   if (!base.expectations.empty())
     conv.out().runs.push_back(std::move(base));
   for (auto& run : variants)

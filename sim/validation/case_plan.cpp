@@ -18,7 +18,7 @@ std::optional<std::int64_t> global_batch(Conversion& conv, const Json& plan, std
 {
   std::optional<double> tokens = number(plan, "global_batch_tokens");
   const Json* g = member(plan, "global_batch");
-  if (g && g->is_string()) {
+  if (g && g->is_string() && !tokens) {
     static const std::regex count(R"(^\s*([0-9]+(\.[0-9]+)?)\s*([kmb]?)\s*(tokens?)?\s*$)");
     std::smatch match;
     const std::string value = lower(g->get<std::string>());
@@ -42,8 +42,21 @@ std::optional<std::int64_t> global_batch(Conversion& conv, const Json& plan, std
     conv.assume(fmt::format("global batch of {} tokens: {} sequences of {}", *tokens, std::llround(sequences), seq));
     return std::llround(sequences);
   }
-  if (const auto sequences = integer(plan, "global_batch"))
+  // AutoModel's and torchtitan's local batch: sequences per data-parallel rank per forward and backward, the global
+  // batch a whole number of them (gradient accumulation).
+  const auto local = integer(plan, "local_batch");
+  if (const auto sequences = integer(plan, "global_batch")) {
+    if (local && (*local == 0 || *sequences % (*local * dp) != 0)) {
+      conv.refuse(fmt::format("global batch {} is not a multiple of local_batch x dp = {} x {}", *sequences,
+                              text(plan, "local_batch"), dp));
+      return std::nullopt;
+    }
     return sequences;
+  }
+  if (local) {
+    conv.assume(fmt::format("global batch from local_batch x dp: {} x {}", *local, dp));
+    return *local * dp;
+  }
   if (const auto steps = integer(plan, "grad_accum"); steps && micro)
     return *micro * dp * *steps;
   return std::nullopt;
@@ -103,35 +116,14 @@ void software_of(Conversion& conv, const Json& plan, Json& p)
 
 const std::set<std::string>& plan_fields()
 {
-  static const std::set<std::string> fields({"tp",
-                                             "pp",
-                                             "dp",
-                                             "cp",
-                                             "ep",
-                                             "etp",
-                                             "moe_dispatcher",
-                                             "moe_a2a_overlap",
-                                             "moe_fp8_dispatch",
-                                             "vpp",
-                                             "micro_batch",
-                                             "global_batch",
-                                             "global_batch_tokens",
-                                             "grad_accum",
-                                             "recompute",
-                                             "sequence_parallel",
-                                             "zero_stage",
-                                             "distributed_optimizer",
-                                             "precision",
-                                             "grad_reduce_dtype",
-                                             "ddp_impl",
-                                             "pipeline_schedule",
-                                             "scatter_gather_p2p",
-                                             "model_parallel_size",
-                                             "overlap",
-                                             "fsdp_sharding",
-                                             "activation_cpu_offload",
-                                             "framework",
-                                             "attention"});
+  static const std::set<std::string> fields(
+      {"tp", "pp", "dp", "cp", "ep", "etp", "moe_dispatcher", "moe_a2a_overlap", "moe_fp8_dispatch", "vpp",
+       "micro_batch", "global_batch", "global_batch_tokens", "grad_accum", "recompute", "sequence_parallel",
+       "zero_stage", "distributed_optimizer", "precision", "grad_reduce_dtype", "ddp_impl", "pipeline_schedule",
+       "scatter_gather_p2p", "model_parallel_size", "overlap", "fsdp_sharding", "activation_cpu_offload", "framework",
+       "attention",
+       // case schema v2
+       "local_batch", "fsdp_degree", "fp8_recipe", "cp_comm_type"});
   return fields;
 }
 
@@ -170,6 +162,19 @@ std::optional<Json> convert_plan(Conversion& conv, std::int64_t seq)
   Json p{{"tp", tp}, {"pp", pp}, {"dp", *dp}};
   if (cp > 1)
     p["cp"] = cp; // Megatron-core's default kind: the ring (--cp-comm-type p2p)
+  if (member(plan, "cp_comm_type")) {
+    const auto kind =
+        conv.choice(plan, "cp_comm_type", {{"p2p", "ring"}, {"a2a+p2p", ""}, {"a2a", "all_to_all"}, {"allgather", ""}});
+    if (!kind)
+      return std::nullopt;
+    if (kind->empty()) {
+      conv.refuse(fmt::format("cp_comm_type \"{}\" is not modelled (the ring, p2p, and all-to-all, a2a, are)",
+                              text(plan, "cp_comm_type")));
+      return std::nullopt;
+    }
+    if (cp > 1)
+      p["cp_kind"] = *kind;
+  }
   if (!experts_of(conv, plan, p))
     return std::nullopt;
 
@@ -183,6 +188,11 @@ std::optional<Json> convert_plan(Conversion& conv, std::int64_t seq)
       micro = *global / per_step;
       conv.assume(fmt::format("micro-batch from global batch / (dp x gradient-accumulation steps): {}", *micro));
     }
+  }
+  if (const auto local = integer(plan, "local_batch"); !micro && local && pp == 1) {
+    micro = local;
+    conv.assume(
+        fmt::format("micro-batch not given: the local batch, {} (one pass per rank without a pipeline)", *local));
   }
   if (!micro)
     conv.assume("micro-batch not given: 1");
@@ -202,6 +212,11 @@ std::optional<Json> convert_plan(Conversion& conv, std::int64_t seq)
   }
 
   const std::string schedule = lower(text(plan, "pipeline_schedule"));
+  if (member(plan, "vpp") && !integer(plan, "vpp") && mentions(text(plan, "vpp"), "interleaved")) {
+    conv.refuse(fmt::format("plan.vpp \"{}\": the interleaved schedule without its number of virtual stages",
+                            text(plan, "vpp")));
+    return std::nullopt;
+  }
   if (const auto v = integer(plan, "vpp"); v && *v > 1) {
     p["schedule"] = "interleaved";
     p["virtual_stages"] = *v;
@@ -241,15 +256,34 @@ std::optional<Json> convert_plan(Conversion& conv, std::int64_t seq)
     if (tp > 1)
       conv.assume("sequence parallelism: on (the example script's --sequence-parallel)");
   } else {
-    const bool modern = year >= 2023 && tp > 1;
+    const Json& model = section(conv.case_json(), "model");
+    const bool moe = member(model, "experts") || flag(model, "moe").value_or(false);
+    const bool modern = (year >= 2023 || moe) && tp > 1;
     p["sequence_parallel"] = modern;
     if (tp > 1)
-      conv.assume(modern ? "sequence parallelism not given: on with TP (Megatron-core practice)"
-                         : "sequence parallelism not given: off");
+      conv.assume(moe      ? "sequence parallelism not given: on (Megatron-core requires it for MoE with TP)"
+                  : modern ? "sequence parallelism not given: on with TP (Megatron-core practice)"
+                           : "sequence parallelism not given: off");
   }
 
   const std::string precision = lower(text(plan, "precision"));
-  if (mentions(precision, "fp8")) {
+  if (mentions(precision, "fp8") && member(plan, "fp8_recipe")) {
+    p["precision"] = "fp8";
+    const auto recipe = conv.choice(plan, "fp8_recipe",
+                                    {{"delayed", "delayed"},
+                                     {"current", "current"},
+                                     {"tensorwise", "current"},
+                                     {"blockwise", "blockwise"},
+                                     {"block", "blockwise"},
+                                     {"mxfp8", ""}});
+    if (!recipe)
+      return std::nullopt;
+    if (recipe->empty()) {
+      conv.refuse("the MXFP8 recipe (32-value blocks with E8M0 scales, Blackwell) is not modelled");
+      return std::nullopt;
+    }
+    p["fp8_recipe"] = *recipe;
+  } else if (mentions(precision, "fp8")) {
     p["precision"] = "fp8";
     if (mentions(precision, "blockwise") || mentions(precision, "block"))
       p["fp8_recipe"] = "blockwise";
@@ -276,11 +310,42 @@ std::optional<Json> convert_plan(Conversion& conv, std::int64_t seq)
     p["fp32_grad_accumulation"] = precision.starts_with("amp");
   } else if (const auto zero = integer(plan, "zero_stage")) {
     p["zero_stage"] = *zero;
+  } else if (member(plan, "zero_stage")) {
+    // Free text (the Llama 3 paper: "FSDP: shards optimizer state + grads; params not resharded after forward"):
+    // parameters gathered once per step, gradients reduce-scattered, the optimizer state sharded is, for the step's
+    // time, Megatron-core's distributed optimizer.
+    const std::string zero_text = lower(text(plan, "zero_stage"));
+    if (!(mentions(zero_text, "optimizer") && mentions(zero_text, "grad") && mentions(zero_text, "not resharded"))) {
+      conv.refuse(fmt::format("plan.zero_stage \"{}\" is not a ZeRO stage simtrain reads", text(plan, "zero_stage")));
+      return std::nullopt;
+    }
+    p["distributed_optimizer"] = true;
+    conv.assume("sharded optimizer state and gradients, parameters kept after forward: the distributed optimizer "
+                "(gradients reduce-scattered, parameters gathered once per step; gradients' memory not sharded)");
   } else if (flag(plan, "distributed_optimizer").value_or(false) ||
              mentions(text(plan, "overlap"), "overlap-param-gather")) {
     p["distributed_optimizer"] = true;
     if (!flag(plan, "distributed_optimizer"))
       conv.assume("distributed optimizer (implied by --overlap-param-gather)");
+  }
+  if (const auto degree = integer(plan, "fsdp_degree")) {
+    // FSDP / ZeRO-3 over `degree` GPUs; over fewer than the data-parallel ranks it is HSDP, sharded within groups and
+    // replicated across them, which simtrain does not model.
+    if (*degree != *dp) {
+      conv.refuse(fmt::format("FSDP shard groups of {} GPUs within {} data-parallel ranks (HSDP) are not modelled",
+                              *degree, *dp));
+      return std::nullopt;
+    }
+    if (p.value("zero_stage", 3) != 3) {
+      conv.refuse(fmt::format("fsdp_degree {} with zero_stage {}", *degree, p["zero_stage"].dump()));
+      return std::nullopt;
+    }
+    if (*degree > 1 && pp > 1) {
+      conv.refuse(fmt::format("FSDP (ZeRO-3) with pipeline parallelism (pp {}) is not modelled", pp));
+      return std::nullopt;
+    }
+    if (*degree > 1)
+      p["zero_stage"] = 3;
   }
   // The example script: the distributed optimizer with overlapped gradient reduction and parameter gather, FP8
   // parameters, gradients reduced in bf16.

@@ -131,6 +131,16 @@ bool ValidationResult::targets_met() const
 
 double predicted_value(const Expectation& e, const Json& report, const Json* baseline)
 {
+  const auto tokens_per_gpu = [&report] {
+    return report.at("tokens_per_s").get<double>() / report.at("cluster").at("gpus").get<double>();
+  };
+  if (e.source_flops_per_token && (e.quantity == Quantity::MODEL_FLOPS || e.quantity == Quantity::MFU)) {
+    const double flops = tokens_per_gpu() * *e.source_flops_per_token;
+    if (e.quantity == Quantity::MODEL_FLOPS)
+      return flops;
+    // The report's MFU divides its FLOP/s by the peak it used: the same peak, the source's FLOPs.
+    return flops * report.at("mfu").get<double>() / (report.at("tflops_per_gpu").get<double>() * 1e12);
+  }
   switch (e.quantity) {
     case Quantity::STEP_TIME:
       return report.at("step_time_s").get<double>();
@@ -144,7 +154,7 @@ double predicted_value(const Expectation& e, const Json& report, const Json* bas
       return report.at("tflops_per_gpu").get<double>() * 1e12 * report.at("hfu").get<double>() /
              report.at("mfu").get<double>();
     case Quantity::TOKENS_PER_GPU:
-      return report.at("tokens_per_s").get<double>() / report.at("cluster").at("gpus").get<double>();
+      return tokens_per_gpu();
     case Quantity::LAYER_FORWARD:
       return report.at("layer_s").at("forward").get<double>();
     case Quantity::LAYER_BACKWARD:

@@ -358,7 +358,6 @@ TEST_CASE("a publication's GPU name maps to the catalogue's GPU and a node with 
   CHECK(gpu("H20") == "h20");
   CHECK(match_gpu("H800").value().topology == "hgx-h800");
   CHECK_FALSE(match_gpu("H100 PCIe"));
-  CHECK_FALSE(match_gpu("MI300X"));
 }
 
 TEST_CASE("kv_heads and a SwiGLU activation are read: a Llama-shaped case is simulated as one")

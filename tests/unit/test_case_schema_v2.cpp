@@ -1,0 +1,211 @@
+// Validation cases of schema v2 (../shared/validation/README.md, "Case schema, version 2"): each field read into the
+// scenario, or the case refused with the reason in the schema's terms.
+#include "core/document.hpp"
+#include "support.hpp"
+#include "validation/case_architecture.hpp"
+#include "validation/case_conversion.hpp"
+#include "validation/case_hardware.hpp"
+#include "validation/comparison.hpp"
+
+#include <catch2/catch.hpp>
+
+using sim::validation::CaseConversion;
+using sim::validation::convert_case;
+using sim::validation::Quantity;
+using Json = nlohmann::json;
+
+namespace {
+
+// A Megatron-core run of a small DeepSeek-shaped MoE model on 16 H100s.
+Json moe_case()
+{
+  return Json::parse(R"json({
+    "id": "moe", "source": "github.com/NVIDIA-NeMo/Megatron-Bridge docs/performance-summary.md (2025)",
+    "model": {"name": "DeepSeek-V3", "layers": 8, "hidden": 2048, "heads": 16, "ffn_hidden": 8192, "vocab": 32000,
+              "seq_len": 4096, "experts": 256, "top_k": 8, "expert_ffn_hidden": 512, "shared_experts": 2,
+              "dense_layers": 2, "moe_layer_freq": 2,
+              "mla": {"q_lora_rank": 768, "kv_lora_rank": 256, "qk_nope_head_dim": 64, "qk_rope_head_dim": 32,
+                      "v_head_dim": 64},
+              "activation": "SwiGLU", "norm": "RMSNorm", "position_embedding": "RoPE", "tie_embeddings": false,
+              "bias": false, "dropout": false},
+    "hardware": {"gpu": "H100-SXM5-80GB", "num_gpus": 16, "gpus_per_node": 8, "interconnect": "DGX-H100"},
+    "plan": {"tp": 1, "pp": 1, "dp": 16, "ep": 8, "micro_batch": 1, "global_batch": 64, "precision": "bf16",
+             "recompute": "none", "framework": "Megatron-Bridge"},
+    "measured": {"tokens_per_s_per_gpu": 5000}
+  })json");
+}
+
+// A Llama run stated with its shape but not its activation, norm or positions.
+Json llama_case()
+{
+  return Json::parse(R"json({
+    "id": "llama", "source": "github.com/pytorch/torchtitan benchmarks (2025)",
+    "model": {"name": "Llama-3.1-8B", "params_b": 8.0, "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8,
+              "ffn_hidden": 14336, "vocab": 128256, "seq_len": 8192},
+    "hardware": {"gpu": "H100", "num_gpus": 8, "gpus_per_node": 8, "interconnect": "DGX-H100"},
+    "plan": {"tp": 1, "pp": 1, "dp": 8, "local_batch": 2, "global_batch": 64, "precision": "bf16",
+             "recompute": "none", "fsdp_degree": 8, "framework": "torchtitan"},
+    "measured": {"mfu": 0.4, "tokens_per_s_per_gpu": 7000}
+  })json");
+}
+
+bool assumed(const CaseConversion& c, const std::string& text)
+{
+  return std::any_of(c.assumptions.begin(), c.assumptions.end(),
+                     [&](const std::string& a) { return a.find(text) != std::string::npos; });
+}
+
+} // namespace
+
+TEST_CASE("a schema v2 MoE case becomes model/v1's moe and mla objects, routing from the published model")
+{
+  const auto c = convert_case(moe_case(), test::source_dir());
+  REQUIRE(c.unsupported.empty());
+  const auto& m = c.runs.at(0).scenario["model"];
+  CHECK(m["moe"]["num_experts"] == 256);
+  CHECK(m["moe"]["experts_per_token"] == 8);
+  CHECK(m["moe"]["expert_ffn_hidden_size"] == 512);
+  CHECK(m["moe"]["shared_expert_ffn_hidden_size"] == 2 * 512); // two shared experts of the routed width
+  CHECK(m["moe"]["first_dense_layers"] == 2);
+  CHECK(m["moe"]["layer_frequency"] == 2);
+  CHECK(m["moe"]["router"] == "sigmoid"); // models/deepseek-v3.json
+  CHECK(m["mla"]["kv_lora_rank"] == 256);
+  CHECK(assumed(c, "routing from the published config (model preset deepseek-v3)"));
+
+  auto shared_width = moe_case();
+  shared_width["model"]["shared_expert_ffn_hidden"] = 1024;
+  CHECK(convert_case(shared_width, test::source_dir()).runs.at(0).scenario["model"]["moe"]
+                    ["shared_expert_ffn_hidden_size"] == 2 * 1024);
+  auto no_top_k = moe_case();
+  no_top_k["model"].erase("top_k");
+  CHECK_THAT(convert_case(no_top_k, test::source_dir()).unsupported, Catch::Contains("top_k"));
+  auto orphan = moe_case();
+  orphan["model"].erase("experts");
+  CHECK_THAT(convert_case(orphan, test::source_dir()).unsupported, Catch::Contains("without model.experts"));
+  auto active = moe_case();
+  active["model"]["active_params_b"] = 50.0; // the shape above has well under 1B active parameters
+  CHECK_THAT(convert_case(active, test::source_dir()).unsupported, Catch::Contains("active parameters"));
+}
+
+TEST_CASE("a schema v2 case's attention variants: windows read, one whole chunk accepted, shorter chunks and MTP "
+          "refused")
+{
+  auto windows = moe_case();
+  windows["model"].erase("mla");
+  windows["model"]["sliding_window"] = 128;
+  windows["model"]["full_attention_every"] = 2;
+  windows["model"]["attention_sinks"] = true;
+  const auto w = convert_case(windows, test::source_dir());
+  REQUIRE(w.unsupported.empty());
+  CHECK(w.runs.at(0).scenario["model"]["sliding_window"] == 128);
+  CHECK(w.runs.at(0).scenario["model"]["global_attention_every"] == 2);
+  CHECK(assumed(w, "attention sinks"));
+
+  auto chunk = moe_case();
+  chunk["model"]["chunked_attention"] = 4096; // the whole sequence: full attention
+  CHECK(convert_case(chunk, test::source_dir()).unsupported.empty());
+  chunk["model"]["chunked_attention"] = 1024;
+  CHECK_THAT(convert_case(chunk, test::source_dir()).unsupported, Catch::Contains("chunked attention of 1024"));
+  auto mtp = moe_case();
+  mtp["model"]["mtp_depth"] = 1;
+  CHECK_THAT(convert_case(mtp, test::source_dir()).unsupported, Catch::Contains("multi-token prediction"));
+}
+
+TEST_CASE("a Llama case without activation, norm or positions takes them from Llama 3's published config")
+{
+  const auto c = convert_case(llama_case(), test::source_dir());
+  REQUIRE(c.unsupported.empty());
+  const auto& m = c.runs.at(0).scenario["model"];
+  CHECK(m["ffn_kind"] == "swiglu");
+  CHECK(m["norm"] == "rmsnorm");
+  CHECK(m["position_embedding"] == "rope");
+  CHECK(m["tie_embeddings"] == false);
+  CHECK(assumed(c, "model preset llama3-8b"));
+  // A name no preset shares keeps simtrain's defaults, and then the stated size refuses the GeLU model.
+  auto unknown = llama_case();
+  unknown["model"]["name"] = "Falcon-Mamba 8B";
+  CHECK_THAT(convert_case(unknown, test::source_dir()).unsupported, Catch::Contains("parameters, the case states 8"));
+
+  const auto exact = sim::validation::published_config(test::source_dir(), "LLAMA3-70B");
+  REQUIRE(exact);
+  CHECK(exact->preset == "llama3-70b");
+  CHECK(exact->exact);
+  const auto family = sim::validation::published_config(test::source_dir(), "Llama 3.2 3B");
+  REQUIRE(family);
+  CHECK(family->preset.starts_with("llama3-"));
+  CHECK_FALSE(family->exact);
+  CHECK_FALSE(sim::validation::published_config(test::source_dir(), "MPT-7b"));
+}
+
+TEST_CASE("a schema v2 plan: local batch, FSDP degree, FP8 recipe and context-parallel kind")
+{
+  const auto c = convert_case(llama_case(), test::source_dir());
+  REQUIRE(c.unsupported.empty());
+  const auto& p = c.runs.at(0).scenario["plan"];
+  CHECK(p["global_batch"] == 64);
+  CHECK(p["micro_batch"] == 2); // the local batch, in one pass without a pipeline
+  CHECK(p["zero_stage"] == 3);
+
+  auto from_local = llama_case();
+  from_local["plan"].erase("global_batch");
+  CHECK(convert_case(from_local, test::source_dir()).runs.at(0).scenario["plan"]["global_batch"] == 16);
+  auto uneven = llama_case();
+  uneven["plan"]["global_batch"] = 20;
+  CHECK_THAT(convert_case(uneven, test::source_dir()).unsupported, Catch::Contains("local_batch x dp"));
+  auto hsdp = llama_case();
+  hsdp["plan"]["fsdp_degree"] = 4;
+  CHECK_THAT(convert_case(hsdp, test::source_dir()).unsupported, Catch::Contains("(HSDP) are not modelled"));
+
+  auto fp8 = llama_case();
+  fp8["plan"]["precision"] = "fp8";
+  fp8["plan"]["fp8_recipe"] = "blockwise";
+  CHECK(convert_case(fp8, test::source_dir()).runs.at(0).scenario["plan"]["fp8_recipe"] == "blockwise");
+  fp8["plan"]["fp8_recipe"] = "mxfp8";
+  CHECK_THAT(convert_case(fp8, test::source_dir()).unsupported, Catch::Contains("MXFP8"));
+
+  auto cp = llama_case();
+  cp["plan"]["cp"] = 2;
+  cp["plan"]["dp"] = 4;
+  cp["plan"]["fsdp_degree"] = 4;
+  cp["plan"]["cp_comm_type"] = "a2a";
+  CHECK(convert_case(cp, test::source_dir()).runs.at(0).scenario["plan"]["cp_kind"] == "all_to_all");
+  cp["plan"]["cp_comm_type"] = "a2a+p2p";
+  CHECK_THAT(convert_case(cp, test::source_dir()).unsupported, Catch::Contains("is not modelled"));
+}
+
+TEST_CASE("the GPUs sources name for Blackwell, AMD and Ada map to the catalogue; variants it lacks to none")
+{
+  using sim::validation::match_gpu;
+  CHECK(match_gpu("B200").value().gpu == "b200");
+  CHECK(match_gpu("GB200").value().topology == "gb200-nvl72"); // not the B200 its name contains
+  CHECK(match_gpu("MI325X").value().gpu == "mi325x");
+  CHECK(match_gpu("MI300X").value().gpu == "mi300x");
+  CHECK(match_gpu("L40S").value().topology == "l40s-pcie");
+  CHECK_FALSE(match_gpu("H100 (96GB HBM2e, 500W power limit; Grand Teton)"));
+  CHECK_FALSE(match_gpu("GH200")); // not the H200 its name contains
+  CHECK_FALSE(match_gpu("MI355X"));
+}
+
+TEST_CASE("MFU and model FLOP/s are counted with the source's FLOPs per sequence when the case gives them")
+{
+  auto c = llama_case();
+  c["model"]["model_flops_per_seq"] = 8192.0 * 6e10; // 6e10 FLOPs per token
+  const auto conv = convert_case(c, test::source_dir());
+  REQUIRE(conv.unsupported.empty());
+  const sim::validation::Expectation* mfu = nullptr;
+  for (const auto& e : conv.runs.at(0).expectations)
+    if (e.quantity == Quantity::MFU)
+      mfu = &e;
+  REQUIRE(mfu);
+  REQUIRE(mfu->source_flops_per_token);
+  CHECK(*mfu->source_flops_per_token == Approx(6e10));
+  // A report of 8 GPUs at 8,000 tokens/s each, 400 TFLOP/s of simtrain's count at an MFU of 0.4 (a 1 PFLOP/s peak).
+  const auto report = Json::parse(
+      R"({"tokens_per_s": 64000, "cluster": {"gpus": 8}, "tflops_per_gpu": 400, "mfu": 0.4, "hfu": 0.4})");
+  CHECK(sim::validation::predicted_value(*mfu, report, nullptr) == Approx(8000 * 6e10 / 1e15));
+  auto flops = *mfu;
+  flops.quantity = Quantity::MODEL_FLOPS;
+  CHECK(sim::validation::predicted_value(flops, report, nullptr) == Approx(8000 * 6e10));
+  flops.source_flops_per_token.reset();
+  CHECK(sim::validation::predicted_value(flops, report, nullptr) == Approx(400e12));
+}
