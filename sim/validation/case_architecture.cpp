@@ -97,9 +97,9 @@ std::optional<PublishedConfig> published_config(const std::filesystem::path& dat
     const NameKey key = name_key(preset);
     if (key.full != wanted.full && (family || key.family != wanted.family))
       continue;
-    PublishedConfig found{
-        preset, core::read_json_file(scenario::preset_path(data_dir, scenario::ReferenceKind::MODEL, preset)),
-        key.full == wanted.full};
+    PublishedConfig found{preset,
+                          core::read_json_file(scenario::preset_path(data_dir, scenario::ReferenceKind::MODEL, preset)),
+                          key.full == wanted.full};
     if (found.exact)
       return found;
     family = std::move(found);
@@ -120,14 +120,14 @@ void fill_from_published(Conversion& conv, const Json& model, Json& m)
     filled += fmt::format("{}{} {}", filled.empty() ? "" : ", ", key, published->model[key].dump());
   }
   if (!filled.empty())
-    conv.assume(fmt::format("not stated, from the published config of {} (model preset {}{}): {}",
-                            text(model, "name"), published->preset, published->exact ? "" : ", same family", filled));
+    conv.assume(fmt::format("not stated, from the published config of {} (model preset {}{}): {}", text(model, "name"),
+                            published->preset, published->exact ? "" : ", same family", filled));
 }
 
 bool add_experts(Conversion& conv, const Json& model, Json& m)
 {
-  static const char* const moe_fields[] = {"top_k",           "expert_ffn_hidden", "shared_experts",
-                                           "shared_expert_ffn_hidden", "dense_layers",  "moe_layer_freq"};
+  static const char* const moe_fields[] = {
+      "top_k", "expert_ffn_hidden", "shared_experts", "shared_expert_ffn_hidden", "dense_layers", "moe_layer_freq"};
   if (!member(model, "experts")) {
     for (const char* field : moe_fields)
       if (member(model, field)) {

@@ -74,8 +74,9 @@ TEST_CASE("a schema v2 MoE case becomes model/v1's moe and mla objects, routing 
 
   auto shared_width = moe_case();
   shared_width["model"]["shared_expert_ffn_hidden"] = 1024;
-  CHECK(convert_case(shared_width, test::source_dir()).runs.at(0).scenario["model"]["moe"]
-                    ["shared_expert_ffn_hidden_size"] == 2 * 1024);
+  CHECK(convert_case(shared_width, test::source_dir())
+            .runs.at(0)
+            .scenario["model"]["moe"]["shared_expert_ffn_hidden_size"] == 2 * 1024);
   auto no_top_k = moe_case();
   no_top_k["model"].erase("top_k");
   CHECK_THAT(convert_case(no_top_k, test::source_dir()).unsupported, Catch::Contains("top_k"));
@@ -173,7 +174,7 @@ TEST_CASE("a schema v2 plan: local batch, FSDP degree, FP8 recipe and context-pa
   CHECK_THAT(convert_case(cp, test::source_dir()).unsupported, Catch::Contains("is not modelled"));
 }
 
-TEST_CASE("the GPUs sources name for Blackwell, AMD and Ada map to the catalogue; variants it lacks to none")
+TEST_CASE("the GPUs sources name for Blackwell, AMD and Ada map to the catalogue, variants it lacks to none")
 {
   using sim::validation::match_gpu;
   CHECK(match_gpu("B200").value().gpu == "b200");
@@ -200,8 +201,8 @@ TEST_CASE("MFU and model FLOP/s are counted with the source's FLOPs per sequence
   REQUIRE(mfu->source_flops_per_token);
   CHECK(*mfu->source_flops_per_token == Approx(6e10));
   // A report of 8 GPUs at 8,000 tokens/s each, 400 TFLOP/s of simtrain's count at an MFU of 0.4 (a 1 PFLOP/s peak).
-  const auto report = Json::parse(
-      R"({"tokens_per_s": 64000, "cluster": {"gpus": 8}, "tflops_per_gpu": 400, "mfu": 0.4, "hfu": 0.4})");
+  const auto report =
+      Json::parse(R"({"tokens_per_s": 64000, "cluster": {"gpus": 8}, "tflops_per_gpu": 400, "mfu": 0.4, "hfu": 0.4})");
   CHECK(sim::validation::predicted_value(*mfu, report, nullptr) == Approx(8000 * 6e10 / 1e15));
   auto flops = *mfu;
   flops.quantity = Quantity::MODEL_FLOPS;

@@ -120,7 +120,7 @@ TEST_CASE("cases simtrain cannot express are refused with the reason")
   CHECK(convert_case(no_split, test::source_dir()).unsupported.find("tensor- and pipeline-parallel") !=
         std::string::npos);
   auto gpu = sc21_row();
-  gpu["hardware"]["gpu"] = "MI300X";
+  gpu["hardware"]["gpu"] = "MI355X";
   CHECK(convert_case(gpu, test::source_dir()).unsupported.find("not in the catalogue") != std::string::npos);
   auto batch = sc21_row();
   batch["plan"]["global_batch"] = 500;
