@@ -2,6 +2,7 @@
 
 #include "scenario/document_tree.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <fmt/format.h>
 #include <regex>
