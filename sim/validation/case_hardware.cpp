@@ -83,6 +83,24 @@ std::optional<Json> convert_topology(Conversion& conv, const Hardware& hw)
     if (mentions(link, "roce"))
       topology["node"]["nics"]["kind"] = "ethernet";
     changed = true;
+  } else if (std::smatch nics; std::regex_search(
+                 link, nics, std::regex(R"(([0-9]+) ?x? ?(([0-9.]+) ?gb(/s|ps) )?([a-z-]+ )?(links|hcas|nics)\b)"))) {
+    // "4 OmniPath links", "2x 200 Gb/s HCAs": the node's NIC count, at the stated rate, or Omni-Path's 100 Gb/s
+    // (Intel Omni-Path 100 Series), or the preset's.
+    const std::int64_t count = std::stoll(nics[1].str());
+    std::string rate = topology["node"]["nics"]["bandwidth"].get<std::string>();
+    if (nics[3].matched)
+      rate = fmt::format("{}Gbps", nics[3].str());
+    else if (mentions(link, "omni"))
+      rate = "100Gbps";
+    if (count > 0 && (count != topology["node"]["nics"]["count"].get<std::int64_t>() ||
+                      rate != topology["node"]["nics"]["bandwidth"].get<std::string>())) {
+      topology["node"]["nics"]["count"] = count;
+      topology["node"]["nics"]["bandwidth"] = rate;
+      conv.assume(fmt::format("{} NICs of {} per node, from the interconnect \"{}\"", count, rate,
+                              text(hardware, "interconnect")));
+      changed = true;
+    }
   } else if (link.empty() || mentions(link, "not stated")) {
     conv.assume(fmt::format("interconnect not stated: the {} preset", hw.topology));
   }

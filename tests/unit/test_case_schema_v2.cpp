@@ -210,3 +210,18 @@ TEST_CASE("MFU and model FLOP/s are counted with the source's FLOPs per sequence
   flops.source_flops_per_token.reset();
   CHECK(sim::validation::predicted_value(flops, report, nullptr) == Approx(400e12));
 }
+
+TEST_CASE("the NIC count and rate come from an interconnect stated as links or HCAs")
+{
+  auto c = llama_case();
+  c["hardware"]["interconnect"] = "4 OmniPath links per node";
+  const auto omni = convert_case(c, test::source_dir());
+  REQUIRE(omni.unsupported.empty());
+  const auto& nics = omni.runs.at(0).scenario["topology"]["node"]["nics"];
+  CHECK(nics["count"] == 4);
+  CHECK(nics["bandwidth"] == "100Gbps");
+  c["hardware"]["interconnect"] = "2x 200 Gb/s HCAs";
+  CHECK(convert_case(c, test::source_dir()).runs.at(0).scenario["topology"]["node"]["nics"]["bandwidth"] == "200Gbps");
+  c["hardware"]["interconnect"] = "8x 400 Gb/s HCAs"; // the DGX H100 preset's own NICs: the preset, by name
+  CHECK(convert_case(c, test::source_dir()).runs.at(0).scenario["topology"] == "dgx-h100");
+}
