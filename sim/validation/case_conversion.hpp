@@ -43,6 +43,9 @@ struct Expectation {
   // MFU and model FLOP/s: the FLOPs per token the source counts (case schema v2's model_flops_per_seq over the
   // sequence), so that the prediction is counted as the source counts; none: simtrain's own count.
   std::optional<double> source_flops_per_token{};
+  // MFU and HFU: simtrain's peak over the peak the source divides by (an FP8 run's MFU: simtrain divides by the BF16
+  // peak; a source that divides by the FP8 peak gets bf16 / fp8, about 0.5).
+  double peak_scale = 1.0;
 };
 
 struct SimulationRun {

@@ -1,5 +1,8 @@
 #include "validation/case_measurements.hpp"
 
+#include "core/units.hpp"
+#include "scenario/document_tree.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <fmt/format.h>
@@ -115,6 +118,36 @@ void dictionary(Conversion& conv, const std::string& key, const Json& values, co
   conv.out().ignored.push_back(fmt::format("{}: {}", key, "a table simtrain does not know how to read"));
 }
 
+// The peak a source's MFU divides by, as simtrain's MFU's factor. simtrain divides an FP8 run's FLOP/s by the BF16
+// peak; a case whose notes say its source divides by the FP8 peak ("peak ... 1979 (H100 FP8)", "against FP8 peak")
+// is scored against the FP8 peak of its GPU preset. Each FP8 case with an MFU lists the convention used.
+double peak_scale(Conversion& conv, const Json& scenario)
+{
+  const Json& measured = section(conv.case_json(), "measured");
+  if (scenario["plan"].value("precision", "") != "fp8" || (!member(measured, "mfu") && !member(measured, "hfu")))
+    return 1.0;
+  const std::string notes = lower(text(conv.case_json(), "notes"));
+  if (!mentions(notes, "fp8 peak") && !mentions(notes, "(h100 fp8)")) {
+    conv.assume("MFU against the BF16 peak (simtrain's convention for FP8 runs; the case does not say its source "
+                "divides by the FP8 peak)");
+    return 1.0;
+  }
+  const auto preset = scenario::preset_path(conv.data_dir(), scenario::ReferenceKind::GPU, conv.out().gpu);
+  const Json gpu = core::read_json_file(preset);
+  const auto peak = [&gpu](const char* precision) {
+    const Json* p = member(section(gpu, "peak_flops"), precision);
+    return p && p->is_string() ? core::parse_quantity(p->get<std::string>(), core::Dimension::FLOP_RATE)
+                               : std::optional<double>();
+  };
+  const auto bf16 = peak("bf16");
+  const auto fp8 = peak("fp8");
+  if (!bf16 || !fp8 || *fp8 <= 0)
+    return 1.0;
+  conv.assume(fmt::format("MFU against the FP8 peak, as the source divides ({} / {} of the BF16 peak's MFU)",
+                          core::format_flop_rate(*bf16), core::format_flop_rate(*fp8)));
+  return *bf16 / *fp8;
+}
+
 } // namespace
 
 void add_runs(Conversion& conv, const Json& scenario)
@@ -193,6 +226,14 @@ void add_runs(Conversion& conv, const Json& scenario)
   mark(base);
   for (auto& run : variants)
     mark(run);
+  const double scale = peak_scale(conv, scenario);
+  const auto count_peak_as_source = [scale](SimulationRun& run) {
+    for (auto& e : run.expectations)
+      e.peak_scale = scale;
+  };
+  count_peak_as_source(base);
+  for (auto& run : variants)
+    count_peak_as_source(run);
   // The source's own FLOP count (case schema v2), for MFU and model FLOP/s.
   const Json& model = section(conv.case_json(), "model");
   const auto per_seq = number(model, "model_flops_per_seq");

@@ -94,7 +94,8 @@ void software_of(Conversion& conv, const Json& plan, Json& p)
                                .notes = text(conv.case_json(), "notes"),
                                .zero_stage = static_cast<int>(p.value("zero_stage", 0)),
                                .fp32_accumulation = p.value("fp32_grad_accumulation", p["precision"] != "fp16"),
-                               .sequence_parallel = p.value("sequence_parallel", false)});
+                               .sequence_parallel = p.value("sequence_parallel", false),
+                               .fp8 = p["precision"] == "fp8"});
   for (const auto& [key, value] : choice.plan.items())
     p[key] = value;
   for (const auto& a : choice.assumptions)
@@ -246,7 +247,8 @@ std::optional<Json> convert_plan(Conversion& conv, std::int64_t seq)
   else
     return std::nullopt;
 
-  const int year = latest_date(text(conv.case_json(), "source")).value_or(YearMonth{}).year;
+  const int year =
+      latest_date(text(conv.case_json(), "source") + " | " + text(plan, "framework")).value_or(YearMonth{}).year;
   // Megatron-LM's examples/llama FP8 table ran train_llama3_8b_h100_fp8.sh (core_r0.12.0), whose settings apply.
   const bool llama_example = mentions(lower(text(conv.case_json(), "source")), "megatron-lm examples/llama");
   if (const auto sp = flag(plan, "sequence_parallel")) {

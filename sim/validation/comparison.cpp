@@ -139,15 +139,15 @@ double predicted_value(const Expectation& e, const Json& report, const Json* bas
     if (e.quantity == Quantity::MODEL_FLOPS)
       return flops;
     // The report's MFU divides its FLOP/s by the peak it used: the same peak, the source's FLOPs.
-    return flops * report.at("mfu").get<double>() / (report.at("tflops_per_gpu").get<double>() * 1e12);
+    return e.peak_scale * flops * report.at("mfu").get<double>() / (report.at("tflops_per_gpu").get<double>() * 1e12);
   }
   switch (e.quantity) {
     case Quantity::STEP_TIME:
       return report.at("step_time_s").get<double>();
     case Quantity::MFU:
-      return report.at("mfu").get<double>();
+      return e.peak_scale * report.at("mfu").get<double>();
     case Quantity::HFU:
-      return report.at("hfu").get<double>();
+      return e.peak_scale * report.at("hfu").get<double>();
     case Quantity::MODEL_FLOPS:
       return report.at("tflops_per_gpu").get<double>() * 1e12;
     case Quantity::HARDWARE_FLOPS:

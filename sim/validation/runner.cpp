@@ -72,7 +72,12 @@ ValidationResult run_validation(const ValidateOptions& options)
   const core::WorkDir work(options.keep_dir, "simtrain-validate");
   std::vector<study::ChildRun> children;
   std::vector<std::string> names;
-  for (const auto& c : conversions)
+  for (const auto& c : conversions) {
+    // What the conversion chose for what the case leaves open (and what it did not compare), beside its scenarios.
+    core::Json record{{"id", c.id},           {"source", c.source},
+                      {"gpu", c.gpu},         {"assumptions", c.assumptions},
+                      {"ignored", c.ignored}, {"unsupported", c.unsupported}};
+    std::ofstream(work.path() / (core::file_stem(c.id) + ".conversion.json")) << record.dump(2) << "\n";
     for (const auto& run : c.runs) {
       const fs::path stem = work.path() / core::file_stem(run.name);
       study::ChildRun child;
@@ -89,6 +94,7 @@ ValidationResult run_validation(const ValidateOptions& options)
       children.push_back(std::move(child));
       names.push_back(run.name);
     }
+  }
 
   const auto status = study::run_children(children, options.jobs);
   std::map<std::string, RunOutcome> outcomes;

@@ -42,12 +42,17 @@ std::optional<YearMonth> latest_date(const std::string& text)
   static const std::regex arxiv(R"((?:^|[^0-9.])([1-3][0-9])([01][0-9])\.[0-9]{4,5}(?=[^0-9]|$))");
   static const std::regex sc(R"(\bSC ?'?([1-3][0-9])\b)");
   static const std::regex year(R"((?:^|[^0-9])(20[1-3][0-9])(?=[^0-9]|$))");
+  // A release named by year and month: "NeMo 25.02 container", "Container: NeMo 26.04.01", "tag v24.11.1".
+  static const std::regex release(R"(\b(?:nemo|container:?|tag) v?([1-3][0-9])\.([01][0-9])(?:\.[0-9]+)*(?=[^0-9.]|$))",
+                                  std::regex::icase);
   for (auto it = std::sregex_iterator(text.begin(), text.end(), full); it != std::sregex_iterator(); ++it)
     keep({std::stoi((*it)[1].str()), std::stoi((*it)[2].str())});
   for (auto it = std::sregex_iterator(text.begin(), text.end(), arxiv); it != std::sregex_iterator(); ++it)
     keep({2000 + std::stoi((*it)[1].str()), std::stoi((*it)[2].str())});
   for (auto it = std::sregex_iterator(text.begin(), text.end(), sc); it != std::sregex_iterator(); ++it)
     keep({2000 + std::stoi((*it)[1].str()), 6});
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), release); it != std::sregex_iterator(); ++it)
+    keep({2000 + std::stoi((*it)[1].str()), std::stoi((*it)[2].str())});
   if (!latest) // a bare year only when nothing more precise is given
     for (auto it = std::sregex_iterator(text.begin(), text.end(), year); it != std::sregex_iterator(); ++it)
       keep({std::stoi((*it)[1].str()), 6});
@@ -58,7 +63,7 @@ SoftwareChoice choose_software(const CaseText& t)
 {
   SoftwareChoice c;
   const std::string all = lower(t.source + " | " + t.framework + " | " + t.notes);
-  c.date = latest_date(t.source);
+  c.date = latest_date(t.source + " | " + t.framework); // the framework may name its container's release
   auto& plan = c.plan;
   const auto assume = [&c](std::string what) { c.assumptions.push_back(std::move(what)); };
 
@@ -114,6 +119,10 @@ SoftwareChoice choose_software(const CaseText& t)
   if (!c.date) {
     plan["software"] = "megatron-core";
     assume(fmt::format("software: {} of unknown date: Megatron-core with Transformer Engine", who));
+  } else if (t.fp8) { // --fp8-format needs Transformer Engine (megatron/core/transformer's TE layers), at any date
+    plan["software"] = "megatron-core";
+    assume(fmt::format("software: {} of {} in FP8: Megatron-core with Transformer Engine, which FP8 needs", who,
+                       format_date(c.date)));
   } else if (before(c.date, 2021, 9)) {
     // Asynchronous TP all-reduce arrived 2021-09-02 (6e1bde1e0f).
     plan["software"] = "megatron-lm-2021";

@@ -20,7 +20,8 @@ struct YearMonth {
   int value() const { return year * 12 + month - 1; }
 };
 
-// The latest date a text names: YYYY-MM(-DD), arXiv identifiers (YYMM.NNNNN), SC'YY, or a bare year 2015-2039.
+// The latest date a text names: YYYY-MM(-DD), arXiv identifiers (YYMM.NNNNN), SC'YY, a release named by year and
+// month ("NeMo 25.02", "Container: NeMo 26.04.01", "tag v24.11.1"), or a bare year 2015-2039.
 std::optional<YearMonth> latest_date(const std::string& text);
 
 struct SoftwareChoice {
@@ -37,6 +38,7 @@ struct CaseText {
   int zero_stage = 0;
   bool fp32_accumulation = false;
   bool sequence_parallel = false;
+  bool fp8 = false; // the run trains in FP8, which Megatron-LM and NeMo do only through Transformer Engine
 };
 
 SoftwareChoice choose_software(const CaseText& text);

@@ -6,6 +6,7 @@
 #include "validation/case_conversion.hpp"
 #include "validation/case_hardware.hpp"
 #include "validation/comparison.hpp"
+#include "validation/software_choice.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -224,4 +225,47 @@ TEST_CASE("the NIC count and rate come from an interconnect stated as links or H
   CHECK(convert_case(c, test::source_dir()).runs.at(0).scenario["topology"]["node"]["nics"]["bandwidth"] == "200Gbps");
   c["hardware"]["interconnect"] = "8x 400 Gb/s HCAs"; // the DGX H100 preset's own NICs: the preset, by name
   CHECK(convert_case(c, test::source_dir()).runs.at(0).scenario["topology"] == "dgx-h100");
+}
+
+TEST_CASE("an FP8 run's MFU is scored against the FP8 peak when the source divides by it, else the BF16 peak")
+{
+  const auto mfu_of = [](const CaseConversion& c) {
+    for (const auto& e : c.runs.at(0).expectations)
+      if (e.quantity == Quantity::MFU)
+        return e;
+    FAIL("no MFU comparison");
+    return sim::validation::Expectation{};
+  };
+  auto c = llama_case();
+  c["plan"]["precision"] = "fp8";
+  c["notes"] = "MFU = model FLOPs / (gpus x peak); peak 989 (H100 BF16), 1979 (H100 FP8)";
+  const auto fp8_peak = convert_case(c, test::source_dir());
+  REQUIRE(fp8_peak.unsupported.empty());
+  const auto e = mfu_of(fp8_peak);
+  CHECK(e.peak_scale == Approx(989.4 / 1978.9)); // topologies/gpus/h100-sxm5-80gb.json
+  CHECK(assumed(fp8_peak, "MFU against the FP8 peak"));
+  const auto report =
+      Json::parse(R"({"tokens_per_s": 64000, "cluster": {"gpus": 8}, "tflops_per_gpu": 400, "mfu": 0.4, "hfu": 0.4})");
+  CHECK(sim::validation::predicted_value(e, report, nullptr) == Approx(0.4 * 989.4 / 1978.9));
+
+  c.erase("notes");
+  const auto bf16_peak = convert_case(c, test::source_dir());
+  CHECK(mfu_of(bf16_peak).peak_scale == 1.0);
+  CHECK(assumed(bf16_peak, "MFU against the BF16 peak"));
+  CHECK(mfu_of(convert_case(llama_case(), test::source_dir())).peak_scale == 1.0); // a BF16 run
+}
+
+TEST_CASE("a container's or tag's release dates a case, and an FP8 Megatron run is Megatron-core at any date")
+{
+  using sim::validation::latest_date;
+  const auto date = [](const std::string& text) { return latest_date(text).value_or(sim::validation::YearMonth{}); };
+  CHECK(date("NeMo 25.02 container (NeMo 2.0, Megatron-Core)").value() == date("2025-02").value());
+  CHECK(date("section \"26.04.01 NeMo Container\"; Container: NeMo 26.04.01").year == 2026);
+  CHECK(date("NVIDIA/dgxc-benchmarking tag v24.11.1 (commit 35a9aec)").month == 11);
+  CHECK_FALSE(latest_date("Table 23.05 of the appendix"));
+
+  const auto bf16 = sim::validation::choose_software({.source = "Megatron-LM, 2023-05"});
+  CHECK(bf16.plan["software"] == "megatron-lm-2022");
+  const auto fp8 = sim::validation::choose_software({.source = "Megatron-LM, 2023-05", .fp8 = true});
+  CHECK(fp8.plan["software"] == "megatron-core");
 }
