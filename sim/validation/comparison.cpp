@@ -3,6 +3,7 @@
 #include "core/units.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -82,17 +83,27 @@ std::string target_text(const ErrorStats& s)
 
 // How the comparisons are grouped into error statistics: per source and quantity (with the source's targets), or
 // per GPU.
-enum class Grouping { BY_SOURCE, BY_GPU };
+enum class Grouping { BY_SOURCE, BY_GPU, BY_KIND };
+
+// The kinds in the order the tables list them.
+constexpr std::array<std::string_view, 4> kind_order{"dense", "MoE", "FP8", "CP"};
 
 std::vector<ErrorStats> statistics(const std::vector<Comparison>& comparisons, Grouping grouping,
                                    const std::vector<Target>& targets)
 {
   const bool by_source = grouping == Grouping::BY_SOURCE;
   std::map<std::pair<std::string, std::string>, std::vector<double>> groups;
-  for (const auto& c : comparisons)
-    if (c.primary)
-      groups[{by_source ? c.source : c.gpu, by_source ? std::string(quantity_name(c.quantity)) : ""}].push_back(
-          c.error);
+  for (const auto& c : comparisons) {
+    if (!c.primary)
+      continue;
+    if (grouping == Grouping::BY_KIND) { // kinds mix quantities: step times only, as step times
+      if (aspect_of(c.quantity) == Aspect::TIME)
+        for (const auto& kind : c.kinds)
+          groups[{kind, ""}].push_back(step_time_error(c));
+      continue;
+    }
+    groups[{by_source ? c.source : c.gpu, by_source ? std::string(quantity_name(c.quantity)) : ""}].push_back(c.error);
+  }
   std::vector<ErrorStats> out;
   for (auto [key, errors] : groups) {
     ErrorStats s = error_stats(errors);
@@ -106,10 +117,35 @@ std::vector<ErrorStats> statistics(const std::vector<Comparison>& comparisons, G
       s.met = s.median <= s.target->median && s.worst <= s.target->worst;
     out.push_back(s);
   }
+  if (grouping == Grouping::BY_KIND) // in kind_order, not alphabetically
+    std::stable_sort(out.begin(), out.end(), [](const ErrorStats& a, const ErrorStats& b) {
+      return std::find(kind_order.begin(), kind_order.end(), a.group) <
+             std::find(kind_order.begin(), kind_order.end(), b.group);
+    });
   return out;
 }
 
 } // namespace
+
+double step_time_error(const Comparison& c)
+{
+  const Quantity q = c.quantity;
+  const bool throughput = q == Quantity::MFU || q == Quantity::HFU || q == Quantity::MODEL_FLOPS ||
+                          q == Quantity::HARDWARE_FLOPS || q == Quantity::TOKENS_PER_GPU;
+  return throughput ? 1.0 / (1.0 + c.error) - 1.0 : c.error;
+}
+
+std::vector<std::string> run_kinds(const Json& scenario)
+{
+  const Json& model = scenario.contains("model") ? scenario["model"] : Json();
+  const Json& plan = scenario.contains("plan") ? scenario["plan"] : Json();
+  std::vector<std::string> kinds{model.is_object() && model.contains("moe") ? "MoE" : "dense"};
+  if (plan.is_object() && plan.value("precision", "") == "fp8")
+    kinds.emplace_back("FP8");
+  if (plan.is_object() && plan.contains("cp") && plan["cp"].is_number() && plan["cp"].get<double>() > 1)
+    kinds.emplace_back("CP");
+  return kinds;
+}
 
 ErrorStats error_stats(std::vector<double> errors)
 {
@@ -206,7 +242,8 @@ ValidationResult compare(const std::vector<CaseConversion>& cases, const std::ma
           baseline = &b->second.report;
       }
       for (const auto& e : run.expectations) {
-        Comparison cmp{c.id, run.name, c.source, c.gpu, e.key, e.quantity, e.measured, 0, 0, e.primary};
+        Comparison cmp{
+            c.id, run.name, c.source, c.gpu, e.key, e.quantity, e.measured, 0, 0, e.primary, run_kinds(run.scenario)};
         try {
           cmp.predicted = predicted_value(e, outcome->second.report, baseline);
         } catch (const std::exception& ex) {
@@ -220,6 +257,7 @@ ValidationResult compare(const std::vector<CaseConversion>& cases, const std::ma
   }
   r.by_source = statistics(r.comparisons, Grouping::BY_SOURCE, targets);
   r.by_gpu = statistics(r.comparisons, Grouping::BY_GPU, targets);
+  r.by_kind = statistics(r.comparisons, Grouping::BY_KIND, targets);
   return r;
 }
 
@@ -248,19 +286,22 @@ std::string render_text(const ValidationResult& r)
       line(fmt::format("  {}: {}", f.name, f.why));
   }
   const auto table = [&line](const std::string& title, const std::vector<ErrorStats>& stats, Grouping grouping) {
-    const bool quantity = grouping == Grouping::BY_SOURCE; // the per-source table has quantity, bias and target
+    const bool quantity = grouping == Grouping::BY_SOURCE; // the per-source table has quantity and target
+    const bool bias = grouping != Grouping::BY_GPU;
+    const char* group = grouping == Grouping::BY_SOURCE ? "source" : grouping == Grouping::BY_GPU ? "GPU" : "kind";
     line("");
     line(title);
-    line(fmt::format("  {:<22} {:<34} {:>5} {:>7} {:>7} {:>7} {:>7}  {}", quantity ? "source" : "GPU",
-                     quantity ? "quantity" : "", "cases", quantity ? "bias" : "", "median", "p90", "worst",
-                     quantity ? "target" : ""));
+    line(fmt::format("  {:<22} {:<34} {:>5} {:>7} {:>7} {:>7} {:>7}  {}", group, quantity ? "quantity" : "", "cases",
+                     bias ? "bias" : "", "median", "p90", "worst", quantity ? "target" : ""));
     for (const auto& s : stats)
       line(fmt::format("  {:<22} {:<34} {:>5} {:>7} {:>7} {:>7} {:>7}  {}", s.group, s.quantity, s.count,
-                       quantity ? signed_percent(s.bias) : "", percent(s.median), percent(s.p90), percent(s.worst),
+                       bias ? signed_percent(s.bias) : "", percent(s.median), percent(s.p90), percent(s.worst),
                        target_text(s)));
   };
   table("absolute error per source (each case's primary comparison)", r.by_source, Grouping::BY_SOURCE);
   table("absolute error per GPU", r.by_gpu, Grouping::BY_GPU);
+  table("step-time error per kind of run (throughputs as step times, < 0 too short; a run counts in each kind it is)",
+        r.by_kind, Grouping::BY_KIND);
   return out;
 }
 
@@ -279,6 +320,12 @@ std::string render_markdown(const ValidationResult& r, const MarkdownOptions& op
   for (const auto& s : r.by_gpu)
     line(fmt::format("| {} | {} | {} | {} | {} |", s.group, s.count, percent(s.median), percent(s.p90),
                      percent(s.worst)));
+  line("");
+  line("| kind of run (step-time error) | cases | bias | median | p90 | worst |");
+  line("| --- | ---: | ---: | ---: | ---: | ---: |");
+  for (const auto& s : r.by_kind)
+    line(fmt::format("| {} | {} | {} | {} | {} | {} |", s.group, s.count, signed_percent(s.bias), percent(s.median),
+                     percent(s.p90), percent(s.worst)));
   if (options.per_case) {
     line("");
     line("| case | quantity | predicted | measured | error |");
@@ -322,7 +369,8 @@ Json render_json(const ValidationResult& r)
                            {"measured", c.measured},
                            {"predicted", c.predicted},
                            {"error", c.error},
-                           {"primary", c.primary}});
+                           {"primary", c.primary},
+                           {"kinds", c.kinds}});
   const auto stats = [](const std::vector<ErrorStats>& list) {
     Json a = Json::array();
     for (const auto& s : list)
@@ -342,10 +390,15 @@ Json render_json(const ValidationResult& r)
       a.push_back({{"name", l.name}, {"why", l.why}});
     return a;
   };
-  return {{"kind", "validation"},       {"cases", r.cases},
-          {"comparisons", comparisons}, {"by_source", stats(r.by_source)},
-          {"by_gpu", stats(r.by_gpu)},  {"unsupported", listed(r.unsupported)},
-          {"failed", listed(r.failed)}, {"targets_met", r.targets_met()}};
+  return {{"kind", "validation"},
+          {"cases", r.cases},
+          {"comparisons", comparisons},
+          {"by_source", stats(r.by_source)},
+          {"by_gpu", stats(r.by_gpu)},
+          {"by_kind", stats(r.by_kind)},
+          {"unsupported", listed(r.unsupported)},
+          {"failed", listed(r.failed)},
+          {"targets_met", r.targets_met()}};
 }
 
 } // namespace sim::validation

@@ -29,6 +29,7 @@ struct Comparison {
   double predicted = 0;
   double error = 0; // (predicted - measured) / measured
   bool primary = true;
+  std::vector<std::string> kinds{}; // what kind of run it is: "dense" or "MoE", and "FP8", "CP" where they apply
 };
 
 // Accuracy a source's cases should reach: thresholds on |error|.
@@ -62,8 +63,17 @@ struct ValidationResult {
   std::vector<Listed> failed;      // runs that did not produce a report
   std::vector<ErrorStats> by_source;
   std::vector<ErrorStats> by_gpu;
+  std::vector<ErrorStats> by_kind; // dense, MoE, FP8, CP: a run counts in each kind it is
   bool targets_met() const;
 };
+
+// The kinds of run a scenario is, for the statistics per kind: "dense" or "MoE", and "FP8" and "CP" (context
+// parallelism) where they apply.
+std::vector<std::string> run_kinds(const core::Json& scenario);
+
+// A comparison of time's error as an error of the step time: a throughput predicted (1 + e) times the measured one
+// is a step predicted 1 / (1 + e) times as long, so that a negative error always means a step predicted too short.
+double step_time_error(const Comparison& c);
 
 // Count, bias, median, 90th percentile and worst of a group's signed errors.
 ErrorStats error_stats(std::vector<double> errors);

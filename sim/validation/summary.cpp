@@ -11,18 +11,6 @@ using report::GpuAccuracy;
 using report::GroupAccuracy;
 using report::Summary;
 
-bool is_throughput(Quantity q)
-{
-  return q == Quantity::MFU || q == Quantity::HFU || q == Quantity::MODEL_FLOPS || q == Quantity::HARDWARE_FLOPS ||
-         q == Quantity::TOKENS_PER_GPU;
-}
-
-// The comparison's error as an error of the step time (for the time group).
-double step_time_error(const Comparison& c)
-{
-  return is_throughput(c.quantity) ? 1.0 / (1.0 + c.error) - 1.0 : c.error;
-}
-
 Accuracy accuracy_of(const std::vector<const Comparison*>& list, Aspect aspect)
 {
   std::vector<double> errors;

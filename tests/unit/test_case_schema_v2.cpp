@@ -269,3 +269,45 @@ TEST_CASE("a container's or tag's release dates a case, and an FP8 Megatron run 
   const auto fp8 = sim::validation::choose_software({.source = "Megatron-LM, 2023-05", .fp8 = true});
   CHECK(fp8.plan["software"] == "megatron-core");
 }
+
+TEST_CASE("errors per kind of run: dense or MoE, FP8, CP, as step-time errors, a run in each kind it is")
+{
+  using sim::validation::Expectation;
+  using sim::validation::SimulationRun;
+  CHECK(sim::validation::run_kinds(Json::parse(R"({"model": {"moe": {}}, "plan": {"precision": "fp8", "cp": 2}})")) ==
+        std::vector<std::string>{"MoE", "FP8", "CP"});
+  CHECK(sim::validation::run_kinds(Json::parse(R"({"model": "gpt3-175b", "plan": {"precision": "bf16"}})")) ==
+        std::vector<std::string>{"dense"});
+
+  const auto report = Json::parse(
+      R"({"tokens_per_s": 1000, "cluster": {"gpus": 1}, "tflops_per_gpu": 100, "mfu": 0.5, "hfu": 0.5,
+          "step_time_s": 2.0})");
+  const auto conversion = [](const std::string& id, const std::string& scenario, Expectation e) {
+    CaseConversion c;
+    c.id = id;
+    c.source = "S";
+    c.gpu = "h100-sxm5-80gb";
+    c.runs.push_back(SimulationRun{.name = id, .scenario = Json::parse(scenario), .expectations = {e}});
+    return c;
+  };
+  // A dense run 2 s against 2.5 s measured (-20 %); an MoE FP8 run at 1,000 tokens/s against 800 (+25 %: a step
+  // 1 / 1.25 as long, -20 %).
+  const std::vector<CaseConversion> cases{
+      conversion("dense", R"({"model": {}, "plan": {}})", {.quantity = Quantity::STEP_TIME, .measured = 2.5}),
+      conversion("moe", R"({"model": {"moe": {}}, "plan": {"precision": "fp8"}})",
+                 {.quantity = Quantity::TOKENS_PER_GPU, .measured = 800})};
+  std::map<std::string, sim::validation::RunOutcome> outcomes{{"dense", {true, report, ""}},
+                                                              {"moe", {true, report, ""}}};
+  const auto r = sim::validation::compare(cases, outcomes, {});
+  REQUIRE(r.by_kind.size() == 3);
+  CHECK(r.by_kind[0].group == "dense");
+  CHECK(r.by_kind[1].group == "MoE");
+  CHECK(r.by_kind[2].group == "FP8");
+  for (const auto& s : r.by_kind) {
+    CHECK(s.count == 1);
+    CHECK(s.bias == Approx(-0.2));
+  }
+  CHECK_THAT(sim::validation::render_text(r), Catch::Contains("step-time error per kind of run"));
+  CHECK_THAT(sim::validation::render_markdown(r), Catch::Contains("| MoE | 1 | -20.0% |"));
+  CHECK(sim::validation::render_json(r)["by_kind"].size() == 3);
+}
