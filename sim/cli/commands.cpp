@@ -145,7 +145,9 @@ int simulate(const RunArgs& r, const CommonOptions& o)
   const auto summary = load_validation_summary(o);
   std::vector<sim::core::Json> validation;
   for (const auto* gpu : sim::topology::gpu_kinds(s.cluster))
-    validation.push_back(report::gpu_validation(summary, gpu->name));
+    validation.push_back(report::gpu_validation(
+        summary, gpu->name,
+        report::run_kinds(s.model.moe.has_value(), s.plan.precision == sim::hardware::Precision::FP8, s.plan.cp > 1)));
   const auto json = sim::report::run_json(s, metrics, cost, validation);
   const auto boxes = sim::report::pass_boxes(s, tasks, timeline);
   if (o.format == "json") {

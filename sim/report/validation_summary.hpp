@@ -41,7 +41,12 @@ struct GpuAccuracy {
   int comparisons = 0;
   std::optional<GroupAccuracy> time; // step times and throughputs
   std::optional<GroupAccuracy> memory;
+  std::map<std::string, Accuracy> kinds; // step times by kind of run (run_kinds); a run counts in each kind it is
 };
+
+// The kinds of run validation tells apart, in this order: "dense" or "MoE", then "FP8" and "CP" (context
+// parallelism) where they apply.
+std::vector<std::string> run_kinds(bool moe, bool fp8, bool context_parallel);
 
 struct Summary {
   std::string cases_file; // its file name, without folders
@@ -70,8 +75,9 @@ struct SummaryFile {
 SummaryFile load_summary(const std::filesystem::path& data_dir);
 
 // A report's `validation` object for `gpu` (its catalogue name): its step-time accuracy, or why there is none, and
-// its memory accuracy (null when none).
-core::Json gpu_validation(const SummaryFile& file, const std::string& gpu);
+// its memory accuracy (null when none). With the run's `kinds` (run_kinds) and a summary that tells kinds apart, also
+// the step-time accuracy of each kind other than dense on this GPU, or that no published run of it was validated.
+core::Json gpu_validation(const SummaryFile& file, const std::string& gpu, const std::vector<std::string>& kinds = {});
 
 // "accuracy: A100-SXM4-80GB step times 17.5% off median, ..." from a `validation` object; `label` follows
 // "accuracy" (" (A)").

@@ -1,6 +1,7 @@
 #include "validation/comparison.hpp"
 
 #include "core/units.hpp"
+#include "report/validation_summary.hpp"
 
 #include <algorithm>
 #include <array>
@@ -139,12 +140,9 @@ std::vector<std::string> run_kinds(const Json& scenario)
 {
   const Json& model = scenario.contains("model") ? scenario["model"] : Json();
   const Json& plan = scenario.contains("plan") ? scenario["plan"] : Json();
-  std::vector<std::string> kinds{model.is_object() && model.contains("moe") ? "MoE" : "dense"};
-  if (plan.is_object() && plan.value("precision", "") == "fp8")
-    kinds.emplace_back("FP8");
-  if (plan.is_object() && plan.contains("cp") && plan["cp"].is_number() && plan["cp"].get<double>() > 1)
-    kinds.emplace_back("CP");
-  return kinds;
+  return report::run_kinds(
+      model.is_object() && model.contains("moe"), plan.is_object() && plan.value("precision", "") == "fp8",
+      plan.is_object() && plan.contains("cp") && plan["cp"].is_number() && plan["cp"].get<double>() > 1);
 }
 
 ErrorStats error_stats(std::vector<double> errors)

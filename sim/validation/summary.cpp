@@ -64,6 +64,12 @@ Summary summarize(const ValidationResult& result, const std::string& cases_file,
       g.time = group_of(group[0], Aspect::TIME);
     if (!group[1].empty())
       g.memory = group_of(group[1], Aspect::MEMORY);
+    std::map<std::string, std::vector<const Comparison*>> by_kind;
+    for (const auto* c : group[0])
+      for (const auto& kind : c->kinds)
+        by_kind[kind].push_back(c);
+    for (const auto& [kind, list] : by_kind)
+      g.kinds[kind] = accuracy_of(list, Aspect::TIME);
     const auto name = gpu_names.find(preset);
     s.gpus[name == gpu_names.end() ? preset : name->second] = g;
   }

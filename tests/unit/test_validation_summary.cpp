@@ -156,3 +156,42 @@ TEST_CASE("a report quotes its GPU's step-time accuracy, or says why it cannot")
   INFO(shipped.warning);
   CHECK(shipped.summary); // tools/validate wrote it, and it reads
 }
+
+TEST_CASE("a summary tells kinds of run apart, and a report quotes the accuracy of its own kinds")
+{
+  auto r = result();
+  for (auto& c : r.comparisons)
+    c.kinds = {"dense"};
+  auto moe = comparison("moe", "a100-sxm4-80gb", "Megatron-Bridge", Quantity::TOKENS_PER_GPU, 0.25);
+  moe.kinds = {"MoE", "FP8"};
+  r.comparisons.push_back(moe);
+  const auto s = sim::validation::summarize(r, "cases.json", {{"a100-sxm4-80gb", "A100-SXM4-80GB"}});
+  const auto& a100 = s.gpus.at("A100-SXM4-80GB");
+  REQUIRE(a100.kinds.count("MoE") == 1);
+  CHECK(a100.kinds.at("MoE").runs == 1);
+  CHECK(a100.kinds.at("MoE").bias == Approx(-0.2)); // tokens/s 25 % too high: a step 20 % too short
+  CHECK(a100.kinds.at("dense").runs == 3);          // the step times only, not memory
+  CHECK_FALSE(a100.kinds.count("CP"));
+
+  const Json j = sim::report::summary_json(s);
+  CHECK(j["gpus"]["A100-SXM4-80GB"]["kinds"]["FP8"]["runs"] == 1);
+  sim::core::Provenance provenance;
+  CHECK(sim::report::summary_json(sim::report::read_summary(sim::core::Node(j, "", provenance))) == j);
+  Json unknown = j;
+  unknown["gpus"]["A100-SXM4-80GB"]["kinds"]["FP4"] = unknown["gpus"]["A100-SXM4-80GB"]["kinds"]["FP8"];
+  CHECK_THAT(read_error(unknown), Catch::Contains("/kinds/FP4: unknown kind of run"));
+
+  const sim::report::SummaryFile file{s, "", ""};
+  const auto v = sim::report::gpu_validation(file, "A100-SXM4-80GB", {"MoE", "CP"});
+  REQUIRE(v["kinds"].size() == 2);
+  CHECK(v["kinds"][0]["kind"] == "MoE");
+  CHECK(v["kinds"][0]["covered"] == true);
+  CHECK(v["kinds"][1]["covered"] == false);
+  CHECK_THAT(sim::report::accuracy_line(v),
+             Catch::Contains("; MoE runs 20.0% off median, 20.0% worst over 1 published run; no published CP run "
+                             "validated on it; memory within"));
+  // A dense run quotes its GPU only; so does every run with a summary written before kinds were told apart.
+  CHECK_FALSE(sim::report::gpu_validation(file, "A100-SXM4-80GB", {"dense"}).contains("kinds"));
+  const sim::report::SummaryFile old{summary(), "", ""};
+  CHECK_FALSE(sim::report::gpu_validation(old, "A100-SXM4-80GB", {"MoE"}).contains("kinds"));
+}
