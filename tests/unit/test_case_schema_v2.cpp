@@ -311,3 +311,30 @@ TEST_CASE("errors per kind of run: dense or MoE, FP8, CP, as step-time errors, a
   CHECK_THAT(sim::validation::render_markdown(r), Catch::Contains("| MoE | 1 | -20.0% |"));
   CHECK(sim::validation::render_json(r)["by_kind"].size() == 3);
 }
+
+TEST_CASE("an MoE model named without its shape takes its preset, and an embedded HuggingFace config is read")
+{
+  auto named = moe_case();
+  named["model"] = Json::parse(R"({"name": "Qwen3-30B-A3B", "moe": true, "seq_len": 4096})");
+  const auto preset = convert_case(named, test::source_dir());
+  REQUIRE(preset.unsupported.empty());
+  CHECK(preset.runs.at(0).scenario["model"]["moe"]["num_experts"] == 128); // models/qwen3-30b-a3b.json
+  CHECK(assumed(preset, "model preset qwen3-30b-a3b"));
+  named["model"]["name"] = "Unreleased-MoE 1T";
+  CHECK_THAT(convert_case(named, test::source_dir()).unsupported, Catch::Contains("an MoE model without its shape"));
+
+  auto hf = llama_case();
+  hf["model"] = Json::parse(R"json({"name": "tiny-llama", "seq_len": 2048, "hf_config": {
+      "model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 2048, "intermediate_size": 5632,
+      "num_hidden_layers": 22, "num_attention_heads": 32, "num_key_value_heads": 4, "vocab_size": 32000,
+      "hidden_act": "silu", "rms_norm_eps": 1e-5, "tie_word_embeddings": false, "max_position_embeddings": 2048}})json");
+  const auto from_hf = convert_case(hf, test::source_dir());
+  REQUIRE(from_hf.unsupported.empty());
+  const auto& m = from_hf.runs.at(0).scenario["model"];
+  CHECK(m["num_layers"] == 22);
+  CHECK(m["num_kv_heads"] == 4);
+  CHECK(m["ffn_kind"] == "swiglu");
+  CHECK(m["seq_length"] == 2048);
+  hf["model"]["hf_config"]["num_attention_heads"] = "many";
+  CHECK_THAT(convert_case(hf, test::source_dir()).unsupported, Catch::Contains("model.hf_config is not a config"));
+}
