@@ -19,6 +19,14 @@ std::optional<Hardware> match_gpu(const std::string& name)
 {
   const std::string n = lower(name);
   const bool has_40gb = std::regex_search(n, std::regex(R"((^|[^0-9])40 ?gb)"));
+  // PCIe and NVL cards of parts the catalogue holds as SXM modules (no NVSwitch, other clocks and power: no node
+  // preset has them), and the 16 GB V100: none, rather than the SXM part's numbers.
+  const bool card = mentions(n, "pcie") || std::regex_search(n, std::regex(R"(\bnvl\b|nvl ?[0-9]*$)"));
+  if (card &&
+      (mentions(n, "a100") || mentions(n, "a800") || mentions(n, "h100") || mentions(n, "h800") || mentions(n, "h200")))
+    return std::nullopt;
+  if (mentions(n, "v100") && std::regex_search(n, std::regex(R"((^|[^0-9])16 ?gb)")))
+    return std::nullopt;
   if (mentions(n, "a100"))
     return Hardware{has_40gb ? "a100-sxm4-40gb" : "a100-sxm4-80gb", "dgx-a100"};
   if (mentions(n, "a800"))
@@ -39,7 +47,7 @@ std::optional<Hardware> match_gpu(const std::string& name)
       (mentions(n, "h100") && (mentions(n, "hbm2e") || mentions(n, "96gb") || mentions(n, "96 gb"))))
     return std::nullopt;
   if (mentions(n, "h100"))
-    return mentions(n, "pcie") ? std::nullopt : std::optional<Hardware>(Hardware{"h100-sxm5-80gb", "dgx-h100"});
+    return Hardware{"h100-sxm5-80gb", "dgx-h100"};
   if (mentions(n, "h800"))
     return Hardware{"h800-sxm5-80gb", "hgx-h800"};
   if (mentions(n, "h200"))

@@ -186,6 +186,13 @@ TEST_CASE("the GPUs sources name for Blackwell, AMD and Ada map to the catalogue
   CHECK_FALSE(match_gpu("H100 (96GB HBM2e, 500W power limit; Grand Teton)"));
   CHECK_FALSE(match_gpu("GH200")); // not the H200 its name contains
   CHECK_FALSE(match_gpu("MI355X"));
+  // Cards of parts the catalogue holds as SXM modules, and the 16 GB V100: none, not the module's numbers.
+  CHECK_FALSE(match_gpu("A100 PCIe 40GB"));
+  CHECK_FALSE(match_gpu("H100 NVL"));
+  CHECK_FALSE(match_gpu("H200 NVL 141GB"));
+  CHECK_FALSE(match_gpu("V100-SXM2-16GB"));
+  CHECK(match_gpu("V100-SXM2-32GB").value().gpu == "v100-sxm2-32gb");
+  CHECK(match_gpu("GB200 NVL72").value().gpu == "gb200"); // a rack, not a card
 }
 
 TEST_CASE("MFU and model FLOP/s are counted with the source's FLOPs per sequence when the case gives them")
