@@ -84,7 +84,7 @@ GpuAccuracy read_gpu(const core::Node& node)
       const core::Node kind = kinds->element_of(item.key());
       static const std::set<std::string> known{"dense", "MoE", "FP8", "CP"};
       if (known.count(item.key()) == 0)
-        kind.fail_found("unknown kind of run", item.key(), "dense, MoE, FP8 or CP");
+        kind.fail_found("unknown kind of run", fmt::format("\"{}\"", item.key()), "dense, MoE, FP8 or CP");
       core::ObjectReader k(kind);
       g.kinds[item.key()] = read_accuracy(k);
       k.finish();

@@ -108,9 +108,8 @@ std::optional<PublishedConfig> published_config(const std::filesystem::path& dat
   return family;
 }
 
-void fill_from_published(Conversion& conv, const Json& model, Json& m)
+void fill_from_published(Conversion& conv, const Json& model, const std::optional<PublishedConfig>& published, Json& m)
 {
-  const auto published = published_config(conv.data_dir(), text(model, "name"));
   if (!published)
     return;
   std::string filled;
@@ -125,7 +124,7 @@ void fill_from_published(Conversion& conv, const Json& model, Json& m)
                             published->preset, published->exact ? "" : ", same family", filled));
 }
 
-bool add_experts(Conversion& conv, const Json& model, Json& m)
+bool add_experts(Conversion& conv, const Json& model, const std::optional<PublishedConfig>& published, Json& m)
 {
   static const char* const moe_fields[] = {
       "top_k", "expert_ffn_hidden", "shared_experts", "shared_expert_ffn_hidden", "dense_layers", "moe_layer_freq"};
@@ -157,7 +156,6 @@ bool add_experts(Conversion& conv, const Json& model, Json& m)
     moe["layer_frequency"] = *every;
   // The router and its balancing are the published model's (DeepSeek-V3: sigmoid, auxiliary-loss-free, node-limited
   // groups) where the preset of that model has as many experts.
-  const auto published = published_config(conv.data_dir(), text(model, "name"));
   if (published && published->model.contains("moe") &&
       published->model["moe"].value("num_experts", std::int64_t{0}) == experts) {
     std::string taken;

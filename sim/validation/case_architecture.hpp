@@ -21,12 +21,16 @@ struct PublishedConfig {
 std::optional<PublishedConfig> published_config(const std::filesystem::path& data_dir, const std::string& name);
 
 // Keys of model/v1 that a case leaves unstated (activation, norm, positions, tied embeddings, biases, dropout), set
-// from the published config, each listed as an assumption. `m` is the model/v1 document built from the case.
-void fill_from_published(Conversion& conv, const core::Json& model, core::Json& m);
+// from the published config (published_config of the case's model name, looked up once per case), each listed as an
+// assumption. `m` is the model/v1 document built from the case.
+void fill_from_published(Conversion& conv, const core::Json& model, const std::optional<PublishedConfig>& published,
+                         core::Json& m);
 
 // model.experts, top_k, expert_ffn_hidden, shared_experts, shared_expert_ffn_hidden, dense_layers and moe_layer_freq as
-// model/v1's "moe" object. False when the case is refused.
-bool add_experts(Conversion& conv, const core::Json& model, core::Json& m);
+// model/v1's "moe" object, the router from the published config where it has as many experts. False when the case is
+// refused.
+bool add_experts(Conversion& conv, const core::Json& model, const std::optional<PublishedConfig>& published,
+                 core::Json& m);
 
 // model.mla, sliding_window, full_attention_every, attention_sinks, chunked_attention, nope_every and mtp_depth, for
 // sequences of `seq` tokens. False when the case is refused.

@@ -17,18 +17,18 @@ using core::Json;
 // A case that names a published model without its architecture (Megatron-LM's "LLAMA3-70B", a source's MoE model
 // with `moe: true`): the model preset of that name, trained at the case's sequence length; the fields the case does
 // give must agree with it.
-std::optional<Json> published_model(Conversion& conv, const Json& model, std::int64_t seq)
+std::optional<Json> published_model(Conversion& conv, const Json& model,
+                                    const std::optional<PublishedConfig>& published, std::int64_t seq)
 {
-  auto published = published_config(conv.data_dir(), text(model, "name"));
   if (!published || !published->exact)
     return std::nullopt;
-  Json& m = published->model;
+  Json m = published->model;
   if (const auto vocab = integer(model, "vocab"); vocab && *vocab != m.value("vocab_size", std::int64_t{0}))
     return std::nullopt;
   m["seq_length"] = seq;
   conv.assume(fmt::format("architecture not given: the published {} (model preset {})", text(model, "name"),
                           published->preset));
-  return std::move(m);
+  return m;
 }
 
 // An embedded HuggingFace config.json (case schema v2's model.hf_config), read as simtrain reads one.
@@ -116,6 +116,7 @@ std::optional<Json> convert_model(Conversion& conv)
   const auto heads = integer(model, "heads");
   const auto vocab = integer(model, "vocab");
   const auto seq = integer(model, "seq_len");
+  const auto published = published_config(conv.data_dir(), text(model, "name")); // once per case
   if (member(model, "hf_config") && seq) {
     auto m = embedded_hf_config(conv, model, *seq);
     if (!m || !add_attention(conv, model, *seq, *m) || !check_parameters(conv, model, *m))
@@ -123,7 +124,7 @@ std::optional<Json> convert_model(Conversion& conv)
     return m;
   }
   if (!layers && !hidden && !heads && seq)
-    if (auto named = published_model(conv, model, *seq))
+    if (auto named = published_model(conv, model, published, *seq))
       return named;
   if (flag(model, "moe").value_or(false) && !member(model, "experts")) {
     conv.refuse(fmt::format("an MoE model without its shape, and no model preset named \"{}\"", text(model, "name")));
@@ -183,7 +184,7 @@ std::optional<Json> convert_model(Conversion& conv)
       if (std::string_view(key) == "linear_bias")
         m["qkv_bias"] = *b;
     }
-  fill_from_published(conv, model, m);
+  fill_from_published(conv, model, published, m);
   const bool every_layer_moe = member(model, "experts") && integer(model, "dense_layers").value_or(0) == 0 &&
                                integer(model, "moe_layer_freq").value_or(1) <= 1;
   if (const auto ffn = integer(model, "ffn_hidden"))
@@ -203,7 +204,8 @@ std::optional<Json> convert_model(Conversion& conv)
       m["dropout"] = false;
     conv.assume("MPT architecture: learned positions, biases, no dropout, tied embeddings (llm-foundry yamls)");
   }
-  if (!add_experts(conv, model, m) || !add_attention(conv, model, *seq, m) || !check_parameters(conv, model, m))
+  if (!add_experts(conv, model, published, m) || !add_attention(conv, model, *seq, m) ||
+      !check_parameters(conv, model, m))
     return std::nullopt;
   return m;
 }
