@@ -65,6 +65,20 @@ Imported import_megatron(const std::vector<std::string>& arguments, const Target
                                           *gpus));
   s["gpus"] = *gpus;
   s["plan"] = megatron_plan(a, out, tp, layers);
+  // Megatron-core's partial distributed optimizer (from 2024-11, MR !2170): the optimizer state sharded within each of
+  // N consecutive groups of the data-parallel ranks (CP with them), gradients reduce-scattered there and all-reduced
+  // across the groups (param_and_grad_buffer.py): hybrid sharding.
+  if (const auto instances = a.integer("num-distributed-optimizer-instances", 1, 1 << 20);
+      instances && *instances > 1) {
+    const Given& given = *a.find("num-distributed-optimizer-instances");
+    const std::int64_t dp_cp = *gpus / (s["plan"]["tp"].get<std::int64_t>() * s["plan"]["pp"].get<std::int64_t>());
+    if (dp_cp % *instances != 0 || dp_cp / *instances < 2)
+      Arguments::fail(given, "does not split the data-parallel ranks into groups of two or more",
+                      fmt::format("{} instances of {} data-parallel ranks", *instances, dp_cp),
+                      "a divisor of the data-parallel (x context-parallel) size");
+    s["plan"]["shard_group"] = dp_cp / *instances;
+    out.origins.emplace_back("/plan/shard_group", given.spelt());
+  }
   if (const Given* g = a.find("tensor-model-parallel-size"))
     out.origins.emplace_back("/plan/tp", g->spelt());
   out.origins.emplace_back("/gpus", target.gpus ? "--gpus" : "the launcher's GPU count");

@@ -241,10 +241,10 @@ Imported import_torchtitan(const core::Node& job, const Target& target, const st
   // FSDP2 shards parameters, gradients and optimizer state over the shard dimension: ZeRO-3.
   if (shard > 1)
     plan["zero_stage"] = 3;
+  // HSDP: FSDP within each group of the shard dimension (CP inside it, torchtitan's dp_shard_cp mesh), groups
+  // replicated over the outer replicate dimension.
   if (shard > 1 && replicate > 1)
-    out.not_simulated.push_back(Setting{fmt::format("/parallelism/data_parallel_replicate_degree {}", replicate),
-                                        "HSDP (replicas of FSDP groups) is simulated as FSDP over all the "
-                                        "data-parallel GPUs"});
+    plan["shard_group"] = shard * cp;
   if (shard > 1 && pp > 1)
     throw core::InputError(t.find("parallelism", "pipeline_parallel_degree")->location(),
                            "FSDP with pipeline parallelism is not simulated yet",

@@ -138,7 +138,7 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
     e.layer_activation_bytes = std::max(e.layer_activation_bytes, layer_activation_bytes(m, p, l));
 
   const double t = p.tp;
-  const double d = p.dp_cp(); // CP ranks shard the optimizer with the DP ranks
+  const double d = p.shards(); // CP ranks shard the optimizer with the DP ranks (all, or a hybrid shard group)
   const double h = static_cast<double>(m.hidden_size);
   const double sb = p.local_seq() * p.micro_batch;
   const double sp_divisor = p.sequence_parallel ? t : 1.0;

@@ -100,6 +100,14 @@ std::vector<int> group_of(const ParallelPlan& p, GroupDim dim, int gpu)
       for (int i = 0; i < p.cp; ++i)
         r.push_back(rank_of(p, {c.tp, c.dp / p.cp * p.cp + i, c.pp}));
       return r;
+    case GroupDim::SHARD:
+      for (int i = 0; i < p.shards(); ++i)
+        r.push_back(rank_of(p, {c.tp, c.dp / p.shards() * p.shards() + i, c.pp}));
+      return r;
+    case GroupDim::REPLICA:
+      for (int i = 0; i < p.shard_replicas(); ++i)
+        r.push_back(rank_of(p, {c.tp, c.dp % p.shards() + i * p.shards(), c.pp}));
+      return r;
     case GroupDim::EP:
     case GroupDim::ETP:
     case GroupDim::EDP: {

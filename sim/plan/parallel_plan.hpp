@@ -111,6 +111,10 @@ struct ParallelPlan {
   int virtual_stages = 1; // model chunks per GPU (interleaved schedule; 2 under DualPipe and DualPipeV)
   int zero_stage = 0;
   bool distributed_optimizer = false;
+  // Hybrid sharding: the data-parallel ranks (CP with them) that one copy of the sharded state is split over, in
+  // consecutive groups; the groups replicate each other (PyTorch FSDP's HYBRID_SHARD, torchtitan's and MaxText's
+  // HSDP, Megatron-core's num_distributed_optimizer_instances = dp_cp / shard_group). 0: all of them.
+  int shard_group = 0;
   // The textbook pipeline, for teaching: every transfer is free (pipeline sends and collectives), no stage has the
   // embedding or the output layer's work, and the stages must be identical (same layers): a GPipe, 1F1B or
   // interleaved step's bubble is then the formula's exactly.
@@ -142,6 +146,8 @@ struct ParallelPlan {
   int dp_cp() const { return dp * cp; } // the GPUs of a stage holding the same weights (gradient reduction groups)
   double local_seq() const { return static_cast<double>(seq_length) / cp; } // tokens of a sequence on one GPU
   int edp() const { return tp * dp * cp / (etp * ep); } // expert data parallelism: replicas of each expert
+  int shards() const { return shard_group > 0 ? shard_group : dp_cp(); } // ranks sharing one copy of sharded state
+  int shard_replicas() const { return dp_cp() / shards(); }
   std::int64_t microbatches() const { return global_batch / (static_cast<std::int64_t>(micro_batch) * dp); }
   int chunks() const { return pp * virtual_stages; }
   bool dualpipe() const { return schedule == Schedule::DUALPIPE || schedule == Schedule::DUALPIPE_V; }
@@ -183,8 +189,9 @@ int rank_of(const ParallelPlan& plan, RankCoords c);
 
 // The parallel groups a GPU belongs to. TP, DP (CP inside it) and CP follow rank_order. The experts lay a stage's
 // GPUs, taken in the attention's tp-then-dp order, out again as etp x ep x edp, innermost first (Megatron-core's
-// expert rank order).
-enum class GroupDim { TP, DP, CP, EP, ETP, EDP };
+// expert rank order). SHARD: the shard_group consecutive DP coordinates that split one copy of a sharded state;
+// REPLICA: the GPUs holding the same shard in each copy (the DP group when nothing is hybrid).
+enum class GroupDim { TP, DP, CP, EP, ETP, EDP, SHARD, REPLICA };
 // The GPUs that differ from `gpu` in `dim`'s coordinate only, in that coordinate's order (`gpu` among them).
 std::vector<int> group_of(const ParallelPlan& plan, GroupDim dim, int gpu);
 

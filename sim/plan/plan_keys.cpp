@@ -189,6 +189,18 @@ PlanKey generation_key()
   return k;
 }
 
+// Hybrid sharding's group: written only where a scenario states it; a report of a sharded plan shows the ranks each
+// copy of the state is split over (all of dp x cp unless hybrid), one without sharding leaves it out.
+PlanKey shard_group_key()
+{
+  PlanKey k = integer("shard_group", &ParallelPlan::shard_group, 0, 1, max_gpus);
+  k.write = [](const ParallelPlan& p) { return p.shard_group > 0 ? Json(p.shard_group) : Json(); };
+  k.report_value = [](const ParallelPlan& p) {
+    return p.zero_stage > 0 || p.distributed_optimizer ? Json(p.shards()) : Json();
+  };
+  return k;
+}
+
 PlanKey bucket_key()
 {
   PlanKey k = key("dp_bucket_size", &ParallelPlan::dp_bucket_bytes, [](PlanReading& r) {
@@ -278,6 +290,7 @@ std::vector<PlanKey> make_plan_keys()
       schedule_key(),
       integer("zero_stage", &P::zero_stage, 0, 0, 3),
       flag("distributed_optimizer", &P::distributed_optimizer, false),
+      shard_group_key(),
       flag("ideal", &P::ideal, false),
       choice("recompute", &P::recompute, model::recompute_choices, model::Recompute::NONE),
       flag("sequence_parallel", &P::sequence_parallel, false),

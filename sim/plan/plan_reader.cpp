@@ -133,6 +133,23 @@ void check_context(const ParallelPlan& p, const core::Node& node, const model::M
                "zero_stage 0 or 1, or the distributed optimizer");
 }
 
+// Hybrid sharding splits a sharded state (ZeRO or the distributed optimizer) over groups of the data-parallel ranks.
+void check_shard_group(const ParallelPlan& p, const core::Node& node, const model::ModelSpec& m)
+{
+  if (p.zero_stage == 0 && !p.distributed_optimizer)
+    infeasible(node, "shard_group", "hybrid sharding needs a sharded state, which the plan does not have",
+               "zero_stage 1-3 or distributed_optimizer true, or no shard_group");
+  if (p.shard_group < 2 || p.dp_cp() % p.shard_group != 0)
+    infeasible(node, "shard_group",
+               fmt::format("{} does not divide the {} data-parallel ranks{} into groups of two or more", p.shard_group,
+                           p.dp_cp(), p.cp > 1 ? " (dp*cp)" : ""),
+               "a divisor of dp*cp of at least 2");
+  if (m.moe && p.shard_group < p.dp_cp())
+    infeasible(node, "shard_group",
+               fmt::format("hybrid sharding of the routed experts' state (model '{}') is not modelled", m.name),
+               "no shard_group with a mixture-of-experts model");
+}
+
 } // namespace
 
 ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, std::optional<int> gpus)
@@ -223,6 +240,9 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
     infeasible(node, "distributed_optimizer",
                "the distributed optimizer and ZeRO both shard the optimizer state; choose one",
                "distributed_optimizer false, or zero_stage 0");
+
+  if (p.shard_group > 0)
+    check_shard_group(p, node, m);
 
   if (m.position_embedding == model::PositionEmbedding::LEARNED && p.seq_length > m.seq_length)
     infeasible(node, "seq_length",

@@ -66,6 +66,16 @@ std::string parallel_extras(const plan::ParallelPlan& p)
   return out;
 }
 
+std::string sharding_text(const plan::ParallelPlan& p)
+{
+  std::string out = p.zero_stage > 0 ? fmt::format(", ZeRO-{}", p.zero_stage) : "";
+  if (p.distributed_optimizer)
+    out += ", distributed optimizer";
+  if (p.shard_group > 0 && p.shard_replicas() > 1)
+    out += fmt::format(" in shard groups of {} ({} copies)", p.shard_group, p.shard_replicas());
+  return out;
+}
+
 core::Json plan_json(const plan::ParallelPlan& p)
 {
   core::Json j;
@@ -192,15 +202,12 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
   std::string schedule = name_of(p.schedule, plan::schedule_choices);
   if (p.schedule == plan::Schedule::INTERLEAVED)
     schedule += fmt::format(" (v={})", p.virtual_stages);
-  std::string sharding = p.zero_stage > 0 ? fmt::format(", ZeRO-{}", p.zero_stage) : "";
-  if (p.distributed_optimizer)
-    sharding += ", distributed optimizer";
   line(fmt::format("plan     TP {} x PP {} x DP {}{}; micro-batch {}, global batch {} ({} micro-batch{} per pipeline), "
                    "sequence {}; {}; recompute {}{}{}",
                    p.tp, p.pp, p.dp, parallel_extras(p), p.micro_batch, p.global_batch, p.microbatches(),
                    p.microbatches() == 1 ? "" : "es", p.seq_length, schedule,
                    name_of(p.recompute, model::recompute_choices), p.sequence_parallel ? ", sequence parallel" : "",
-                   sharding));
+                   sharding_text(p)));
   line("");
   line("Memory per GPU, one GPU of each pipeline stage (GiB)");
   line(fmt::format("{:>5} {:>6} {:>9} {:>8} {:>8} {:>9} {:>11} {:>7} {:>8} {:>8}  {}", "stage", "layers", "params",

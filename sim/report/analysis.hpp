@@ -25,6 +25,8 @@ Analysis analyse(const scenario::Scenario& s);
 core::Json plan_json(const plan::ParallelPlan& p);
 // " x CP 2 (ring)", " (EP 8)": the parallel dimensions beside TP, PP and DP, for the one-line plan summaries.
 std::string parallel_extras(const plan::ParallelPlan& p);
+// How the plan shards its state, for the plan line: ", ZeRO-3 in shard groups of 16 (11 copies)", or "".
+std::string sharding_text(const plan::ParallelPlan& p);
 
 core::Json analysis_json(const scenario::Scenario& s, const Analysis& a);
 std::string analysis_text(const scenario::Scenario& s, const Analysis& a);

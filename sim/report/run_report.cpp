@@ -287,11 +287,10 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
     schedule += fmt::format(" (v={})", p.virtual_stages);
   line(fmt::format(
       "plan: TP {} x PP {} x DP {}{}, micro-batch {}, global batch {} ({} micro-batch{}), sequence {}, {}, "
-      "recompute {}{}{}{}",
+      "recompute {}{}{}",
       p.tp, p.pp, p.dp, report::parallel_extras(p), p.micro_batch, p.global_batch, p.microbatches(),
       p.microbatches() == 1 ? "" : "es", p.seq_length, schedule, name_of(p.recompute, model::recompute_choices),
-      p.sequence_parallel ? ", sequence parallel" : "", p.zero_stage ? fmt::format(", ZeRO-{}", p.zero_stage) : "",
-      p.distributed_optimizer ? ", distributed optimizer" : ""));
+      p.sequence_parallel ? ", sequence parallel" : "", report::sharding_text(p)));
   if (p.ideal)
     line("ideal pipeline: every transfer free, no embedding or output layer, identical stages (the textbook's "
          "assumptions; step time, MFU and cost are not a prediction)");

@@ -38,7 +38,7 @@ Aspect aspect_of(Quantity q);
 struct Expectation {
   Quantity quantity = Quantity::STEP_TIME;
   double measured = 0;
-  std::string key;     // where in the case, as a JSON pointer: /measured/mfu
+  std::string key{};   // where in the case, as a JSON pointer: /measured/mfu
   bool primary = true; // counts in the error statistics (false: a restatement of a primary value)
   // MFU and model FLOP/s: the FLOPs per token the source counts (case schema v2's model_flops_per_seq over the
   // sequence), so that the prediction is counted as the source counts; none: simtrain's own count.

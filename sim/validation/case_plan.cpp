@@ -331,12 +331,18 @@ std::optional<Json> convert_plan(Conversion& conv, std::int64_t seq)
       conv.assume("distributed optimizer (implied by --overlap-param-gather)");
   }
   if (const auto degree = integer(plan, "fsdp_degree")) {
-    // FSDP / ZeRO-3 over `degree` GPUs; over fewer than the data-parallel ranks it is HSDP, sharded within groups and
-    // replicated across them, which simtrain does not model.
-    if (*degree != *dp) {
-      conv.refuse(fmt::format("FSDP shard groups of {} GPUs within {} data-parallel ranks (HSDP) are not modelled",
-                              *degree, *dp));
+    // FSDP / ZeRO-3 over `degree` GPUs; over fewer than the data-parallel ranks it is HSDP, sharded within groups of
+    // consecutive ranks and replicated across them (shard_group).
+    if (*degree < 1 || *degree > *dp || *dp % *degree != 0) {
+      conv.refuse(
+          fmt::format("fsdp_degree {} does not divide the {} data-parallel ranks into shard groups", *degree, *dp));
       return std::nullopt;
+    }
+    if (*degree > 1 && *degree < *dp) {
+      p["shard_group"] = *degree;
+      conv.assume(fmt::format("FSDP shard groups of {} consecutive data-parallel ranks, {} copies (HSDP: gradients "
+                              "reduce-scattered in each group, then all-reduced across the groups)",
+                              *degree, *dp / *degree));
     }
     if (p.value("zero_stage", 3) != 3) {
       conv.refuse(fmt::format("fsdp_degree {} with zero_stage {}", *degree, p["zero_stage"].dump()));

@@ -33,8 +33,8 @@ struct SoftwareChoice {
 
 struct CaseText {
   std::string source;
-  std::string framework; // the plan's framework field
-  std::string notes;
+  std::string framework{}; // the plan's framework field
+  std::string notes{};
   int zero_stage = 0;
   bool fp32_accumulation = false;
   bool sequence_parallel = false;

@@ -21,7 +21,8 @@ class DataParallel {
  public:
   explicit DataParallel(BuildState& state) : b_(state), m_(state.m), p_(state.p) {}
 
-  // ZeRO-3: all-gather an item's parameters before it runs, its dense ones over the data-parallel group and its routed
+  // ZeRO-3: all-gather an item's parameters before it runs, its dense ones over the shard group (the data-parallel
+  // group unless sharding is hybrid) and its routed
   // experts' over the expert-data-parallel group; per simulated GPU, the syncs that end its gathers.
   using Gathered = std::unordered_map<int, std::vector<TaskId>>;
   Gathered gather_parameters(int s, int item, const Where& w);
@@ -33,8 +34,9 @@ class DataParallel {
   // late in the step: every stage's reductions are lowered (and checked) before anything is built.
   void check_gradient_reductions();
   // Gradients in buckets of dp_bucket_size, in the order the backward pass produces them; each bucket is reduced
-  // (all-reduce, or reduce-scatter when the optimizer is sharded) as soon as its items are done, one after the
-  // other on the data-parallel stream. `mb` < 0: once, after the last micro-batch; else after micro-batch mb.
+  // (all-reduce, or reduce-scatter when the optimizer is sharded; hybrid sharding then all-reduces each shard across
+  // the shard groups) as soon as its items are done, one after the other on the data-parallel stream. `mb` < 0: once,
+  // after the last micro-batch; else after micro-batch mb.
   void reduce_gradients(int s, int mb);
   // DualPipe's two copies of the model: GPU s and its mirror pp - 1 - s hold the same layers, so each pair sums its
   // gradients (an all-reduce of the pair, as deepseek-ai/DualPipe's example does) once the last micro-batch's are
@@ -49,6 +51,8 @@ class DataParallel {
   std::vector<double> tensor_shares(int item) const;
   std::vector<int> gradient_order(int s) const;
   CollectiveKind gradient_reduction() const;
+  Dim reduction_dim() const;
+  std::vector<TaskId> reduce_tails(const std::vector<int>& gpus) const;
   std::vector<std::pair<std::vector<int>, double>> buckets(const std::vector<int>& order, int s,
                                                            const BucketOptions& options = {}) const;
 

@@ -160,7 +160,7 @@ class BuildState {
   std::unordered_map<std::uint64_t, int> route_classes_;
   std::map<std::vector<std::uint32_t>, int> route_ids_;
   std::vector<memory::RankParams> layer_params_;                     // per layer, on one GPU
-  std::array<std::vector<std::vector<std::vector<int>>>, 6> groups_; // per Dim, per stage: groups()
+  std::array<std::vector<std::vector<std::vector<int>>>, 8> groups_; // per Dim, per stage: groups()
   std::vector<int> first_layer_;                                     // per virtual stage
 };
 

@@ -24,8 +24,8 @@ DataParallel::Gathered DataParallel::gather_parameters(int s, int item, const Wh
       b_.gather_tail[static_cast<std::size_t>(r)] = end;
     return end;
   };
-  if (p_.dp_cp() > 1)
-    for (const auto& group : b_.groups(Dim::DP, s)) {
+  if (p_.shards() > 1)
+    for (const auto& group : b_.groups(Dim::SHARD, s)) {
       // One gather per parameter tensor (DeepSpeed of 2021, each after a device synchronisation), or per item;
       // each waits for the one before, so the last ends them all.
       TaskId end = no_task;
@@ -85,6 +85,14 @@ CollectiveKind DataParallel::gradient_reduction() const
   return b_.sharded_optimizer() && !b_.deepspeed_engine() ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE;
 }
 
+// Where the dense gradients are reduced: a reduce-scatter within each shard group (then all-reduced shard by shard
+// across the groups, as FSDP's HYBRID_SHARD and Megatron-core's optimizer instances do), or an all-reduce over all
+// data-parallel ranks.
+DataParallel::Dim DataParallel::reduction_dim() const
+{
+  return gradient_reduction() == CollectiveKind::REDUCE_SCATTER ? Dim::SHARD : Dim::DP;
+}
+
 void DataParallel::check_gradient_reductions()
 {
   if (!b_.folding || p_.dp_cp() == 1)
@@ -94,9 +102,14 @@ void DataParallel::check_gradient_reductions()
     for (bool experts : {false, true}) {
       if (experts && p_.edp() <= 1)
         continue;
-      for (const auto& bucket : buckets(order, s, {.experts = experts}))
-        for (const auto& group : b_.groups(experts ? Dim::EDP : Dim::DP, s))
+      for (const auto& bucket : buckets(order, s, {.experts = experts})) {
+        const Dim dim = experts ? Dim::EDP : reduction_dim();
+        for (const auto& group : b_.groups(dim, s))
           b_.phases(gradient_reduction(), group, bucket.second * b_.grad_bytes);
+        if (dim == Dim::SHARD && p_.shard_replicas() > 1)
+          for (const auto& group : b_.groups(Dim::REPLICA, s))
+            b_.phases(CollectiveKind::ALL_REDUCE, group, bucket.second / p_.shards() * b_.grad_bytes);
+      }
     }
   }
 }
@@ -124,7 +137,8 @@ void DataParallel::reduce_gradients(int s, int mb)
     const auto& [items, params] = expert ? experts[ei] : dense[di];
     const std::string label =
         expert ? fmt::format("expert gradient bucket {}", ei) : fmt::format("dp gradient bucket {}", di);
-    for (const auto& group : b_.groups(expert ? Dim::EDP : Dim::DP, s)) {
+    const Dim dim = expert ? Dim::EDP : reduction_dim();
+    for (const auto& group : b_.groups(dim, s)) {
       const auto members = b_.simulated_of(group);
       std::vector<TaskId> deps;
       for (int r : members) {
@@ -139,8 +153,24 @@ void DataParallel::reduce_gradients(int s, int mb)
       for (int r : members)
         b_.reduce_tail[static_cast<std::size_t>(r)] = end;
     }
+    if (dim == Dim::SHARD && p_.shard_replicas() > 1)
+      for (const auto& group : b_.groups(Dim::REPLICA, s)) {
+        const auto members = b_.simulated_of(group);
+        const TaskId end = b_.collective(CollectiveKind::ALL_REDUCE, group, params / p_.shards() * b_.grad_bytes,
+                                         Category::DP, label + " across shard groups", w, reduce_tails(members));
+        for (int r : members)
+          b_.reduce_tail[static_cast<std::size_t>(r)] = end;
+      }
     ++(expert ? ei : di);
   }
+}
+
+std::vector<TaskId> DataParallel::reduce_tails(const std::vector<int>& gpus) const
+{
+  std::vector<TaskId> out;
+  for (int r : gpus)
+    out.push_back(b_.reduce_tail[static_cast<std::size_t>(r)]);
+  return out;
 }
 
 // Items of stage s in `order`, grouped into data-parallel buckets of at least dp_bucket_size worth of gradients
@@ -177,7 +207,7 @@ std::vector<std::pair<std::vector<int>, double>> DataParallel::buckets(const std
 
 bool DataParallel::gathers_before_forward() const
 {
-  return p_.overlap_param_gather && b_.sharded_optimizer() && p_.zero_stage < 3 && p_.dp_cp() > 1;
+  return p_.overlap_param_gather && b_.sharded_optimizer() && p_.zero_stage < 3 && p_.shards() > 1;
 }
 
 void DataParallel::gather_updated_parameters(int s)
@@ -195,7 +225,7 @@ void DataParallel::gather_updated_parameters(int s)
     const auto all = buckets(order, s, {.experts = experts});
     for (std::size_t bucket = 0; bucket < all.size(); ++bucket) {
       const auto& [items, params] = all[bucket];
-      for (const auto& group : b_.groups(experts ? Dim::EDP : Dim::DP, s)) {
+      for (const auto& group : b_.groups(experts ? Dim::EDP : Dim::SHARD, s)) {
         const auto members = b_.simulated_of(group);
         std::vector<TaskId> deps;
         for (int r : members)

@@ -152,8 +152,12 @@ GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::Paralle
   // here per TP rank.)
   const double expert_groups =
       model.moe && plan.edp() > 1 ? (folded ? 1.0 : static_cast<double>(plan.etp) * plan.ep / plan.tp) : 0.0;
-  const double reductions =
-      plan.dp_cp() > 1 ? stages * buckets_per_stage * tp.simulated * collective_tasks(dp) * (1.0 + expert_groups) : 0.0;
+  // (Hybrid sharding: each bucket's reduce-scatter in its shard group, then an all-reduce across the groups, counted
+  // here at most as many tasks again.)
+  const double hybrid = plan.shard_replicas() > 1 ? 2.0 : 1.0;
+  const double reductions = plan.dp_cp() > 1 ? hybrid * stages * buckets_per_stage * tp.simulated *
+                                                   collective_tasks(dp) * (1.0 + expert_groups)
+                                             : 0.0;
   double per_step = 0;
   if (plan.zero_stage >= 2)
     per_microbatch += reductions;

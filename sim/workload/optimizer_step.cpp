@@ -119,7 +119,7 @@ void OptimizerStep::step(int s)
       expert_params += b_.item_expert_params(item);
     }
   const double updated =
-      b_.sharded_optimizer() ? params / p_.dp_cp() + expert_params / p_.edp() : params + expert_params;
+      b_.sharded_optimizer() ? params / p_.shards() + expert_params / p_.edp() : params + expert_params;
   const Where w{Category::OPTIMIZER, s, -1, -1, -1};
   for (int r : b_.stage_gpus(s))
     b_.tail[static_cast<std::size_t>(r)].push_back(b_.reduce_tail[static_cast<std::size_t>(r)]);
@@ -130,7 +130,7 @@ void OptimizerStep::step(int s)
     step.memory_s = step.duration_s;
     return step;
   });
-  if (b_.sharded_optimizer() && p_.zero_stage < 3 && p_.dp_cp() > 1 && !dp_.gathers_before_forward()) {
+  if (b_.sharded_optimizer() && p_.zero_stage < 3 && p_.shards() > 1 && !dp_.gathers_before_forward()) {
     auto gather = [&](const std::vector<std::vector<int>>& groups, double bytes, const char* label) {
       for (const auto& group : groups) {
         const auto members = b_.simulated_of(group);
@@ -140,7 +140,7 @@ void OptimizerStep::step(int s)
           b_.tail[static_cast<std::size_t>(r)] = {end};
       }
     };
-    gather(b_.groups(Dim::DP, s), element_bytes * params, "parameter all-gather");
+    gather(b_.groups(Dim::SHARD, s), element_bytes * params, "parameter all-gather");
     if (expert_params > 0 && p_.edp() > 1)
       gather(b_.groups(Dim::EDP, s), element_bytes * expert_params, "expert parameter all-gather");
   }

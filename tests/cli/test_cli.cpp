@@ -154,6 +154,22 @@ TEST_CASE("NVLS-Tree all-reduces across DGX H100 nodes fold exactly and differ f
   check_folds_exactly(s);
 }
 
+TEST_CASE("hybrid sharding (shard groups within the data-parallel ranks) folds exactly")
+{
+  // ZeRO-3 in shard groups of 16 over 64 GPUs of 2-node leaf groups (each group over two leaves), and the distributed
+  // optimizer in groups of 4 with a pipeline: each shard group's reduce-scatter, then the all-reduce across groups.
+  const std::string s = scenario("default.json") +
+                        " --set model=sc21-gpt-1.7b --set gpus=64 --set plan.tp=1 --set plan.pp=1 --set plan.dp=64"
+                        " --set plan.global_batch=64 --set plan.sequence_parallel=false --set plan.seq_length=2048"
+                        " --set topology.network.nodes_per_leaf=2 --set topology.network.oversubscription=2";
+  const double full = run_json(s + " --set plan.zero_stage=3")["step_time_s"].get<double>();
+  const std::string hybrid = s + " --set plan.zero_stage=3 --set plan.shard_group=16";
+  CHECK(run_json(hybrid)["step_time_s"].get<double>() != Approx(full).epsilon(1e-6));
+  check_folds_exactly(hybrid);
+  check_folds_exactly(s + " --set plan.pp=2 --set plan.dp=32 --set plan.distributed_optimizer=true"
+                          " --set plan.shard_group=4");
+}
+
 TEST_CASE("folding by symmetry classes is exact where the cluster is not symmetric as a whole")
 {
   // Oversubscribed trees (stages aligned with the leaves, spread over two, straddling them; a core above pods),

@@ -156,7 +156,12 @@ TEST_CASE("a schema v2 plan: local batch, FSDP degree, FP8 recipe and context-pa
   CHECK_THAT(convert_case(uneven, test::source_dir()).unsupported, Catch::Contains("local_batch x dp"));
   auto hsdp = llama_case();
   hsdp["plan"]["fsdp_degree"] = 4;
-  CHECK_THAT(convert_case(hsdp, test::source_dir()).unsupported, Catch::Contains("(HSDP) are not modelled"));
+  const auto hybrid = convert_case(hsdp, test::source_dir());
+  REQUIRE(hybrid.unsupported.empty());
+  CHECK(hybrid.runs.at(0).scenario["plan"]["shard_group"] == 4);
+  CHECK(hybrid.runs.at(0).scenario["plan"]["zero_stage"] == 3);
+  hsdp["plan"]["fsdp_degree"] = 3;
+  CHECK_THAT(convert_case(hsdp, test::source_dir()).unsupported, Catch::Contains("into shard groups"));
 
   auto fp8 = llama_case();
   fp8["plan"]["precision"] = "fp8";

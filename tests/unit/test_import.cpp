@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <fstream>
+#include <regex>
+#include <sstream>
 
 namespace {
 
@@ -200,6 +202,21 @@ TEST_CASE(
   const auto s = load(imported);
   CHECK(s.plan.schedule == sim::plan::Schedule::INTERLEAVED);
   CHECK(s.plan.dp == 4);
+}
+
+TEST_CASE("Megatron-core's partial distributed optimizer is hybrid sharding over its instances")
+{
+  auto args = llama3_8b_fp8(); // 8 GPUs from torchrun, TP 1: 8 data-parallel ranks, the distributed optimizer
+  args.insert(args.end(), {"--num-distributed-optimizer-instances", "2"});
+  const Imported imported = sim::importer::import_megatron(args, {"dgx-h100", std::nullopt, "llama"});
+  CHECK(imported.scenario["plan"]["shard_group"] == 4);
+  CHECK(imported.not_simulated.empty());
+  CHECK(load(imported).plan.shard_replicas() == 2);
+  args.back() = "3";
+  CHECK_THAT(test::error_of([&] {
+               sim::importer::import_megatron(args, {"dgx-h100", std::nullopt, "llama"});
+             }),
+             Catch::Contains("groups of two or more"));
 }
 
 TEST_CASE("Megatron-LM's uneven pipeline split and SwiGLU width come out as Megatron-LM computes them")
@@ -423,6 +440,31 @@ TEST_CASE("torchtitan job files: FSDP as ZeRO-3, TP with sequence parallelism, f
   Imported ds = torchtitan("deepseek_v3_671b.toml", 256);
   CHECK(ds.scenario["model"] == "deepseek-v3");
   CHECK(listed(ds.no_effect, "/parallelism/pipeline_parallel_schedule"));
+}
+
+TEST_CASE("torchtitan's HSDP: FSDP within the shard dimension, replicated over the replicate dimension")
+{
+  // llama3_8b.toml on 32 GPUs with two replicas of FSDP groups of 16.
+  static sim::core::Provenance provenance;
+  static sim::core::Json document;
+  const auto file = test::scratch_dir() / "hsdp.toml";
+  {
+    std::ifstream in(fixtures / "torchtitan" / "llama3_8b.toml");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::ofstream out(file);
+    out << std::regex_replace(text.str(), std::regex("data_parallel_replicate_degree = 1"),
+                              "data_parallel_replicate_degree = 2");
+  }
+  provenance.add_source("", file.string());
+  document = sim::importer::read_toml_file(file);
+  const Imported hsdp = sim::importer::import_torchtitan(sim::core::Node(document, "", provenance), target(32), "");
+  CHECK(hsdp.not_simulated.empty());
+  CHECK(hsdp.scenario["plan"]["zero_stage"] == 3);
+  CHECK(hsdp.scenario["plan"]["shard_group"] == 16);
+  const auto s = load(hsdp);
+  CHECK(s.plan.dp == 32);
+  CHECK(s.plan.shard_replicas() == 2);
 }
 
 TEST_CASE("a torchtitan file that is not TOML is refused with its line and column")

@@ -53,6 +53,10 @@ TEST_CASE("Megatron's fp32 gradient accumulation under bf16 makes it 18 bytes pe
   const auto d = estimate(scenario_json("llama2-7b", {{"dp", 8}, {"distributed_optimizer", true}}));
   const auto& sharded = d.memory.per_stage.at(0);
   CHECK(state(sharded) / sharded.params == Approx(6.0 + 12.0 / 8)); // 6 + 12/d
+  // Hybrid sharding: the optimizer state split over a shard group of 4 of the 8 ranks.
+  const auto h = estimate(scenario_json("llama2-7b", {{"dp", 8}, {"distributed_optimizer", true}, {"shard_group", 4}}));
+  const auto& hybrid = h.memory.per_stage.at(0);
+  CHECK(state(hybrid) / hybrid.params == Approx(6.0 + 12.0 / 4));
 }
 
 TEST_CASE("ZeRO 1, 2 and 3 on the 7.5B GPT over 64 GPUs hold 31.4, 16.6 and 1.9 GB (ZeRO paper)")

@@ -41,6 +41,23 @@ TEST_CASE("rank_order puts the named dimension innermost")
   CHECK(sim::plan::rank_of(p, {0, 0, 1}) == 6);
 }
 
+TEST_CASE("hybrid sharding's groups: consecutive data-parallel ranks share a copy, the same shard across copies")
+{
+  sim::plan::ParallelPlan p;
+  p.tp = 2;
+  p.dp = 8;
+  p.shard_group = 4;
+  CHECK(p.shards() == 4);
+  CHECK(p.shard_replicas() == 2);
+  using sim::plan::GroupDim;
+  // Rank 2 x 5 + 1: TP 1, DP 5.
+  CHECK(sim::plan::group_of(p, GroupDim::SHARD, 11) == std::vector<int>{9, 11, 13, 15});
+  CHECK(sim::plan::group_of(p, GroupDim::REPLICA, 11) == std::vector<int>{3, 11});
+  p.shard_group = 0; // not hybrid: one shard group of every data-parallel rank, one copy
+  CHECK(sim::plan::group_of(p, GroupDim::SHARD, 11) == sim::plan::group_of(p, GroupDim::DP, 11));
+  CHECK(sim::plan::group_of(p, GroupDim::REPLICA, 11) == std::vector<int>{11});
+}
+
 TEST_CASE("tensor parallelism must split the heads, the KV heads and the dense FFN, which a model with MoE layers only "
           "does not use, and the shared expert's FFN")
 {

@@ -16,6 +16,7 @@
 using sim::plan::Pass;
 using sim::plan::PassRef;
 using sim::workload::Category;
+using sim::workload::CollectiveKind;
 using sim::workload::LayerKind;
 using sim::workload::TaskKind;
 
@@ -613,6 +614,43 @@ TEST_CASE("ZeRO-3 gathers parameters before each layer's forward and backward an
   const int microbatches = 2;
   CHECK(gathers == static_cast<std::size_t>(2 * items * microbatches));
   CHECK(scatters >= static_cast<std::size_t>(microbatches)); // every micro-batch's gradients, in buckets
+}
+
+TEST_CASE("hybrid sharding gathers and reduce-scatters within shard groups, then all-reduces each shard across them")
+{
+  const nlohmann::json plan{{"dp", 16}, {"global_batch", 16}, {"zero_stage", 3}};
+  const auto full = build(plan);
+  auto hybrid_plan = plan;
+  hybrid_plan["shard_group"] = 4;
+  const auto hybrid = build(hybrid_plan);
+  std::size_t gathers = 0;
+  std::size_t scatters = 0;
+  std::size_t across = 0;
+  double scattered = 0;
+  double reduced = 0;
+  for (const auto& c : hybrid.tasks.collectives()) {
+    const auto& label = hybrid.tasks.label_text(c.label);
+    if (label == "zero-3 parameter all-gather") {
+      ++gathers;
+      CHECK(c.ranks == 4);
+    } else if (label.find("across shard groups") != std::string::npos) {
+      ++across;
+      CHECK(c.kind == CollectiveKind::ALL_REDUCE);
+      CHECK(c.ranks == 4); // the 16 / 4 copies of each shard
+      reduced += c.bytes;
+    } else if (label.find("dp gradient bucket") == 0) {
+      ++scatters;
+      CHECK(c.kind == CollectiveKind::REDUCE_SCATTER);
+      CHECK(c.ranks == 4);
+      scattered += c.bytes;
+    }
+  }
+  CHECK(gathers > 0);
+  CHECK(across == scatters);               // per bucket and shard group
+  CHECK(reduced == Approx(scattered / 4)); // a bucket's shard of 1/4 of it
+  // The optimizer updates a quarter of the parameters, not a sixteenth.
+  CHECK(compute_time(hybrid.tasks, Category::OPTIMIZER, 0) ==
+        Approx(4 * compute_time(full.tasks, Category::OPTIMIZER, 0)));
 }
 
 TEST_CASE("the optimizer runs on a 1/dp shard with the distributed optimizer, then parameters are gathered")
