@@ -238,18 +238,26 @@ Imported import_torchtitan(const core::Node& job, const Target& target, const st
                                             "values (plan cp_kind ring)",
                                             rotate->as_string()));
   }
-  // FSDP2 shards parameters, gradients and optimizer state over the shard dimension: ZeRO-3.
-  if (shard > 1)
+  // FSDP2 shards parameters, gradients and optimizer state over the shard dimension: ZeRO-3. Under pipeline
+  // parallelism torchtitan keeps the parameters gathered after forward (fsdp_reshard_after_forward "default":
+  // torchtitan/distributed/fsdp.py) and PyTorch's schedules accumulate gradients, reduce-scattering them in the last
+  // micro-batch's backward only (torch/distributed/pipelining/stage.py, backward_maybe_with_nosync): one gather and one
+  // reduction per step, as Megatron-core's distributed optimizer with its gather overlapped.
+  if (shard > 1 && pp > 1) {
+    plan["distributed_optimizer"] = true;
+    plan["overlap_param_gather"] = true;
+    plan["overlap_grad_reduce"] = false;
+    out.assumptions.push_back(
+        fmt::format("FSDP2 with pipeline parallelism (pp {}): parameters gathered once per step and kept, gradients "
+                    "reduce-scattered after the last micro-batch (the distributed optimizer, gather overlapped)",
+                    pp));
+  } else if (shard > 1) {
     plan["zero_stage"] = 3;
+  }
   // HSDP: FSDP within each group of the shard dimension (CP inside it, torchtitan's dp_shard_cp mesh), groups
   // replicated over the outer replicate dimension.
   if (shard > 1 && replicate > 1)
     plan["shard_group"] = shard * cp;
-  if (shard > 1 && pp > 1)
-    throw core::InputError(t.find("parallelism", "pipeline_parallel_degree")->location(),
-                           "FSDP with pipeline parallelism is not simulated yet",
-                           fmt::format("pipeline_parallel_degree {} with data_parallel_shard_degree {}", pp, shard),
-                           "pipeline_parallel_degree 1, or data_parallel_shard_degree 1 (DDP replicas)");
   const std::int64_t ep = t.integer("parallelism", "expert_parallel_degree", 1, 1, 1 << 20);
   use("parallelism", "expert_parallel_degree");
   use("parallelism", "expert_tensor_parallel_degree");

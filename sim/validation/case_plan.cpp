@@ -349,11 +349,19 @@ std::optional<Json> convert_plan(Conversion& conv, std::int64_t seq)
       return std::nullopt;
     }
     if (*degree > 1 && pp > 1) {
-      conv.refuse(fmt::format("FSDP (ZeRO-3) with pipeline parallelism (pp {}) is not modelled", pp));
-      return std::nullopt;
-    }
-    if (*degree > 1)
+      // FSDP2 under torch.distributed.pipelining, as the importer reads torchtitan's (see importer/torchtitan.cpp).
+      p.erase("zero_stage");
+      p["distributed_optimizer"] = true;
+      p["overlap_param_gather"] = true;
+      p["overlap_grad_reduce"] = false;
+      conv.assume(fmt::format("FSDP2 with pipeline parallelism (pp {}) as PyTorch's pipeline schedules run it: "
+                              "parameters gathered in the first micro-batch's forward and kept, gradients "
+                              "accumulated and reduce-scattered after the last backward (the distributed optimizer "
+                              "with its gather overlapped, the reduction after the flush)",
+                              pp));
+    } else if (*degree > 1) {
       p["zero_stage"] = 3;
+    }
   }
   // The example script: the distributed optimizer with overlapped gradient reduction and parameter gather, FP8
   // parameters, gradients reduced in bf16.

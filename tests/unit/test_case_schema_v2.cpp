@@ -162,6 +162,16 @@ TEST_CASE("a schema v2 plan: local batch, FSDP degree, FP8 recipe and context-pa
   CHECK(hybrid.runs.at(0).scenario["plan"]["zero_stage"] == 3);
   hsdp["plan"]["fsdp_degree"] = 3;
   CHECK_THAT(convert_case(hsdp, test::source_dir()).unsupported, Catch::Contains("into shard groups"));
+  auto pipelined = llama_case(); // FSDP2 with a pipeline: one gather and one reduction per step
+  pipelined["plan"]["pp"] = 2;
+  pipelined["plan"]["dp"] = 4;
+  pipelined["plan"]["fsdp_degree"] = 4;
+  pipelined["plan"]["micro_batch"] = 1;
+  const auto staged = convert_case(pipelined, test::source_dir());
+  REQUIRE(staged.unsupported.empty());
+  CHECK(staged.runs.at(0).scenario["plan"]["distributed_optimizer"] == true);
+  CHECK_FALSE(staged.runs.at(0).scenario["plan"].contains("zero_stage"));
+  CHECK(assumed(staged, "FSDP2 with pipeline parallelism (pp 2)"));
 
   auto fp8 = llama_case();
   fp8["plan"]["precision"] = "fp8";

@@ -442,29 +442,53 @@ TEST_CASE("torchtitan job files: FSDP as ZeRO-3, TP with sequence parallelism, f
   CHECK(listed(ds.no_effect, "/parallelism/pipeline_parallel_schedule"));
 }
 
+namespace {
+
+// A torchtitan fixture with one line replaced, imported for `gpus` GPUs.
+Imported torchtitan_edited(const std::string& file, const std::string& line, const std::string& replacement, int gpus)
+{
+  static sim::core::Provenance provenance;
+  static std::vector<sim::core::Json> documents;
+  const auto edited = test::scratch_dir() / ("edited-" + file);
+  {
+    std::ifstream in(fixtures / "torchtitan" / file);
+    std::stringstream text;
+    text << in.rdbuf();
+    std::ofstream out(edited);
+    out << std::regex_replace(text.str(), std::regex(line), replacement);
+  }
+  provenance.add_source("", edited.string());
+  documents.push_back(sim::importer::read_toml_file(edited));
+  return sim::importer::import_torchtitan(sim::core::Node(documents.back(), "", provenance), target(gpus), "");
+}
+
+} // namespace
+
 TEST_CASE("torchtitan's HSDP: FSDP within the shard dimension, replicated over the replicate dimension")
 {
   // llama3_8b.toml on 32 GPUs with two replicas of FSDP groups of 16.
-  static sim::core::Provenance provenance;
-  static sim::core::Json document;
-  const auto file = test::scratch_dir() / "hsdp.toml";
-  {
-    std::ifstream in(fixtures / "torchtitan" / "llama3_8b.toml");
-    std::stringstream text;
-    text << in.rdbuf();
-    std::ofstream out(file);
-    out << std::regex_replace(text.str(), std::regex("data_parallel_replicate_degree = 1"),
-                              "data_parallel_replicate_degree = 2");
-  }
-  provenance.add_source("", file.string());
-  document = sim::importer::read_toml_file(file);
-  const Imported hsdp = sim::importer::import_torchtitan(sim::core::Node(document, "", provenance), target(32), "");
+  const Imported hsdp = torchtitan_edited("llama3_8b.toml", "data_parallel_replicate_degree = 1",
+                                          "data_parallel_replicate_degree = 2", 32);
   CHECK(hsdp.not_simulated.empty());
   CHECK(hsdp.scenario["plan"]["zero_stage"] == 3);
   CHECK(hsdp.scenario["plan"]["shard_group"] == 16);
   const auto s = load(hsdp);
   CHECK(s.plan.dp == 32);
   CHECK(s.plan.shard_replicas() == 2);
+}
+
+TEST_CASE("torchtitan's FSDP with pipeline parallelism: one gather and one reduction per step, as PyTorch runs it")
+{
+  const Imported pipelined =
+      torchtitan_edited("llama3_8b.toml", "pipeline_parallel_degree = 1", "pipeline_parallel_degree = 2", 16);
+  const auto& p = pipelined.scenario["plan"];
+  CHECK_FALSE(p.contains("zero_stage"));
+  CHECK(p["distributed_optimizer"] == true);
+  CHECK(p["overlap_param_gather"] == true);
+  CHECK(p["overlap_grad_reduce"] == false);
+  CHECK(std::any_of(pipelined.assumptions.begin(), pipelined.assumptions.end(),
+                    [](const std::string& a) { return a.find("FSDP2 with pipeline parallelism") == 0; }));
+  CHECK(load(pipelined).plan.pp == 2);
 }
 
 TEST_CASE("a torchtitan file that is not TOML is refused with its line and column")
