@@ -102,6 +102,8 @@ class ModelReader : MegatronReader {
       m["mla"] = latent_attention();
     if (const auto experts = a_.integer("num-experts", 1, 1 << 16))
       m["moe"] = mixture(*experts, ffn, layers);
+    if (const auto mtp = a_.integer("mtp-num-layers", 0, 16); mtp && *mtp > 0)
+      m["mtp_layers"] = *mtp;
     return m;
   }
 

@@ -161,7 +161,6 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
       }
       s.layer_activations_bytes += s.in_flight.per_chunk[static_cast<std::size_t>(c)] * chunk_activations;
     }
-    s.layer_params = dense_params + s.expert_params;
     // The embedding where a micro-batch's path starts, the output layer where it ends (DualPipe: two of each).
     int embedding_chunk = -1;
     int head_chunk = -1;
@@ -171,12 +170,24 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
       if (p.path_end(p.virtual_stage(stage, c)))
         head_chunk = c;
     }
+    // Multi-token prediction's modules sit with the output layer, each with a layer's state and activations.
+    if (head_chunk >= 0 && m.mtp_layers > 0) {
+      const auto mtp = static_cast<double>(m.mtp_layers);
+      const RankParams r = layer_params_per_rank(m, p, m.mtp_layer_kind_of());
+      dense_params += mtp * (r.dense + counts.mtp_extra - 2.0 * h * h + 2.0 * h * h / t); // projection split by TP
+      s.expert_params += mtp * r.experts;
+      s.layer_activations_bytes += mtp * s.in_flight.per_chunk[static_cast<std::size_t>(head_chunk)] *
+                                   layer_activation_bytes(m, p, m.mtp_layer_kind_of());
+    }
+    s.layer_params = dense_params + s.expert_params;
     double embedding_params = 0;
     if (embedding_chunk >= 0)
       embedding_params += counts.word_embedding / t + counts.position_embedding + counts.embedding_norm;
     if (head_chunk >= 0) {
       embedding_params += counts.final_norm + counts.lm_head / t;
-      if (m.tie_embeddings && embedding_chunk < 0) // the last stage keeps its own copy of the tied embedding
+      // The last stage keeps its own copy of a tied embedding, and of the embedding multi-token prediction looks
+      // up the next tokens in.
+      if ((m.tie_embeddings || m.mtp_layers > 0) && embedding_chunk < 0)
         embedding_params += counts.word_embedding / t;
     }
     s.params = s.layer_params + embedding_params;
@@ -208,8 +219,11 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
       extras += per_microbatch * s.in_flight.per_chunk[static_cast<std::size_t>(embedding_chunk)];
     }
     if (head_chunk >= 0) { // final norm and output-layer inputs, fp32 softmax of the cross entropy
-      const double per_microbatch =
+      double per_microbatch =
           2.0 * element_bytes * sb * h / sp_divisor + loss_element_bytes * sb * static_cast<double>(m.vocab_size) / t;
+      // Each MTP module: its own output (the same again) and the inputs of its two norms and its projection.
+      per_microbatch *= 1.0 + static_cast<double>(m.mtp_layers);
+      per_microbatch += static_cast<double>(m.mtp_layers) * 4.0 * element_bytes * sb * h / sp_divisor;
       extras += per_microbatch * s.in_flight.per_chunk[static_cast<std::size_t>(head_chunk)];
     }
     s.activations_bytes = s.layer_activations_bytes + extras;

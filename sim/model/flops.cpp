@@ -35,17 +35,30 @@ double logits_forward_flops(const ModelSpec& m, double seq, double sequences)
   return 2.0 * seq * sequences * static_cast<double>(m.hidden_size) * static_cast<double>(m.vocab_size);
 }
 
+double mtp_forward_flops(const ModelSpec& m, double seq, double sequences)
+{
+  const auto h = static_cast<double>(m.hidden_size);
+  return 2.0 * seq * sequences * 2.0 * h * h + layer_forward_flops(m, seq, sequences, m.mtp_layer_kind_of()).total() +
+         logits_forward_flops(m, seq, sequences);
+}
+
 StepFlops step_flops(const ModelSpec& m, double seq, double sequences, Recompute recompute)
 {
   StepFlops s;
   s.forward = logits_forward_flops(m, seq, sequences);
-  for (std::int64_t l = 0; l < m.num_layers; ++l) {
-    const LayerFlops layer = layer_forward_flops(m, seq, sequences, l);
+  auto layer_with_recompute = [&](const LayerFlops& layer) {
     s.forward += layer.total();
     if (recompute == Recompute::SELECTIVE)
       s.recompute += layer.attention_core();
     else if (recompute == Recompute::FULL)
       s.recompute += layer.total();
+  };
+  for (std::int64_t l = 0; l < m.num_layers; ++l)
+    layer_with_recompute(layer_forward_flops(m, seq, sequences, l));
+  for (std::int64_t k = 0; k < m.mtp_layers; ++k) {
+    layer_with_recompute(layer_forward_flops(m, seq, sequences, m.mtp_layer_kind_of()));
+    s.forward +=
+        mtp_forward_flops(m, seq, sequences) - layer_forward_flops(m, seq, sequences, m.mtp_layer_kind_of()).total();
   }
   s.backward = 2.0 * s.forward;
   return s;

@@ -43,6 +43,9 @@ struct StepFlops {
   double hardware() const { return model() + recompute; }
 };
 
+// Forward FLOPs of one multi-token-prediction module: its projection (2h -> h), its layer and its logits.
+double mtp_forward_flops(const ModelSpec& m, double seq, double sequences);
+
 // One step over `sequences` sequences (the global batch) of `seq` tokens.
 StepFlops step_flops(const ModelSpec& m, double seq, double sequences, Recompute recompute);
 

@@ -109,6 +109,7 @@ ModelSpec read_model(const core::Node& node)
     m.num_kv_heads = m.num_attention_heads;
     m.head_dim = m.mla->qk_nope_head_dim + m.mla->qk_rope_head_dim;
   }
+  m.mtp_layers = r.integer_or("mtp_layers", 0, 0, 16);
   if (auto p = r.find("published_params"))
     m.published_params = p->as_number(1.0, 1e16);
   if (auto p = r.find("published_active_params"))

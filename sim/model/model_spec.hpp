@@ -95,6 +95,12 @@ struct ModelSpec {
   std::int64_t global_attention_every = 0;
   std::optional<MoeSpec> moe;
   std::optional<MlaSpec> mla;
+  // Multi-token prediction (DeepSeek-V3 Sec. 2.2; Megatron-core's --mtp-num-layers): after the last layer, each of
+  // `mtp_layers` modules in turn norms the hidden state and the next token's embedding, projects the two (2h -> h),
+  // runs one transformer layer of the last layer's kind, and predicts one more token with a final norm and the shared
+  // output layer. They train with the model (their FLOPs count, as Megatron-LM counts them) and sit with its output
+  // layer.
+  std::int64_t mtp_layers = 0;
   std::optional<double> published_params;
   std::optional<double> published_active_params;
 
@@ -111,6 +117,7 @@ struct ModelSpec {
     return sliding_window > 0 && !(global_attention_every > 0 && (layer + 1) % global_attention_every == 0);
   }
   std::int64_t moe_layers() const;
+  std::int64_t mtp_layer_kind_of() const { return num_layers - 1; } // an MTP module's layer is built like this one
 };
 
 // Reads a model/v1 object. Validates ranges and internal consistency (kv heads divide heads, ...).

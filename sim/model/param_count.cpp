@@ -97,8 +97,15 @@ ParamCount count_params(const ModelSpec& m)
   p.final_norm = norm_params(m, h);
   p.lm_head = m.tie_embeddings ? 0.0 : v * h;
   const double outside = p.word_embedding + p.position_embedding + p.embedding_norm + p.final_norm + p.lm_head;
-  p.total = p.layers + outside;
-  p.active = dense_layers * p.layer.active() + moe_layers * p.moe_layer.active() + outside;
+  const auto mtp = static_cast<double>(m.mtp_layers);
+  if (m.mtp_layers > 0) {
+    p.mtp_layer = m.is_moe_layer(m.mtp_layer_kind_of()) ? p.moe_layer : p.layer;
+    p.mtp_extra = 3.0 * norm_params(m, h) + 2.0 * h * h;
+    p.mtp = mtp * (p.mtp_layer.total() + p.mtp_extra);
+  }
+  p.total = p.layers + outside + p.mtp;
+  p.active = dense_layers * p.layer.active() + moe_layers * p.moe_layer.active() + outside +
+             mtp * (p.mtp_layer.active() + p.mtp_extra);
   return p;
 }
 

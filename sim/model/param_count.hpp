@@ -25,7 +25,10 @@ struct ParamCount {
   double position_embedding = 0;
   double embedding_norm = 0;
   double final_norm = 0;
-  double lm_head = 0; // 0 when tied to the word embedding
+  double lm_head = 0;    // 0 when tied to the word embedding
+  LayerParams mtp_layer; // one multi-token-prediction module's transformer layer (the last layer's kind)
+  double mtp_extra = 0;  // and the rest of one module: its three norms and its 2h x h projection
+  double mtp = 0;        // all MTP modules (they share the embedding and the output layer)
   double total = 0;
   double active = 0; // per token: every parameter but the routed experts a token does not go to
 };

@@ -179,9 +179,13 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
                      core::clip(fmt::format("{}", fmt::join(s.overrides, " --set ")), 160)));
   line("Analytic estimate from the architecture and the plan (memory model and FLOP count; no simulation).");
   line("");
-  line(fmt::format("model    {}: {} layers, hidden {}, {} heads ({} KV), FFN {} ({}), vocab {}; {} parameters", m.name,
-                   m.num_layers, m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.ffn_hidden_size,
-                   name_of(m.ffn_kind, model::ffn_kind_choices), m.vocab_size, core::format_count(a.memory.params)));
+  line(fmt::format("model    {}: {} layers, hidden {}, {} heads ({} KV), FFN {} ({}), vocab {}; {} parameters{}",
+                   m.name, m.num_layers, m.hidden_size, m.num_attention_heads, m.num_kv_heads, m.ffn_hidden_size,
+                   name_of(m.ffn_kind, model::ffn_kind_choices), m.vocab_size, core::format_count(a.memory.params),
+                   m.mtp_layers > 0 ? fmt::format(" ({} of them in {} multi-token-prediction module{})",
+                                                  core::format_count(model::count_params(m).mtp), m.mtp_layers,
+                                                  m.mtp_layers == 1 ? "" : "s")
+                                    : ""));
   if (m.moe)
     line(fmt::format("         {} MoE layers of {} experts ({} per token, FFN {}{}); {} active parameters per token "
                      "(FLOPs and MFU count these)",

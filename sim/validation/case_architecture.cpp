@@ -209,10 +209,6 @@ bool add_attention(Conversion& conv, const Json& model, std::int64_t seq, Json& 
   if (integer(model, "nope_every").value_or(0) > 0)
     conv.assume("layers without RoPE (nope_every): the same GEMMs and attention, rotary embedding's few element-wise "
                 "passes counted on every layer");
-  if (const auto depth = integer(model, "mtp_depth"); depth && *depth > 0) {
-    conv.refuse(fmt::format("multi-token prediction (mtp_depth {}) is not modelled", *depth));
-    return false;
-  }
   return true;
 }
 

@@ -108,7 +108,28 @@ const std::set<std::string>& model_fields()
   return fields;
 }
 
+namespace {
+
+// Multi-token prediction trained with the model: its modules, whichever way the architecture came.
+std::optional<Json> with_mtp(const Json& model, std::optional<Json> m)
+{
+  if (const auto depth = integer(model, "mtp_depth"); m && depth && *depth > 0)
+    (*m)["mtp_layers"] = *depth;
+  return m;
+}
+
+std::optional<Json> convert_architecture(Conversion& conv);
+
+} // namespace
+
 std::optional<Json> convert_model(Conversion& conv)
+{
+  return with_mtp(section(conv.case_json(), "model"), convert_architecture(conv));
+}
+
+namespace {
+
+std::optional<Json> convert_architecture(Conversion& conv)
 {
   const Json& model = section(conv.case_json(), "model");
   const auto layers = integer(model, "layers");
@@ -209,5 +230,7 @@ std::optional<Json> convert_model(Conversion& conv)
     return std::nullopt;
   return m;
 }
+
+} // namespace
 
 } // namespace sim::validation

@@ -277,14 +277,13 @@ std::optional<Json> convert_plan(Conversion& conv, std::int64_t seq)
                                      {"tensorwise", "current"},
                                      {"blockwise", "blockwise"},
                                      {"block", "blockwise"},
-                                     {"mxfp8", ""}});
+                                     {"mxfp8", "mxfp8"}});
     if (!recipe)
       return std::nullopt;
-    if (recipe->empty()) {
-      conv.refuse("the MXFP8 recipe (32-value blocks with E8M0 scales, Blackwell) is not modelled");
-      return std::nullopt;
-    }
-    p["fp8_recipe"] = *recipe;
+    if (*recipe == "mxfp8") // as the Megatron-LM importer reads --fp8-recipe mxfp8
+      conv.assume("the MXFP8 recipe (32-value blocks with E8M0 scales, Blackwell) simulated as blockwise scaling: "
+                  "FP8 GEMMs, one quantisation pass per tensor without an amax reduction");
+    p["fp8_recipe"] = *recipe == "mxfp8" ? "blockwise" : *recipe;
   } else if (mentions(precision, "fp8")) {
     p["precision"] = "fp8";
     if (mentions(precision, "blockwise") || mentions(precision, "block"))

@@ -335,8 +335,11 @@ std::vector<int> BuildState::pass_items(int vs, Pass pass) const
   const int first = first_layer_[static_cast<std::size_t>(vs)];
   for (int l = 0; l < p.layers_per_chunk[static_cast<std::size_t>(vs)]; ++l)
     items.push_back(first + l);
-  if (p.path_end(vs) && !p.ideal)
+  if (p.path_end(vs) && !p.ideal) {
     items.push_back(head_item);
+    for (int k = 0; k < m.mtp_layers; ++k)
+      items.push_back(mtp_item(k));
+  }
   if (pass != Pass::FORWARD)
     std::reverse(items.begin(), items.end());
   return items;
@@ -344,6 +347,8 @@ std::vector<int> BuildState::pass_items(int vs, Pass pass) const
 
 double BuildState::item_expert_params(int item) const
 {
+  if (is_mtp(item))
+    return layer_params_.back().experts; // an MTP module's layer is built like the last one
   return item >= 0 ? layer_params_[static_cast<std::size_t>(item)].experts : 0.0;
 }
 
@@ -354,9 +359,15 @@ double BuildState::item_params(int item, int s) const
     return counts.word_embedding / t + counts.position_embedding + counts.embedding_norm;
   if (item == head_item) {
     double params = counts.final_norm + counts.lm_head / t;
-    if (m.tie_embeddings && p.pp > 1 && !p.dualpipe() && s == p.pp - 1) // (DualPipe: beside the embedding)
+    // The last stage's copy of a tied embedding, or of the one MTP looks the next tokens up in (DualPipe: beside the
+    // embedding).
+    if ((m.tie_embeddings || m.mtp_layers > 0) && p.pp > 1 && !p.dualpipe() && s == p.pp - 1)
       params += counts.word_embedding / t;
     return params;
+  }
+  if (is_mtp(item)) { // its layer, its norms and its projection (split by TP)
+    const double h = static_cast<double>(m.hidden_size);
+    return layer_params_.back().dense + counts.mtp_extra - 2.0 * h * h + 2.0 * h * h / t;
   }
   return layer_params_[static_cast<std::size_t>(item)].dense;
 }

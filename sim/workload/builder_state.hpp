@@ -40,9 +40,18 @@ struct Where {
 // Thrown while building a folded graph that turns out not to be symmetric; the builder starts over unfolded.
 struct NotFoldable {};
 
-// Gradients are reduced per item: a transformer layer, or the embedding or output layer of a stage.
+// Gradients are reduced per item: a transformer layer, or the embedding or output layer of a stage, or a
+// multi-token-prediction module (beside the output layer).
 inline constexpr int embedding_item = -1;
 inline constexpr int head_item = -2;
+constexpr int mtp_item(int module)
+{
+  return -3 - module;
+}
+constexpr bool is_mtp(int item)
+{
+  return item <= mtp_item(0);
+}
 
 struct CollectiveOptions {
   // A MoE all-to-all as DeepEP runs it: `bytes` is one copy of a rank's tokens.

@@ -30,7 +30,7 @@ DataParallel::Gathered DataParallel::gather_parameters(int s, int item, const Wh
       // each waits for the one before, so the last ends them all.
       TaskId end = no_task;
       // FP8 parameters (torchao's float8 all-gather) travel in one byte: the layers' matrices, not the embedding.
-      const double bytes = item >= 0 && p_.fp8_param_gather ? 1.0 : element_bytes;
+      const double bytes = (item >= 0 || is_mtp(item)) && p_.fp8_param_gather ? 1.0 : element_bytes;
       for (double share : tensor_shares(item))
         end = gather(group, bytes * share * b_.item_params(item, s), "zero-3 parameter all-gather");
       for (int r : b_.simulated_of(group))
@@ -278,7 +278,7 @@ void DataParallel::reduce_copies()
 
 void DataParallel::reduce_tied_embedding()
 {
-  if (!m_.tie_embeddings || p_.pp == 1 || p_.dualpipe())
+  if (!(m_.tie_embeddings || m_.mtp_layers > 0) || p_.pp == 1 || p_.dualpipe())
     return;
   const Where w{Category::DP, -1, -1, -1, -1};
   for (int d : b_.dp_simulated())

@@ -126,9 +126,11 @@ GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::Paralle
     all_layers += tasks_of(programs.forward_of(model, l)) + tasks_of(programs.backward_of(model, l));
     stage_bytes += memory::layer_params_per_rank(model, plan, l).total() * grad_bytes / plan.pp;
   }
+  const auto mtp = static_cast<double>(model.mtp_layers); // (MTP modules beside the output layer)
   const double ends = tasks_of(programs.embedding_forward) + tasks_of(programs.embedding_backward) +
-                      tasks_of(programs.head_forward) + tasks_of(programs.head_backward);
-  const double items = layers + 2.0;
+                      tasks_of(programs.head_forward) + tasks_of(programs.head_backward) +
+                      mtp * (tasks_of(programs.mtp_forward) + tasks_of(programs.mtp_backward));
+  const double items = layers + 2.0 + mtp;
   const double accumulate = programs.per_param.grad_accumulation_s > 0 ? stage_gpus : 0.0;
 
   // Per micro-batch: every layer once forward and backward on its stage (a gradient accumulation and a join after
@@ -165,7 +167,7 @@ GraphSize estimate_graph_size(const model::ModelSpec& model, const plan::Paralle
     per_step += 2.0 * reductions; // the reduction, and the updated parameters gathered back
   if (plan.zero_stage >= 3 && plan.dp_cp() > 1)
     per_microbatch += 2.0 * items * (tensors + expert_groups) * tp.simulated * collective_tasks(dp);
-  if (model.tie_embeddings && plan.pp > 1)
+  if ((model.tie_embeddings || model.mtp_layers > 0) && plan.pp > 1)
     per_step += groups * tp.simulated * collective_tasks(GroupShape{folded ? 1.0 : 2.0, 1});
   per_step += stages * stage_gpus + 1.0;                                // the optimizer, the step's end
   if (programs.per_param.fp8_weight_cast_s > 0 && plan.zero_stage >= 3) // ZeRO-3: a cast per layer and pass

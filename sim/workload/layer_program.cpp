@@ -301,6 +301,30 @@ Program head_backward(const Shape& x, const Costing& c)
   return p;
 }
 
+// A multi-token-prediction module's input (Megatron-core's MultiTokenPredictionLayer): the hidden state and the next
+// tokens' embedding each normed, concatenated and projected back to h by a column-parallel GEMM, gathered over TP.
+Program mtp_input_forward(const Shape& x, const Costing& c)
+{
+  Program p{c.compute("mtp input", {norm(x, "mtp hidden norm"), norm(x, "mtp embedding norm"),
+                                    linear(x, "mtp projection", x.T, x.h / x.t, 2.0 * x.h)})};
+  if (x.t > 1)
+    p.push_back(collective("mtp projection all-gather", CollectiveKind::ALL_GATHER, x.T * x.h * e));
+  return p;
+}
+
+Program mtp_input_backward(const Shape& x, const Costing& c)
+{
+  Program p;
+  if (x.t > 1)
+    p.push_back(collective("mtp projection grad reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.T * x.h * e));
+  p.push_back(
+      c.compute("mtp input backward",
+                {linear(x, "mtp projection dgrad", x.T, 2.0 * x.h, x.h / x.t, 1, GemmLayout::DGRAD),
+                 weight_gradient(linear(x, "mtp projection wgrad", 2.0 * x.h, x.h / x.t, x.T, 1, GemmLayout::WGRAD)),
+                 norm_backward(x, "mtp hidden norm backward"), norm_backward(x, "mtp embedding norm backward")}));
+  return p;
+}
+
 // Every GPU of a step waits for the others (collectives in each layer, the gradient reduction every step): its
 // tensor cores run at the pace of the slowest of them.
 hardware::GpuSpec paced_by_slowest(const hardware::GpuSpec& gpu, const plan::ParallelPlan& p)
@@ -376,6 +400,12 @@ std::vector<KernelCost> kernel_costs(const model::ModelSpec& m, const plan::Para
   head_forward(x, c);
   c.set_program("output layer backward");
   head_backward(x, c);
+  if (m.mtp_layers > 0) { // (its embedding, layer and output layer are the ones above)
+    c.set_program("mtp input forward");
+    mtp_input_forward(x, c);
+    c.set_program("mtp input backward");
+    mtp_input_backward(x, c);
+  }
   return log;
 }
 
@@ -400,6 +430,22 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
   out.embedding_backward = merged(embedding_backward(x, c));
   out.head_forward = merged(head_forward(x, c));
   out.head_backward = merged(head_backward(x, c));
+  const Shape last = shape_of(m, p, gpu, layer_kind(m, m.mtp_layer_kind_of()));
+  // An MTP module: the next tokens' embedding, its input, its layer, its output layer; back in reverse.
+  auto mtp_backward = [&](const Costing& costing) {
+    Program b = head_backward(x, costing);
+    append(b, layer_backward(last, costing, p.recompute));
+    append(b, mtp_input_backward(x, costing));
+    append(b, embedding_backward(x, costing));
+    return b;
+  };
+  if (m.mtp_layers > 0) {
+    out.mtp_forward = embedding_forward(x, c);
+    append(out.mtp_forward, mtp_input_forward(x, c));
+    append(out.mtp_forward, layer_forward(last, c, false));
+    append(out.mtp_forward, head_forward(x, c));
+    out.mtp_backward = mtp_backward(c);
+  }
   if (p.dualpipe()) {
     std::vector<Kernel> weights;
     Costing split(gpu, p.compute_precision());
@@ -430,6 +476,10 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
     }
     out.head_backward_input = input_part(head_backward(x, split));
     out.head_weight = weight_part();
+    if (m.mtp_layers > 0) {
+      out.mtp_backward_input = input_part(mtp_backward(split));
+      out.mtp_weight = weight_part();
+    }
   }
   out.per_param = parameter_pass_times(p, gpu);
   return out;
@@ -454,6 +504,8 @@ bool same_steps(const LayerPrograms& a, const LayerPrograms& b)
          all_alike(a.layer_backward_input.programs, b.layer_backward_input.programs) &&
          all_alike(a.layer_weight.programs, b.layer_weight.programs) &&
          alike(a.head_backward_input, b.head_backward_input) && alike(a.head_weight, b.head_weight) &&
+         alike(a.mtp_forward, b.mtp_forward) && alike(a.mtp_backward, b.mtp_backward) &&
+         alike(a.mtp_backward_input, b.mtp_backward_input) && alike(a.mtp_weight, b.mtp_weight) &&
          (a.per_param.grad_accumulation_s > 0) == (b.per_param.grad_accumulation_s > 0) &&
          a.per_param.grad_accumulation_from_first == b.per_param.grad_accumulation_from_first &&
          (a.per_param.fp8_weight_cast_s > 0) == (b.per_param.fp8_weight_cast_s > 0);

@@ -83,6 +83,10 @@ struct LayerPrograms {
   Program embedding_backward;
   Program head_forward; // final norm, logits, cross entropy
   Program head_backward;
+  // A multi-token-prediction module: the next tokens' embedding, two norms and the projection, a layer of the last
+  // layer's kind, its own output layer; and back.
+  Program mtp_forward;
+  Program mtp_backward;
   // Zero-bubble schedules (DualPipe): the backward passes without their weight gradients, and the weight gradients
   // alone, per kind of layer and for the output layer (the embedding's gradient stays in its backward pass). Built
   // only for those schedules.
@@ -90,6 +94,8 @@ struct LayerPrograms {
   ProgramPerKind layer_weight;
   Program head_backward_input;
   Program head_weight;
+  Program mtp_backward_input;
+  Program mtp_weight;
   // The optimizer step, gradient accumulation and FP8 weight casts, per parameter (workload/optimizer_step).
   ParameterPassTimes per_param;
 };

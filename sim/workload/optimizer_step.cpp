@@ -82,7 +82,7 @@ ParameterPassTimes parameter_pass_times(const plan::ParallelPlan& p, const hardw
 
 void OptimizerStep::cast_weights(int s, int item, const Where& w)
 {
-  if (b_.programs.front().per_param.fp8_weight_cast_s <= 0 || item < 0)
+  if (b_.programs.front().per_param.fp8_weight_cast_s <= 0 || (item < 0 && !is_mtp(item)))
     return;
   parameter_pass(s, item, w, "fp8 weight cast", &ParameterPassTimes::fp8_weight_cast_s);
 }

@@ -175,6 +175,8 @@ const Program& PipelinePasses::program_of(const LayerPrograms& programs, int ite
     return forward ? programs.embedding_forward : programs.embedding_backward;
   if (item == head_item)
     return forward ? programs.head_forward : programs.head_backward;
+  if (is_mtp(item))
+    return forward ? programs.mtp_forward : programs.mtp_backward;
   return forward ? programs.forward_of(m_, item) : programs.backward_of(m_, item);
 }
 
@@ -186,6 +188,8 @@ const Program& PipelinePasses::split_program_of(const LayerPrograms& programs, i
     return weights ? no_program_ : programs.embedding_backward;
   if (item == head_item)
     return weights ? programs.head_weight : programs.head_backward_input;
+  if (is_mtp(item))
+    return weights ? programs.mtp_weight : programs.mtp_backward_input;
   const LayerKind kind = layer_kind(m_, item);
   return weights ? programs.layer_weight[kind] : programs.layer_backward_input[kind];
 }
@@ -269,8 +273,8 @@ void PipelinePasses::reduce_amaxes(int s, const std::vector<int>& items, Pass pa
     return;
   double gemms = 0;
   for (int item : items)
-    if (item >= 0)
-      gemms += fp8_gemms(item);
+    if (item >= 0 || is_mtp(item)) // (an MTP module: its layer's and its projection's)
+      gemms += item >= 0 ? fp8_gemms(item) : fp8_gemms(static_cast<int>(m_.mtp_layer_kind_of())) + 1.0;
   if (gemms == 0)
     return;
   const auto group = b_.stage_group(s);

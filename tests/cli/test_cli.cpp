@@ -170,6 +170,16 @@ TEST_CASE("hybrid sharding (shard groups within the data-parallel ranks) folds e
                           " --set plan.shard_group=4");
 }
 
+TEST_CASE("a multi-token-prediction module lengthens the last stage's passes and folds exactly")
+{
+  const std::string s = scenario("default.json") + " --set gpus=32 --set plan.dp=2";
+  const auto plain = run_json(s);
+  const auto with = run_json(s + " --set model.mtp_layers=1");
+  CHECK(with["step_time_s"].get<double>() > plain["step_time_s"].get<double>());
+  CHECK(with["model_flops_per_step"].get<double>() > plain["model_flops_per_step"].get<double>());
+  check_folds_exactly(s + " --set model.mtp_layers=1");
+}
+
 TEST_CASE("folding by symmetry classes is exact where the cluster is not symmetric as a whole")
 {
   // Oversubscribed trees (stages aligned with the leaves, spread over two, straddling them; a core above pods),

@@ -309,11 +309,14 @@ TEST_CASE("Megatron-LM MoE and latent-attention arguments become the model's moe
                                       "--bf16",
                                       "--sequence-parallel",
                                       "--moe-grouped-gemm",
+                                      "--mtp-num-layers",
+                                      "1",
                                       "--some-future-flag",
                                       "3"};
   const Imported imported = sim::importer::import_megatron(args, target(2048));
   const auto& m = imported.scenario["model"];
   CHECK(m["mla"]["kv_lora_rank"] == 512);
+  CHECK(m["mtp_layers"] == 1);
   CHECK(m["moe"]["first_dense_layers"] == 3);
   CHECK(m["moe"]["router"] == "sigmoid");
   CHECK(m["moe"]["load_balancing"] == "aux_free");

@@ -1,3 +1,4 @@
+#include "core/document.hpp"
 #include "memory/memory_model.hpp"
 #include "model/param_count.hpp"
 #include "scenario/scenario.hpp"
@@ -57,6 +58,23 @@ TEST_CASE("Megatron's fp32 gradient accumulation under bf16 makes it 18 bytes pe
   const auto h = estimate(scenario_json("llama2-7b", {{"dp", 8}, {"distributed_optimizer", true}, {"shard_group", 4}}));
   const auto& hybrid = h.memory.per_stage.at(0);
   CHECK(state(hybrid) / hybrid.params == Approx(6.0 + 12.0 / 4));
+}
+
+TEST_CASE("multi-token prediction's module and embedding copy live on the output layer's stage")
+{
+  auto doc = scenario_json("deepseek-v3", {{"pp", 4}, {"ep", 8}, {"dp", 8}, {"global_batch", 32}}, "hgx-h800");
+  doc["gpus"] = 32;
+  const auto plain = estimate(doc);
+  doc["model"] = sim::core::read_json_file(test::source_dir() / "models/deepseek-v3.json");
+  doc["model"]["mtp_layers"] = 1;
+  const auto with = estimate(doc);
+  const auto& counts = sim::model::count_params(with.scenario.model);
+  CHECK(with.memory.per_stage.at(0).params == Approx(plain.memory.per_stage.at(0).params));
+  const double added = with.memory.per_stage.at(3).params - plain.memory.per_stage.at(3).params;
+  // Its layer's dense part and 1/ep of its experts, its norms and projection, and a copy of the embedding.
+  CHECK(added == Approx(counts.mtp_layer.total() - counts.mtp_layer.experts + counts.mtp_layer.experts / 8 +
+                        counts.mtp_extra + counts.word_embedding));
+  CHECK(with.memory.per_stage.at(3).activations_bytes > plain.memory.per_stage.at(3).activations_bytes);
 }
 
 TEST_CASE("ZeRO 1, 2 and 3 on the 7.5B GPT over 64 GPUs hold 31.4, 16.6 and 1.9 GB (ZeRO paper)")

@@ -105,6 +105,24 @@ TEST_CASE("model FLOPs per token are 6 x matmul parameters plus the attention te
   CHECK(step.model() / s == Approx(6 * matmul_params + attention).epsilon(1e-9));
 }
 
+TEST_CASE("a multi-token-prediction module adds a layer like the last, two norms, a final norm and a 2h x h "
+          "projection, and one more output layer's FLOPs (Megatron-LM's count)")
+{
+  ModelSpec m = load_model(test::source_dir() / "models/deepseek-v3.json");
+  const auto base = sim::model::count_params(m);
+  const auto base_flops = sim::model::step_flops(m, 4096, 1, sim::model::Recompute::NONE);
+  m.mtp_layers = 1;
+  const auto with = sim::model::count_params(m);
+  const double h = 7168;
+  CHECK(with.total - base.total == Approx(base.moe_layer.total() + 3 * h + 2 * h * h)); // the last layer is MoE
+  CHECK(with.total - base.total == Approx(11.5e9).epsilon(0.01)); // the checkpoint's 14B less its embedding and head
+  const auto flops = sim::model::step_flops(m, 4096, 1, sim::model::Recompute::NONE);
+  const double projection = 2.0 * 4096 * 2 * h * h;
+  CHECK(flops.model() - base_flops.model() ==
+        Approx(3 * (projection + sim::model::layer_forward_flops(m, 4096, 1, 60).total() +
+                    sim::model::logits_forward_flops(m, 4096, 1))));
+}
+
 TEST_CASE("selective recomputation redoes exactly the attention core, full recomputation the whole layer")
 {
   const ModelSpec m = load_model(test::source_dir() / "models/gpt3-175b.json");

@@ -616,6 +616,35 @@ TEST_CASE("ZeRO-3 gathers parameters before each layer's forward and backward an
   CHECK(scatters >= static_cast<std::size_t>(microbatches)); // every micro-batch's gradients, in buckets
 }
 
+TEST_CASE("multi-token prediction runs beside the output layer, and its stage shares the embedding's gradient")
+{
+  const nlohmann::json plan{{"pp", 2}, {"dp", 4}, {"global_batch", 16}}; // 4 micro-batches
+  auto untied = tiny_model();
+  untied["tie_embeddings"] = false;
+  const auto plain = build(plan, untied);
+  auto with_model = untied;
+  with_model["mtp_layers"] = 1;
+  const auto with = build(plan, with_model);
+  const auto programs =
+      sim::workload::build_programs(with.scenario.model, with.scenario.plan, with.scenario.cluster.gpu);
+  double module = 0;
+  for (const auto& step : programs.mtp_forward)
+    module += step.duration_s;
+  REQUIRE(module > 0);
+  const int last = 4; // stage 1's first GPU
+  CHECK(compute_time(with.tasks, Category::FORWARD, last) ==
+        Approx(compute_time(plain.tasks, Category::FORWARD, last) + 4 * module));
+  CHECK(compute_time(with.tasks, Category::FORWARD, 0) == Approx(compute_time(plain.tasks, Category::FORWARD, 0)));
+  auto shared = [](const Built& b) {
+    std::size_t n = 0;
+    for (const auto& c : b.tasks.collectives())
+      n += b.tasks.label_text(c.label) == "embedding gradient all-reduce";
+    return n;
+  };
+  CHECK(shared(plain) == 0);
+  CHECK(shared(with) > 0);
+}
+
 TEST_CASE("hybrid sharding gathers and reduce-scatters within shard groups, then all-reduces each shard across them")
 {
   const nlohmann::json plan{{"dp", 16}, {"global_batch", 16}, {"zero_stage", 3}};
