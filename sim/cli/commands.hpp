@@ -91,7 +91,8 @@ struct ValidateArgs {
   std::string keep;
   std::string markdown;
   std::string readme;
-  std::string summary; // validation-summary/v1 (full runs only)
+  std::string brief_readme; // the per-kind and per-GPU tables only (README.md's front page)
+  std::string summary;      // validation-summary/v1 (full runs only)
   bool check = false;
   bool ablation = false; // once with every effect, once without each
 };

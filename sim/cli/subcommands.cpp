@@ -184,6 +184,8 @@ Subcommand add_validate(CLI::App& app)
   sub->add_option("--keep", o->args.keep, "Keep the generated scenarios and their reports here");
   sub->add_option("--markdown", o->args.markdown, "Also write the tables, every case, as Markdown");
   sub->add_option("--readme", o->args.readme, "Replace the summary between this file's validation markers");
+  sub->add_option("--brief-readme", o->args.brief_readme,
+                  "Replace the tables per kind of run and per GPU between this file's validation-brief markers");
   sub->add_option("--summary", o->args.summary,
                   "Write each GPU's accuracy (validation-summary/v1), which reports read; full runs only");
   sub->add_flag("--ablation", o->args.ablation,

@@ -121,6 +121,8 @@ int validate(const ValidateArgs& a, const CommonOptions& o)
     std::ofstream(a.markdown) << sim::validation::render_markdown(result, {.per_case = true});
   if (!a.readme.empty())
     update_readme(a.readme, sim::validation::render_markdown(result));
+  if (!a.brief_readme.empty())
+    update_readme(a.brief_readme, sim::validation::render_markdown(result, {.brief = true}), "validation-brief");
   if (!a.summary.empty())
     write_summary(a.summary, a, result, o.data_dir);
   return a.check && !result.targets_met() ? 4 : 0;

@@ -307,6 +307,19 @@ std::string render_markdown(const ValidationResult& r, const MarkdownOptions& op
 {
   std::string out;
   const auto line = [&out](const std::string& s) { out += s + "\n"; };
+  if (options.brief) {
+    line("| kind of run | cases | median error of the step time | bias (< 0: steps too short) | worst |");
+    line("| --- | ---: | ---: | ---: | ---: |");
+    for (const auto& s : r.by_kind)
+      line(fmt::format("| {} | {} | {} | {} | {} |", s.group, s.count, percent(s.median), signed_percent(s.bias),
+                       percent(s.worst)));
+    line("");
+    line("| GPU | cases | median error (each case's primary quantity) | worst |");
+    line("| --- | ---: | ---: | ---: |");
+    for (const auto& s : r.by_gpu)
+      line(fmt::format("| {} | {} | {} | {} |", s.group, s.count, percent(s.median), percent(s.worst)));
+    return out;
+  }
   line("| source | quantity | cases | bias | median | p90 | worst | target |");
   line("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |");
   for (const auto& s : r.by_source)

@@ -92,6 +92,8 @@ std::string render_text(const ValidationResult& result);
 struct MarkdownOptions {
   // Every primary comparison too, one row each (sim/validation/README.md has the summary tables only).
   bool per_case = false;
+  // Only the tables per kind of run and per GPU, with the cases counted (README.md's front page).
+  bool brief = false;
 };
 // The summary tables as Markdown, for sim/validation/README.md and `simtrain validate --markdown`.
 std::string render_markdown(const ValidationResult& result, const MarkdownOptions& options = {});

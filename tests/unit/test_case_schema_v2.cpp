@@ -335,6 +335,11 @@ TEST_CASE("errors per kind of run: dense or MoE, FP8, CP, as step-time errors, a
   }
   CHECK_THAT(sim::validation::render_text(r), Catch::Contains("step-time error per kind of run"));
   CHECK_THAT(sim::validation::render_markdown(r), Catch::Contains("| MoE | 1 | -20.0% |"));
+  // README.md's brief tables: per kind (cases, median, bias, worst) and per GPU, not per source.
+  const auto brief = sim::validation::render_markdown(r, {.brief = true});
+  CHECK_THAT(brief, Catch::Contains("| MoE | 1 | 20.0% | -20.0% | 20.0% |"));
+  CHECK_THAT(brief, Catch::Contains("| h100-sxm5-80gb |"));
+  CHECK_THAT(brief, !Catch::Contains("| source |"));
   CHECK(sim::validation::render_json(r)["by_kind"].size() == 3);
 }
 
