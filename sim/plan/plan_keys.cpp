@@ -76,7 +76,7 @@ PlanKey integer(std::string name, M member, Fallback<ValueOf<M>> fallback, std::
 }
 
 template <class M>
-PlanKey number(std::string name, M member, Fallback<double> fallback, double min, double max)
+PlanKey number(std::string name, M member, const Fallback<double>& fallback, double min, double max)
 {
   return key(name, member, [name, member, fallback, min, max](PlanReading& r) {
     field(r.plan, member) = r.in.number_or(name, fallback(r), min, max);
@@ -84,7 +84,7 @@ PlanKey number(std::string name, M member, Fallback<double> fallback, double min
 }
 
 template <class M>
-PlanKey flag(std::string name, M member, Fallback<bool> fallback)
+PlanKey flag(std::string name, M member, const Fallback<bool>& fallback)
 {
   return key(name, member,
              [name, member, fallback](PlanReading& r) { field(r.plan, member) = r.in.flag_or(name, fallback(r)); });

@@ -144,7 +144,7 @@ TEST_CASE("the task graph is acyclic and every task is reachable from the step's
   const auto b = build({{"tp", 2}, {"pp", 2}, {"dp", 2}, {"global_batch", 8}});
   const auto& g = b.tasks;
   CHECK(tasks_in_dependency_order(g) == g.size());
-  CHECK(g.dependencies(g.step_end).size() > 0);
+  CHECK_FALSE(g.dependencies(g.step_end).empty());
 }
 
 TEST_CASE("every pipeline send goes to the same TP rank of the neighbouring stage and feeds a receive")
