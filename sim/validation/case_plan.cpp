@@ -238,7 +238,10 @@ std::optional<Json> convert_plan(Conversion& conv, std::int64_t seq)
     return std::nullopt;
   }
 
-  if (!member(plan, "recompute")) {
+  if (!member(plan, "recompute") && mentions(lower(text(plan, "framework")), "maxtext")) {
+    p["recompute"] = "full";
+    conv.assume("recomputation not given: MaxText's default remat_policy 'full' (MaxText/configs/base.yml)");
+  } else if (!member(plan, "recompute")) {
     p["recompute"] = "none";
     conv.assume("recomputation not given: none");
   } else if (const auto r =

@@ -164,6 +164,12 @@ TEST_CASE("a schema v2 plan: local batch, FSDP degree, FP8 recipe and context-pa
   CHECK(hybrid.runs.at(0).scenario["plan"]["zero_stage"] == 3);
   hsdp["plan"]["fsdp_degree"] = 3;
   CHECK_THAT(convert_case(hsdp, test::source_dir()).unsupported, Catch::Contains("into shard groups"));
+  auto maxtext = llama_case(); // no recomputation stated: the framework's default
+  maxtext["plan"].erase("recompute");
+  maxtext["plan"]["framework"] = "MaxText (JAX)";
+  const auto remat = convert_case(maxtext, test::source_dir());
+  CHECK(remat.runs.at(0).scenario["plan"]["recompute"] == "full");
+  CHECK(assumed(remat, "MaxText's default remat_policy 'full'"));
   auto pipelined = llama_case(); // FSDP2 with a pipeline: one gather and one reduction per step
   pipelined["plan"]["pp"] = 2;
   pipelined["plan"]["dp"] = 4;
