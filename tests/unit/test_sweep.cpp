@@ -123,6 +123,27 @@ TEST_CASE("the automatic layouts are valid plans, with the scenario's own layout
                      "sequence_parallel=false") == 1);
 }
 
+TEST_CASE("auto layouts keep the scenario's hybrid shard groups where they shard and the groups split their ranks")
+{
+  const auto path = test::source_dir() / "scenarios" / "default.json";
+  const std::vector<std::string> hybrid{"gpus=64",           "plan.tp=1",           "plan.pp=1",           "plan.dp=64",
+                                        "plan.zero_stage=1", "plan.shard_group=16", "plan.global_batch=64"};
+  const auto base = sim::scenario::load_scenario(path, test::options(hybrid));
+  std::size_t kept = 0;
+  std::size_t checked = 0;
+  for (const auto& l : auto_layouts(base)) {
+    INFO(layout_label(l));
+    auto overrides = hybrid;
+    overrides.insert(overrides.end(), l.overrides.begin(), l.overrides.end());
+    if (++checked % 5 != 0) // a sample: loading them all takes a while
+      continue;
+    const auto s = sim::scenario::load_scenario(path, test::options(overrides)); // throws if not a valid plan
+    kept += s.plan.shard_group == 16 ? 1 : 0;
+    CHECK((s.plan.shard_group == 0 || s.plan.zero_stage > 0));
+  }
+  CHECK(kept > 0);
+}
+
 TEST_CASE("auto layouts also enumerate expert parallelism for a MoE model, experts split like the attention or "
           "whole, every layout valid")
 {
