@@ -180,12 +180,12 @@ std::vector<Layout> auto_layouts(const scenario::Scenario& base)
                       l.overrides.push_back(fmt::format("plan.etp={}", etp));
                     }
                     if (base.plan.fp8_param_gather) // needs the distributed optimizer, which layouts leave out
-                      l.overrides.push_back("plan.fp8_param_gather=null");
+                      l.overrides.emplace_back("plan.fp8_param_gather=null");
                     // The scenario's hybrid shard groups where the layout shards and they split its data-parallel
                     // ranks; sharding over all of them otherwise.
                     if (const int group = base.plan.shard_group;
                         group > 0 && (zero == 0 || (dp * cp) % group != 0 || dp * cp == group))
-                      l.overrides.push_back("plan.shard_group=null");
+                      l.overrides.emplace_back("plan.shard_group=null");
                     if (cp > 1 || base.plan.cp > 1)
                       l.overrides.push_back(fmt::format("plan.cp={}", cp));
                     out.push_back(std::move(l));
