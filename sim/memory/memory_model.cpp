@@ -31,6 +31,14 @@ RankParams layer_params_per_rank(const model::ModelSpec& m, const plan::Parallel
   return r;
 }
 
+RankParams mtp_params_per_rank(const model::ModelSpec& m, const plan::ParallelPlan& p)
+{
+  const auto h = static_cast<double>(m.hidden_size);
+  RankParams r = layer_params_per_rank(m, p, m.mtp_layer_kind_of());
+  r.dense += model::count_params(m).mtp_extra - 2.0 * h * h + 2.0 * h * h / p.tp;
+  return r;
+}
+
 double expert_tokens_per_rank(const model::ModelSpec& m, const plan::ParallelPlan& p)
 {
   if (!m.moe)
@@ -173,8 +181,8 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
     // Multi-token prediction's modules sit with the output layer, each with a layer's state and activations.
     if (head_chunk >= 0 && m.mtp_layers > 0) {
       const auto mtp = static_cast<double>(m.mtp_layers);
-      const RankParams r = layer_params_per_rank(m, p, m.mtp_layer_kind_of());
-      dense_params += mtp * (r.dense + counts.mtp_extra - 2.0 * h * h + 2.0 * h * h / t); // projection split by TP
+      const RankParams r = mtp_params_per_rank(m, p);
+      dense_params += mtp * r.dense;
       s.expert_params += mtp * r.experts;
       s.layer_activations_bytes += mtp * s.in_flight.per_chunk[static_cast<std::size_t>(head_chunk)] *
                                    layer_activation_bytes(m, p, m.mtp_layer_kind_of());

@@ -21,6 +21,9 @@ struct RankParams {
   double total() const { return dense + experts; }
 };
 RankParams layer_params_per_rank(const model::ModelSpec& m, const plan::ParallelPlan& p, std::int64_t layer);
+// One multi-token-prediction module on one GPU: its layer's (built like the last one), its norms, and its 2h x h
+// projection split by TP.
+RankParams mtp_params_per_rank(const model::ModelSpec& m, const plan::ParallelPlan& p);
 
 // Activations transformer layer `layer` keeps for its backward pass: one micro-batch, one GPU.
 double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPlan& p, std::int64_t layer = 0);

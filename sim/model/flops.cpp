@@ -55,10 +55,13 @@ StepFlops step_flops(const ModelSpec& m, double seq, double sequences, Recompute
   };
   for (std::int64_t l = 0; l < m.num_layers; ++l)
     layer_with_recompute(layer_forward_flops(m, seq, sequences, l));
-  for (std::int64_t k = 0; k < m.mtp_layers; ++k) {
-    layer_with_recompute(layer_forward_flops(m, seq, sequences, m.mtp_layer_kind_of()));
-    s.forward +=
-        mtp_forward_flops(m, seq, sequences) - layer_forward_flops(m, seq, sequences, m.mtp_layer_kind_of()).total();
+  if (m.mtp_layers > 0) { // each module: its layer (recomputed like the others), projection and logits
+    const LayerFlops last = layer_forward_flops(m, seq, sequences, m.mtp_layer_kind_of());
+    const double rest = mtp_forward_flops(m, seq, sequences) - last.total();
+    for (std::int64_t k = 0; k < m.mtp_layers; ++k) {
+      layer_with_recompute(last);
+      s.forward += rest;
+    }
   }
   s.backward = 2.0 * s.forward;
   return s;

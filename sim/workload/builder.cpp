@@ -365,10 +365,8 @@ double BuildState::item_params(int item, int s) const
       params += counts.word_embedding / t;
     return params;
   }
-  if (is_mtp(item)) { // its layer, its norms and its projection (split by TP)
-    const double h = static_cast<double>(m.hidden_size);
-    return layer_params_.back().dense + counts.mtp_extra - 2.0 * h * h + 2.0 * h * h / t;
-  }
+  if (is_mtp(item))
+    return memory::mtp_params_per_rank(m, p).dense;
   return layer_params_[static_cast<std::size_t>(item)].dense;
 }
 
