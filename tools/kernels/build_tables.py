@@ -129,6 +129,23 @@ SOURCES = {
                      "data-gradient and weight-gradient layouts; causal attention backward through "
                      "scaled_dot_product_attention's flash (FlashAttention-2) and cuDNN backends at FlashAttention's "
                      "benchmark shapes; medians of CUDA-event times with the L2 flushed",
+    "h100-grouped": "tools/kernels/measure_moe.py on one H100 80GB HBM3 (PyTorch 2.11, CUDA 13.0; "
+                    "tools/kernels/data/h100/grouped_gemm.csv, env_moe.txt, 2026-11-27): one expert-parallel rank's "
+                    "local-expert GEMMs (batch = its experts, m = each expert's tokens, balanced) at the Qwen3, "
+                    "DeepSeek-V3, gpt-oss and Mixtral expert shapes from 128 to 8,192 tokens per expert, in the "
+                    "forward, data-gradient and weight-gradient layouts, one cuBLAS bf16 GEMM per expert over four "
+                    "streams as Transformer Engine's GroupedLinear runs them; medians of CUDA-event times with the L2 "
+                    "flushed",
+    "h100-grouped-fp8": "tools/kernels/measure_moe.py on one H100 80GB HBM3 (tools/kernels/data/h100/"
+                        "grouped_gemm.csv): the same local-expert GEMMs in FP8 (torch._scaled_mm E4M3, per-tensor "
+                        "scales, bf16 output, one per expert over four streams) against bf16",
+    "h200-grouped": "tools/kernels/measure_moe.py on one H200 SXM 141 GB (PyTorch 2.11, CUDA 13.0; "
+                    "tools/kernels/data/h200/grouped_gemm.csv, env_moe.txt, 2026-11-27): the local-expert GEMMs as "
+                    "for h100-grouped (batch = the rank's experts, m = each expert's tokens, balanced; one cuBLAS bf16 "
+                    "GEMM per expert over four streams); medians of CUDA-event times with the L2 flushed",
+    "h200-grouped-fp8": "tools/kernels/measure_moe.py on one H200 SXM 141 GB (tools/kernels/data/h200/"
+                        "grouped_gemm.csv): the same local-expert GEMMs in FP8 (torch._scaled_mm E4M3, per-tensor "
+                        "scales, bf16 output, one per expert over four streams) against bf16",
     "occupancy": "tools/kernels/data/h100/attention.csv: the validation cases' attention shapes measured on the H100 "
                  "against the same implementation at FlashAttention's benchmark shapes (16k tokens, hidden 2048), "
                  "by waves of (head, 128-query block) tiles over the SMs: medians per half-octave of waves, head "
@@ -149,6 +166,41 @@ def measured_source(chip):
     return chip["measured"] + "-measured" if chip["measured"] else None
 
 
+def grouped_source(chip):
+    """The source key of the expert GEMMs measure_moe.py measured on the chip itself (h100-grouped)."""
+    return chip["measured"] + "-grouped" if chip["measured"] else None
+
+
+def grouped_times(chip):
+    """{(M, N, K, experts, layout): (bf16 seconds, FP8 seconds)} of the chip's local-expert GEMMs with balanced
+    counts (data/GPU/grouped_gemm.csv): Transformer Engine's GroupedLinear, one cuBLAS GEMM per expert over four
+    streams (measure_moe.py's loop4 and fp8_loop4); a four-stream time above the one-stream loop's is a timing
+    outlier (the streams can only overlap the same GEMMs), and the loop's time stands for it."""
+    path = os.path.join(HERE, "data", chip["measured"] or "", "grouped_gemm.csv")
+    if not chip["measured"] or not os.path.exists(path):
+        return {}
+    by_impl = {}
+    with open(path) as fh:
+        for r in csv.DictReader(fh):
+            if r["counts"] != "balanced":
+                continue
+            key = (int(r["M"]), int(r["N"]), int(r["K"]), int(r["experts"]), r["layout"])
+            by_impl.setdefault(key, {})[r["impl"]] = float(r["time_us"]) * 1e-6
+    out = {}
+    for key, t in sorted(by_impl.items()):
+        if "loop4" in t and "loop" in t and "fp8_loop4" in t:
+            out[key] = (min(t["loop4"], t["loop"]), t["fp8_loop4"])
+    return out
+
+
+def grouped_rows(chip):
+    """The local experts' bf16 GEMMs as table rows, batch = the experts (grouped_times)."""
+    rows = []
+    for (m, n, k, experts, layout), (bf16, _) in grouped_times(chip).items():
+        rows.append([m, n, k, experts, layout, rate(2.0 * m * n * k * experts / bf16 / 1e12), grouped_source(chip)])
+    return rows
+
+
 def public_gemm_rows(chip, chip_id, gemm_dir):
     """{(m, n, k, batch, layout, source): [TFLOP/s]} of the public sources: from extract_gemm.py's CSVs, or from the
     table already written."""
@@ -158,7 +210,7 @@ def public_gemm_rows(chip, chip_id, gemm_dir):
     if gemm_dir is None:
         with open(os.path.join(HERE, "..", "..", "topologies", "gpus", "kernels", chip_id + ".json")) as fh:
             for m, n, k, b, layout, rate_text, source in json.load(fh)["gemm"]["rows"]:
-                if source != measured_source(chip):
+                if source not in (measured_source(chip), grouped_source(chip)):
                     rows.setdefault((m, n, k, b, layout, source), []).append(float(rate_text[:-2]))
         return rows
     with open(os.path.join(gemm_dir, chip["gemm_csv"])) as fh:
@@ -192,7 +244,7 @@ def gemm_rows(chip, chip_id, gemm_dir):
                            measured_source(chip))
                     rows.setdefault(key, []).append(float(r["tflops"]))
     return [[m, n, k, b, layout, rate(statistics.median(v)), source]
-            for (m, n, k, b, layout, source), v in sorted(rows.items())]
+            for (m, n, k, b, layout, source), v in sorted(rows.items())] + grouped_rows(chip)
 
 
 def fp8_rows(chip):
@@ -202,8 +254,10 @@ def fp8_rows(chip):
     if not chip["measured"] or not os.path.exists(path):
         return []
     with open(path) as fh:
-        return [[int(r["m"]), int(r["n"]), int(r["k"]), int(r["batch"]), r["layout"], round(float(r["speedup"]), 3),
+        rows = [[int(r["m"]), int(r["n"]), int(r["k"]), int(r["batch"]), r["layout"], round(float(r["speedup"]), 3),
                  chip["measured"] + "-fp8"] for r in csv.DictReader(fh)]
+    return rows + [[m, n, k, experts, layout, round(bf16 / fp8, 3), chip["measured"] + "-grouped-fp8"]
+                   for (m, n, k, experts, layout), (bf16, fp8) in grouped_times(chip).items()]
 
 
 MEASURED_IMPLS = {"flash": "flash2", "cudnn": "cudnn"}
