@@ -6,7 +6,8 @@
                                                 changed since the study was run)
   equal_budget.py SWEEPS_DIR SCENARIO_DIR       the best layout per model and system from the sweeps, written into the
                                                 scenario's plan and into SCENARIO_DIR/README.md (scenarios/whatif/)
-                                                between its markers
+                                                between its markers; a scenario with no sweep in SWEEPS_DIR keeps its
+                                                row of the table
 """
 import functools
 import json
@@ -120,25 +121,35 @@ def main(out, folder):
             json.dump(scenario, f, indent=2)
             f.write("\n")
         rows.append((scenario, best))
-    lines = ["| model | system | GPUs | layout `sweep --auto` ranks first | step | tokens/s per GPU | MFU | "
-             "tokens per $ | $ per M tokens | 15T tokens: days | 15T tokens: cost |",
-             "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
-    # Per model, best tokens per dollar first; a system where no layout fits last.
-    rows.sort(key=lambda r: (r[0]["model"], -(r[1]["tokens_per_usd"] if r[1] else 0)))
-    for scenario, best in rows:
-        head = f"| {scenario['model']} | {scenario['topology']} | {scenario['gpus']:,} |"
-        if best is None:
-            lines.append(head + " no layout fits | | | | | | | |")
-            continue
-        layout = best["label"]
-        per_usd = best["tokens_per_usd"]
-        lines.append(f"{head} {layout} | {best['step_time_s']:.1f} s | {best['tokens_per_s'] / scenario['gpus']:,.0f} | "
-                     f"{100 * best['mfu']:.1f}% | {per_usd:,.0f} | ${1e6 / per_usd:.2f} | "
-                     f"{best['time_to_train_s'] / 86400:,.0f} | ${best['cost_to_train_usd'] / 1e6:.1f}M |")
+    header = ["| model | system | GPUs | layout `sweep --auto` ranks first | step | tokens/s per GPU | MFU | "
+              "tokens per $ | $ per M tokens | 15T tokens: days | 15T tokens: cost |",
+              "| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     begin, end = "<!-- equal-budget:begin -->\n", "<!-- equal-budget:end -->"
     readme = os.path.join(folder, "README.md")
     with open(readme) as f:
         text = f.read()
+    # (model, system, tokens per $ or 0, line): the sweeps' rows, and the table's own rows of the scenarios not swept
+    # this time (tools/equal-budget --reuse over a folder holding some of the sweeps).
+    table = []
+    for scenario, best in rows:
+        head = f"| {scenario['model']} | {scenario['topology']} | {scenario['gpus']:,} |"
+        if best is None:
+            table.append((scenario["model"], scenario["topology"], 0, head + " no layout fits | | | | | | | |"))
+            continue
+        per_usd = best["tokens_per_usd"]
+        table.append((scenario["model"], scenario["topology"], per_usd,
+                      f"{head} {best['label']} | {best['step_time_s']:.1f} s | "
+                      f"{best['tokens_per_s'] / scenario['gpus']:,.0f} | {100 * best['mfu']:.1f}% | {per_usd:,.0f} | "
+                      f"${1e6 / per_usd:.2f} | {best['time_to_train_s'] / 86400:,.0f} | "
+                      f"${best['cost_to_train_usd'] / 1e6:.1f}M |"))
+    swept = {(model, system) for model, system, _, _ in table}
+    for line in text[text.index(begin) + len(begin): text.index(end)].splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 11 and (cells[0], cells[1]) not in swept:
+            table.append((cells[0], cells[1], float(cells[7].replace(",", "") or 0), line))
+    # Per model, best tokens per dollar first; a system where no layout fits last.
+    table.sort(key=lambda r: (r[0], -r[2]))
+    lines = header + [line for _, _, _, line in table]
     text = text[: text.index(begin) + len(begin)] + "\n".join(lines) + "\n" + text[text.index(end):]
     with open(readme, "w") as f:
         f.write(text)
