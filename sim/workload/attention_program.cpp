@@ -72,7 +72,7 @@ std::vector<Kernel> qkv_gemms(const Shape& x, GemmLayout layout)
         ks.push_back(linear(x, "qkv dgrad", x.T, p.in, out, 1, GemmLayout::DGRAD));
         break;
       case GemmLayout::WGRAD:
-        ks.push_back(linear(x, "qkv wgrad", p.in, out, x.T, 1, GemmLayout::WGRAD));
+        ks.push_back(linear(x, "qkv wgrad", out, p.in, x.T, 1, GemmLayout::WGRAD));
         break;
     }
   }
@@ -282,7 +282,7 @@ Program attention_backward(const Shape& x, const Costing& c)
   const double gathered = x.T * x.h * x.gathered_element; // an output gradient or the QKV input, gathered
   const std::vector<Kernel> output_grad_cast = quantized(x, "projection output-grad cast", x.Tsp * x.h);
   const Kernel projection_dgrad = linear(x, "projection dgrad", x.T, x.o / x.t, x.h, 1, GemmLayout::DGRAD);
-  std::vector<Kernel> attn_back{linear(x, "projection wgrad", x.o / x.t, x.h, x.T, 1, GemmLayout::WGRAD)};
+  std::vector<Kernel> attn_back{linear(x, "projection wgrad", x.h, x.o / x.t, x.T, 1, GemmLayout::WGRAD)};
   for (auto& k : core_backward(x))
     attn_back.push_back(k);
   if (x.rope)

@@ -95,24 +95,24 @@ Program moe_backward(const Shape& x, const Costing& c)
   std::vector<Kernel> experts = quantized(x, "expert output-grad cast", x.pairs_taken * x.h);
   for (const Kernel& k :
        {linear(x, "expert fc2 dgrad", per_expert, x.fe / x.et, x.h, ek, GemmLayout::DGRAD),
-        linear(x, "expert fc2 wgrad", x.fe / x.et, x.h, per_expert, ek, GemmLayout::WGRAD),
+        linear(x, "expert fc2 wgrad", x.h, x.fe / x.et, per_expert, ek, GemmLayout::WGRAD),
         memory_bound("expert activation backward", (x.gated ? 5.0 : 3.0) * e * x.pairs_taken * x.fe / x.et,
                      x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, KernelPass::BACKWARD)})
     experts.push_back(k);
   quantize(experts, x, "expert fc1 output-grad cast", x.pairs_taken * x.fe1 / x.et);
   experts.push_back(linear(x, "expert fc1 dgrad", per_expert, x.h, x.fe1 / x.et, ek, GemmLayout::DGRAD));
-  experts.push_back(linear(x, "expert fc1 wgrad", x.h, x.fe1 / x.et, per_expert, ek, GemmLayout::WGRAD));
+  experts.push_back(linear(x, "expert fc1 wgrad", x.fe1 / x.et, x.h, per_expert, ek, GemmLayout::WGRAD));
   if (x.fs > 0) {
     quantize(experts, x, "shared expert output-grad cast", x.T * x.h);
     for (const Kernel& k :
          {linear(x, "shared expert fc2 dgrad", x.T, x.fs / x.t, x.h, 1, GemmLayout::DGRAD),
-          linear(x, "shared expert fc2 wgrad", x.fs / x.t, x.h, x.T, 1, GemmLayout::WGRAD),
+          linear(x, "shared expert fc2 wgrad", x.h, x.fs / x.t, x.T, 1, GemmLayout::WGRAD),
           memory_bound("shared expert activation backward", (x.gated ? 5.0 : 3.0) * e * x.T * x.fs / x.t,
                        x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, KernelPass::BACKWARD)})
       experts.push_back(k);
     quantize(experts, x, "shared expert fc1 output-grad cast", x.T * x.fs1 / x.t);
     experts.push_back(linear(x, "shared expert fc1 dgrad", x.T, x.h, x.fs1 / x.t, 1, GemmLayout::DGRAD));
-    experts.push_back(linear(x, "shared expert fc1 wgrad", x.h, x.fs1 / x.t, x.T, 1, GemmLayout::WGRAD));
+    experts.push_back(linear(x, "shared expert fc1 wgrad", x.fs1 / x.t, x.h, x.T, 1, GemmLayout::WGRAD));
   }
   const bool shared_gather = x.fs > 0 && x.t > 1;
   Program p{c.compute("unpermute backward", {memory_bound("unpermute backward", 3.0 * e * x.pairs_sent * x.h)})};
@@ -133,7 +133,7 @@ Program moe_backward(const Shape& x, const Costing& c)
                         {memory_bound("permute backward", 2.0 * e * x.pairs_sent * x.h),
                          memory_bound("router softmax backward", 3.0 * 4.0 * x.Tsp * x.experts),
                          gemm("router dgrad", x.Tsp, x.h, x.experts, 1, GemmLayout::DGRAD),
-                         weight_gradient(gemm("router wgrad", x.h, x.experts, x.Tsp, 1, GemmLayout::WGRAD))}));
+                         weight_gradient(gemm("router wgrad", x.experts, x.h, x.Tsp, 1, GemmLayout::WGRAD))}));
   return p;
 }
 
@@ -180,12 +180,12 @@ Program ffn_backward(const Shape& x, const Costing& c)
   const double gathered = x.T * x.h * x.gathered_element; // an output gradient or fc1's input, gathered
   // fc2's dgrad first; then its wgrad, the activation's backward and the cast of fc1's output gradient (fp8).
   const Kernel fc2_dgrad = linear(x, "fc2 dgrad", x.T, x.f / x.t, x.h, 1, GemmLayout::DGRAD);
-  std::vector<Kernel> fc2_rest{linear(x, "fc2 wgrad", x.f / x.t, x.h, x.T, 1, GemmLayout::WGRAD),
+  std::vector<Kernel> fc2_rest{linear(x, "fc2 wgrad", x.h, x.f / x.t, x.T, 1, GemmLayout::WGRAD),
                                memory_bound("activation backward", (x.gated ? 5.0 : 3.0) * e * x.T * x.f / x.t,
                                             x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, KernelPass::BACKWARD)};
   quantize(fc2_rest, x, "fc1 output-grad cast", x.T * x.f1 / x.t);
   const Kernel fc1_dgrad = linear(x, "fc1 dgrad", x.T, x.h, x.f1 / x.t, 1, GemmLayout::DGRAD);
-  const Kernel fc1_wgrad = linear(x, "fc1 wgrad", x.h, x.f1 / x.t, x.T, 1, GemmLayout::WGRAD);
+  const Kernel fc1_wgrad = linear(x, "fc1 wgrad", x.f1 / x.t, x.h, x.T, 1, GemmLayout::WGRAD);
   std::vector<Kernel> residual_back{residual_backward(x)};
   quantize(residual_back, x, "fc2 output-grad cast", x.Tsp * x.h);
   Program p;
@@ -292,7 +292,7 @@ Program head_backward(const Shape& x, const Costing& c)
                                        memory_bound("logit gradient to 16 bits", (4.0 + e) * logits),
                                        gemm("logits dgrad", x.T, x.h, x.vocab / x.t, 1, GemmLayout::DGRAD)})};
   const Step wgrad =
-      c.compute("logits wgrad", {weight_gradient(gemm("logits wgrad", x.h, x.vocab / x.t, x.T, 1, GemmLayout::WGRAD))});
+      c.compute("logits wgrad", {weight_gradient(gemm("logits wgrad", x.vocab / x.t, x.h, x.T, 1, GemmLayout::WGRAD))});
   if (x.t > 1)
     backward_overlap(p, x, wgrad, x.sp ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, x.T * x.h * e);
   else
@@ -320,7 +320,7 @@ Program mtp_input_backward(const Shape& x, const Costing& c)
   p.push_back(
       c.compute("mtp input backward",
                 {linear(x, "mtp projection dgrad", x.T, 2.0 * x.h, x.h / x.t, 1, GemmLayout::DGRAD),
-                 weight_gradient(linear(x, "mtp projection wgrad", 2.0 * x.h, x.h / x.t, x.T, 1, GemmLayout::WGRAD)),
+                 weight_gradient(linear(x, "mtp projection wgrad", x.h / x.t, 2.0 * x.h, x.T, 1, GemmLayout::WGRAD)),
                  norm_backward(x, "mtp hidden norm backward"), norm_backward(x, "mtp embedding norm backward")}));
   return p;
 }
