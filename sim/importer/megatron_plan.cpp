@@ -1,6 +1,7 @@
 #include "importer/megatron_plan.hpp"
 
 #include "core/input_error.hpp"
+#include "model/flops.hpp"
 
 #include <algorithm>
 #include <fmt/format.h>
@@ -11,6 +12,15 @@
 
 namespace sim::importer {
 namespace {
+
+// The modules simtrain recomputes, as Megatron-core names them.
+std::string module_names()
+{
+  std::vector<std::string_view> names;
+  for (const auto& c : model::recompute_module_choices)
+    names.push_back(c.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
 
 class PlanReader : MegatronReader {
  public:
@@ -147,14 +157,24 @@ class PlanReader : MegatronReader {
     if (recompute == "full" && method == "uniform" && layers.value_or(1) > 1)
       not_simulated("recompute-num-layers",
                     fmt::format("uniform recomputation in groups of {} layers is simulated layer by layer", *layers));
-    if (const auto* modules = a_.find("recompute-modules"); modules && recompute == "selective")
-      for (const auto& module : modules->values)
-        if (module != "core_attn")
-          not_simulated("recompute-modules", fmt::format("selective recomputation of '{}' is not simulated (only "
-                                                         "core_attn, the attention's softmax and its inputs)",
-                                                         module));
     p["recompute"] = recompute;
     origin("/plan/recompute", "recompute-granularity");
+    if (const auto* modules = a_.find("recompute-modules"); modules && recompute == "selective") {
+      auto list = OrderedJson::array();
+      for (const auto& module : modules->values) {
+        const bool known = std::any_of(model::recompute_module_choices.begin(), model::recompute_module_choices.end(),
+                                       [&](const auto& c) { return c.name == module; });
+        if (known)
+          list.push_back(module);
+        else
+          not_simulated("recompute-modules", fmt::format("selective recomputation of '{}' is not simulated ({} are)",
+                                                         module, module_names()));
+      }
+      if (!list.empty()) {
+        p["recompute_modules"] = list;
+        origin("/plan/recompute_modules", "recompute-modules");
+      }
+    }
   }
 
   void precision(OrderedJson& p)

@@ -65,7 +65,18 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
   // fc1 inputs, fc2's input, and the experts' inputs.
   const double saved = p.fp8() ? fp8_bytes : element_bytes;
   const bool moe_layer = m.is_moe_layer(layer);
+  const bool selective = p.recompute == model::Recompute::SELECTIVE;
+  auto recomputes = [&](model::RecomputeModule module) { return selective && p.recompute_modules.has(module); };
   double unsplit = (2.0 * element_bytes + saved + (moe_layer ? element_bytes : saved)) * sb * h;
+  // Recomputed norms keep no output: those that are kernels of their own (Megatron-core's TransformerLayer; with
+  // Transformer Engine the input norm and a dense layer's FFN norm are fused into the next linear layer).
+  if (recomputes(model::RecomputeModule::LAYERNORM)) {
+    const bool fused = p.software.norm == plan::NormImpl::TE;
+    if (!fused)
+      unsplit -= saved * sb * h;
+    if (moe_layer || !fused)
+      unsplit -= (moe_layer ? element_bytes : saved) * sb * h;
+  }
   if (m.dropout)
     unsplit += 2.0 * mask_bytes * sb * h;
 
@@ -81,13 +92,20 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
     // The shared expert like a dense FFN; the routed experts' permuted inputs, intermediate tensors and outputs
     // for the token-expert pairs this GPU's experts took (its expert-tensor-parallel group's, their FFN split over
     // that group), and the router's fp32 scores.
+    // Recomputing the whole MoE layer keeps none of it; its activation function, the experts' fc2 inputs; its
+    // shared expert, that FFN's tensors.
     const model::MoeSpec& e = *m.moe;
     const double pairs = expert_tokens_per_rank(m, p);
-    split += ffn(sb, static_cast<double>(e.shared_expert_ffn_hidden_size));
-    unsplit += loss_element_bytes * sb * static_cast<double>(e.num_experts);
-    split +=
-        t * pairs * ((element_bytes + saved) * h + ffn(1.0, static_cast<double>(e.expert_ffn_hidden_size) / p.etp));
-  } else {
+    const double expert_width = static_cast<double>(e.expert_ffn_hidden_size) / p.etp;
+    if (!recomputes(model::RecomputeModule::MOE)) {
+      if (!recomputes(model::RecomputeModule::SHARED_EXPERTS))
+        split += ffn(sb, static_cast<double>(e.shared_expert_ffn_hidden_size));
+      unsplit += loss_element_bytes * sb * static_cast<double>(e.num_experts);
+      split += t * pairs * ((element_bytes + saved) * h + ffn(1.0, expert_width));
+      if (recomputes(model::RecomputeModule::MOE_ACT))
+        split -= t * pairs * expert_width * saved;
+    }
+  } else if (!recomputes(model::RecomputeModule::MLP)) {
     split += ffn(sb, static_cast<double>(m.ffn_hidden_size));
   }
 
@@ -98,7 +116,7 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
   const double scores = a * s * sb;
   if (p.fused_attention())
     split += 4.0 * a * sb;
-  else if (p.recompute != model::Recompute::SELECTIVE)
+  else if (!recomputes(model::RecomputeModule::CORE_ATTN))
     split += m.dropout ? (2.0 * element_bytes + mask_bytes) * scores : element_bytes * scores;
 
   return unsplit / sp_divisor + split / t;

@@ -25,9 +25,22 @@ LayerFlops layer_forward_flops(const ModelSpec& m, double seq, double sequences,
                                                      m.moe->experts_per_token * m.moe->expert_ffn_hidden_size)
                                : static_cast<double>(m.ffn_hidden_size);
   l.ffn = ffn_matrices * 2.0 * tokens * h * ffn_width;
-  if (m.is_moe_layer(layer))
+  l.moe = m.is_moe_layer(layer);
+  if (l.moe) {
     l.ffn += 2.0 * tokens * h * static_cast<double>(m.moe->num_experts);
+    l.shared_expert = ffn_matrices * 2.0 * tokens * h * static_cast<double>(m.moe->shared_expert_ffn_hidden_size);
+  }
   return l;
+}
+
+double LayerFlops::recomputed(RecomputeModules modules) const
+{
+  double r = modules.has(RecomputeModule::CORE_ATTN) ? attention_core() : 0.0;
+  if (moe ? modules.has(RecomputeModule::MOE) : modules.has(RecomputeModule::MLP))
+    r += ffn;
+  else if (moe && modules.has(RecomputeModule::SHARED_EXPERTS))
+    r += shared_expert;
+  return r;
 }
 
 double logits_forward_flops(const ModelSpec& m, double seq, double sequences)
@@ -42,14 +55,14 @@ double mtp_forward_flops(const ModelSpec& m, double seq, double sequences)
          logits_forward_flops(m, seq, sequences);
 }
 
-StepFlops step_flops(const ModelSpec& m, double seq, double sequences, Recompute recompute)
+StepFlops step_flops(const ModelSpec& m, double seq, double sequences, Recompute recompute, RecomputeModules modules)
 {
   StepFlops s;
   s.forward = logits_forward_flops(m, seq, sequences);
   auto layer_with_recompute = [&](const LayerFlops& layer) {
     s.forward += layer.total();
     if (recompute == Recompute::SELECTIVE)
-      s.recompute += layer.attention_core();
+      s.recompute += layer.recomputed(modules);
     else if (recompute == Recompute::FULL)
       s.recompute += layer.total();
   };

@@ -18,14 +18,39 @@ enum class Recompute { NONE, SELECTIVE, FULL };
 inline constexpr std::array<core::Choice<Recompute>, 3> recompute_choices{
     {{"none", Recompute::NONE}, {"selective", Recompute::SELECTIVE}, {"full", Recompute::FULL}}};
 
+// What selective recomputation redoes, by module (Megatron-core's --recompute-modules): the attention core, the
+// norms that are kernels of their own, a dense layer's MLP, a MoE layer whole, its experts' activation function,
+// its shared expert.
+enum class RecomputeModule : unsigned { CORE_ATTN, LAYERNORM, MLP, MOE, MOE_ACT, SHARED_EXPERTS };
+
+inline constexpr std::array<core::Choice<RecomputeModule>, 6> recompute_module_choices{
+    {{"core_attn", RecomputeModule::CORE_ATTN},
+     {"layernorm", RecomputeModule::LAYERNORM},
+     {"mlp", RecomputeModule::MLP},
+     {"moe", RecomputeModule::MOE},
+     {"moe_act", RecomputeModule::MOE_ACT},
+     {"shared_experts", RecomputeModule::SHARED_EXPERTS}}};
+
+// A set of modules; Megatron-core's default (and Korthikanti et al.'s selective recomputation) is the attention core.
+struct RecomputeModules {
+  unsigned bits = 1U << static_cast<unsigned>(RecomputeModule::CORE_ATTN);
+  [[nodiscard]] bool has(RecomputeModule m) const { return ((bits >> static_cast<unsigned>(m)) & 1U) != 0; }
+  void add(RecomputeModule m) { bits |= 1U << static_cast<unsigned>(m); }
+  bool operator==(const RecomputeModules&) const = default;
+};
+
 // Forward FLOPs of one transformer layer over `sequences` sequences of `seq` tokens (not sharded).
 struct LayerFlops {
   double qkv = 0;
   double attention_scores = 0;  // Q K^T
   double attention_context = 0; // softmax(.) V
   double projection = 0;
-  double ffn = 0; // dense FFN, or shared expert + routed experts a token goes to + router
+  double ffn = 0;           // dense FFN, or shared expert + routed experts a token goes to + router
+  double shared_expert = 0; // the shared expert's part of ffn
+  bool moe = false;
   double attention_core() const { return attention_scores + attention_context; }
+  // What the backward pass redoes of it under selective recomputation of `modules`.
+  double recomputed(RecomputeModules modules) const;
   double total() const { return qkv + attention_core() + projection + ffn; }
 };
 
@@ -47,6 +72,7 @@ struct StepFlops {
 double mtp_forward_flops(const ModelSpec& m, double seq, double sequences);
 
 // One step over `sequences` sequences (the global batch) of `seq` tokens.
-StepFlops step_flops(const ModelSpec& m, double seq, double sequences, Recompute recompute);
+StepFlops step_flops(const ModelSpec& m, double seq, double sequences, Recompute recompute,
+                     RecomputeModules modules = {});
 
 } // namespace sim::model

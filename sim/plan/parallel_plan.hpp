@@ -120,6 +120,7 @@ struct ParallelPlan {
   // interleaved step's bubble is then the formula's exactly.
   bool ideal = false;
   model::Recompute recompute = model::Recompute::NONE;
+  model::RecomputeModules recompute_modules; // what selective recomputation redoes
   bool sequence_parallel = false;
   bool tp_comm_overlap = false; // SP collectives pipelined with their GEMMs (Megatron-core --tp-comm-overlap)
   double dp_bucket_bytes = 0;

@@ -264,6 +264,47 @@ PlanKey layer_split_key()
   return k;
 }
 
+// Selective recomputation's modules: a list of Megatron-core's names, only with recompute "selective"; written in a
+// scenario where it is not the attention core alone, in a report for every selective plan.
+PlanKey recompute_modules_key()
+{
+  PlanKey k;
+  k.name = "recompute_modules";
+  k.report = "/recompute_modules";
+  k.read = [](PlanReading& r) {
+    ParallelPlan& p = r.plan;
+    auto list = r.in.find("recompute_modules");
+    if (!list)
+      return;
+    if (p.recompute != model::Recompute::SELECTIVE)
+      list->fail_found("modules are recomputed only under selective recomputation",
+                       fmt::format("recompute \"{}\"", core::choice_name(p.recompute, model::recompute_choices)),
+                       "recompute \"selective\", or no recompute_modules");
+    if (list->array_size() == 0)
+      list->fail_found("empty", "[]", "at least one module (core_attn is selective recomputation's default)");
+    p.recompute_modules = {.bits = 0};
+    for (std::size_t i = 0; i < list->array_size(); ++i)
+      p.recompute_modules.add(list->element(i).as_choice<model::RecomputeModule>(model::recompute_module_choices));
+  };
+  auto names = [](const ParallelPlan& p) {
+    Json list = Json::array();
+    for (const auto& c : model::recompute_module_choices)
+      if (p.recompute_modules.has(c.value))
+        list.push_back(std::string(c.name));
+    return list;
+  };
+  k.write = [names](const ParallelPlan& p) {
+    if (p.recompute != model::Recompute::SELECTIVE || p.recompute_modules == model::RecomputeModules{})
+      return Json();
+    return names(p);
+  };
+  // A report shows the modules of every selective plan, the default too.
+  k.report_value = [names](const ParallelPlan& p) {
+    return p.recompute == model::Recompute::SELECTIVE ? names(p) : Json();
+  };
+  return k;
+}
+
 std::vector<PlanKey> make_plan_keys()
 {
   using P = ParallelPlan;
@@ -293,6 +334,7 @@ std::vector<PlanKey> make_plan_keys()
       shard_group_key(),
       flag("ideal", &P::ideal, false),
       choice("recompute", &P::recompute, model::recompute_choices, model::Recompute::NONE),
+      recompute_modules_key(),
       flag("sequence_parallel", &P::sequence_parallel, false),
       flag("tp_comm_overlap", &P::tp_comm_overlap, false),
       flag("overlap_grad_reduce", &P::overlap_grad_reduce, true),

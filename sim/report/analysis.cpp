@@ -42,7 +42,7 @@ Analysis analyse(const scenario::Scenario& s)
   const auto seq = static_cast<double>(p.seq_length);
   a.layer_forward = model::layer_forward_flops(s.model, seq, p.micro_batch);
   a.logits_forward = model::logits_forward_flops(s.model, seq, p.micro_batch);
-  a.step = model::step_flops(s.model, seq, static_cast<double>(p.global_batch), p.recompute);
+  a.step = model::step_flops(s.model, seq, static_cast<double>(p.global_batch), p.recompute, p.recompute_modules);
   a.tokens_per_step = seq * static_cast<double>(p.global_batch);
   a.peak_flops = topology::mean_peak(s.cluster, p.compute_precision(), s.gpus);
   return a;
@@ -64,6 +64,18 @@ std::string parallel_extras(const plan::ParallelPlan& p)
     out += ")";
   }
   return out;
+}
+
+std::string recompute_text(const plan::ParallelPlan& p)
+{
+  std::string text(name_of(p.recompute, model::recompute_choices));
+  if (p.recompute != model::Recompute::SELECTIVE || p.recompute_modules == model::RecomputeModules{})
+    return text;
+  std::vector<std::string> names;
+  for (const auto& c : model::recompute_module_choices)
+    if (p.recompute_modules.has(c.value))
+      names.emplace_back(c.name);
+  return fmt::format("{} ({})", text, fmt::join(names, ", "));
 }
 
 std::string sharding_text(const plan::ParallelPlan& p)
@@ -209,9 +221,8 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
   line(fmt::format("plan     TP {} x PP {} x DP {}{}; micro-batch {}, global batch {} ({} micro-batch{} per pipeline), "
                    "sequence {}; {}; recompute {}{}{}",
                    p.tp, p.pp, p.dp, parallel_extras(p), p.micro_batch, p.global_batch, p.microbatches(),
-                   p.microbatches() == 1 ? "" : "es", p.seq_length, schedule,
-                   name_of(p.recompute, model::recompute_choices), p.sequence_parallel ? ", sequence parallel" : "",
-                   sharding_text(p)));
+                   p.microbatches() == 1 ? "" : "es", p.seq_length, schedule, recompute_text(p),
+                   p.sequence_parallel ? ", sequence parallel" : "", sharding_text(p)));
   line("");
   line("Memory per GPU, one GPU of each pipeline stage (GiB)");
   line(fmt::format("{:>5} {:>6} {:>9} {:>8} {:>8} {:>9} {:>11} {:>7} {:>8} {:>8}  {}", "stage", "layers", "params",

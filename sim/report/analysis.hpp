@@ -28,6 +28,9 @@ std::string parallel_extras(const plan::ParallelPlan& p);
 // How the plan shards its state, for the plan line: ", ZeRO-3 in shard groups of 16 (11 copies)", or "".
 std::string sharding_text(const plan::ParallelPlan& p);
 
+// "none", "full", "selective", or "selective (layernorm, moe_act)" where the modules are not the attention core alone.
+std::string recompute_text(const plan::ParallelPlan& p);
+
 core::Json analysis_json(const scenario::Scenario& s, const Analysis& a);
 std::string analysis_text(const scenario::Scenario& s, const Analysis& a);
 

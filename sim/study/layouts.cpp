@@ -181,6 +181,10 @@ std::vector<Layout> auto_layouts(const scenario::Scenario& base)
                     }
                     if (base.plan.fp8_param_gather) // needs the distributed optimizer, which layouts leave out
                       l.overrides.emplace_back("plan.fp8_param_gather=null");
+                    // The scenario's recomputed modules where the layout recomputes selectively, none otherwise.
+                    if (base.plan.recompute_modules != model::RecomputeModules{} &&
+                        std::string_view(recompute) != "selective")
+                      l.overrides.emplace_back("plan.recompute_modules=null");
                     // The scenario's hybrid shard groups where the layout shards and they split its data-parallel
                     // ranks; sharding over all of them otherwise.
                     if (const int group = base.plan.shard_group;

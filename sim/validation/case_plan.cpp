@@ -1,5 +1,6 @@
 #include "validation/case_plan.hpp"
 
+#include "model/flops.hpp"
 #include "validation/software_choice.hpp"
 
 #include <cmath>
@@ -245,10 +246,21 @@ std::optional<Json> convert_plan(Conversion& conv, std::int64_t seq)
     p["recompute"] = "none";
     conv.assume("recomputation not given: none");
   } else if (const auto r =
-                 conv.choice(plan, "recompute", {{"full", "full"}, {"selective", "selective"}, {"none", "none"}}))
+                 conv.choice(plan, "recompute", {{"full", "full"}, {"selective", "selective"}, {"none", "none"}})) {
     p["recompute"] = *r;
-  else
+    // "selective (layernorm, moe_act)": the modules it names, as Megatron-core names them.
+    if (*r == "selective") {
+      const std::string said = lower(text(plan, "recompute"));
+      Json modules = Json::array();
+      for (const auto& c : model::recompute_module_choices)
+        if (std::regex_search(said, std::regex("\\b" + std::string(c.name) + "\\b")))
+          modules.push_back(std::string(c.name));
+      if (!modules.empty())
+        p["recompute_modules"] = modules;
+    }
+  } else {
     return std::nullopt;
+  }
 
   const int year =
       latest_date(text(conv.case_json(), "source") + " | " + text(plan, "framework")).value_or(YearMonth{}).year;

@@ -45,6 +45,31 @@ Step token_all_to_all(const Shape& x, std::string label, Direction direction)
   return s;
 }
 
+// The routed experts' activation function, and the cast of its output (fc2's input) under FP8.
+std::vector<Kernel> expert_activation(const Shape& x)
+{
+  std::vector<Kernel> ks{memory_bound(x.gated ? "expert gated activation" : "expert activation",
+                                      (x.gated ? 3.0 : 2.0) * e * x.pairs_taken * x.fe / x.et,
+                                      x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU)};
+  quantize(ks, x, "expert fc2 input cast", x.pairs_taken * x.fe / x.et);
+  return ks;
+}
+
+// The shared expert's forward kernels (none without one): a dense FFN on the gathered hidden states.
+std::vector<Kernel> shared_expert_forward(const Shape& x)
+{
+  std::vector<Kernel> ks;
+  if (x.fs <= 0)
+    return ks;
+  quantize(ks, x, "shared expert input cast", x.T * x.h);
+  ks.push_back(linear(x, "shared expert fc1", x.T, x.fs1 / x.t, x.h));
+  ks.push_back(memory_bound("shared expert activation", (x.gated ? 3.0 : 2.0) * e * x.T * x.fs / x.t,
+                            x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU));
+  quantize(ks, x, "shared expert fc2 input cast", x.T * x.fs / x.t);
+  ks.push_back(linear(x, "shared expert fc2", x.T, x.h, x.fs / x.t));
+  return ks;
+}
+
 // A MoE layer's FFN half, forward, as Megatron-core's all-to-all token dispatcher runs it: route and permute the
 // GPU's tokens, send them to their experts' GPUs (all-to-all over the expert-parallel group), gather them over the
 // expert-tensor-parallel group (each expert is split over it), run the local experts as grouped GEMMs, reduce-
@@ -58,19 +83,11 @@ Program moe_forward(const Shape& x, const Costing& c, bool recompute)
                             memory_bound("permute", 2.0 * e * x.pairs_sent * x.h)};
   std::vector<Kernel> experts = quantized(x, "expert input cast", x.pairs_taken * x.h);
   experts.push_back(linear(x, "expert fc1", per_expert, x.fe1 / x.et, x.h, x.local_experts));
-  experts.push_back(memory_bound(x.gated ? "expert gated activation" : "expert activation",
-                                 (x.gated ? 3.0 : 2.0) * e * x.pairs_taken * x.fe / x.et,
-                                 x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU));
-  quantize(experts, x, "expert fc2 input cast", x.pairs_taken * x.fe / x.et);
+  for (const Kernel& k : expert_activation(x))
+    experts.push_back(k);
   experts.push_back(linear(x, "expert fc2", per_expert, x.h, x.fe / x.et, x.local_experts));
-  if (x.fs > 0) {
-    quantize(experts, x, "shared expert input cast", x.T * x.h);
-    experts.push_back(linear(x, "shared expert fc1", x.T, x.fs1 / x.t, x.h));
-    experts.push_back(memory_bound("shared expert activation", (x.gated ? 3.0 : 2.0) * e * x.T * x.fs / x.t,
-                                   x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU));
-    quantize(experts, x, "shared expert fc2 input cast", x.T * x.fs / x.t);
-    experts.push_back(linear(x, "shared expert fc2", x.T, x.h, x.fs / x.t));
-  }
+  for (const Kernel& k : shared_expert_forward(x))
+    experts.push_back(k);
   const bool shared_gather = x.fs > 0 && x.t > 1;
   Program p{c.compute("router", route, recompute)};
   if (shared_gather)
@@ -137,19 +154,12 @@ Program moe_backward(const Shape& x, const Costing& c)
   return p;
 }
 
-Program layer_forward(const Shape& x, const Costing& c, bool recompute)
+// A dense layer's FFN forward with its tensor-parallel collectives, `norms` (ending with the FFN's norm) run first.
+Program dense_ffn_forward(const Shape& x, const Costing& c, std::vector<Kernel> norms, bool recompute)
 {
   const double act = x.T * x.h * e;                       // one hidden-state tensor, whole
   const double gathered = x.T * x.h * x.gathered_element; // fc1's input, gathered
-  Program p = attention_forward(x, c, recompute);
-  auto norms = residual(x, "attention residual");
-  norms.push_back(norm(x, "ffn norm"));
-  if (x.moe) {
-    p.push_back(c.compute("norm", norms, recompute));
-    append(p, moe_forward(x, c, recompute));
-    p.push_back(c.compute("residual", residual(x, "ffn residual"), recompute));
-    return p;
-  }
+  Program p;
   quantize(norms, x, "fc1 input cast", x.Tsp * x.h, {.after_norm = true});
   if (x.comm_overlap) {
     const auto ffn = ffn_forward(x);
@@ -169,6 +179,21 @@ Program layer_forward(const Shape& x, const Costing& c, bool recompute)
     if (x.t > 1)
       p.push_back(collective("ffn all-reduce", CollectiveKind::ALL_REDUCE, act));
   }
+  return p;
+}
+
+Program layer_forward(const Shape& x, const Costing& c, bool recompute)
+{
+  Program p = attention_forward(x, c, recompute);
+  auto norms = residual(x, "attention residual");
+  norms.push_back(norm(x, "ffn norm"));
+  if (x.moe) {
+    p.push_back(c.compute("norm", norms, recompute));
+    append(p, moe_forward(x, c, recompute));
+    p.push_back(c.compute("residual", residual(x, "ffn residual"), recompute));
+    return p;
+  }
+  append(p, dense_ffn_forward(x, c, norms, recompute));
   p.push_back(c.compute("residual", residual(x, "ffn residual"), recompute));
   return p;
 }
@@ -217,15 +242,39 @@ Program ffn_backward(const Shape& x, const Costing& c)
   return p;
 }
 
-Program layer_backward(const Shape& x, const Costing& c, model::Recompute recompute)
+Program layer_backward(const Shape& x, const Costing& c, model::Recompute recompute, model::RecomputeModules modules)
 {
   Program p;
   if (recompute == model::Recompute::FULL)
     p = layer_forward(x, c, true);
+  // Selective recomputation redoes each module as the backward pass reaches it (Megatron-core's TransformerLayer):
+  // the norms that are kernels of their own (Transformer Engine fuses the input norm and a dense layer's FFN norm
+  // into the next linear layer), a dense MLP with its collectives, a MoE layer whole (its all-to-alls too), or its
+  // experts' activation and its shared expert.
+  auto redo = [&](model::RecomputeModule m) { return recompute == model::Recompute::SELECTIVE && modules.has(m); };
+  const bool fused_norms = x.norm == MemoryKernel::RMSNORM_TE || x.norm == MemoryKernel::LAYERNORM_TE;
   if (x.moe) { // with tp > 1, sequence parallelism (the plan requires it)
     p.push_back(c.compute("residual", {residual_backward(x)}));
+    std::vector<Kernel> again;
+    if (redo(model::RecomputeModule::LAYERNORM))
+      again.push_back(norm(x, "ffn norm"));
+    if (!redo(model::RecomputeModule::MOE)) {
+      if (redo(model::RecomputeModule::MOE_ACT))
+        for (const Kernel& k : expert_activation(x))
+          again.push_back(k);
+      if (redo(model::RecomputeModule::SHARED_EXPERTS))
+        for (const Kernel& k : shared_expert_forward(x))
+          again.push_back(k);
+    }
+    add_compute(p, c, "moe recompute", again, true);
+    if (redo(model::RecomputeModule::MOE))
+      append(p, moe_forward(x, c, true));
     append(p, moe_backward(x, c));
   } else {
+    if (redo(model::RecomputeModule::MLP))
+      append(p, dense_ffn_forward(x, c, {norm(x, "ffn norm")}, true));
+    else if (redo(model::RecomputeModule::LAYERNORM) && !fused_norms)
+      p.push_back(c.compute("norm recompute", {norm(x, "ffn norm")}, true));
     for (const Step& s : ffn_backward(x, c))
       p.push_back(s);
   }
@@ -233,7 +282,9 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
   if (x.post_norms) // the attention's and the FFN's post-norms
     norms.insert(norms.end(), 2, norm_backward(x, "post norm backward"));
   p.push_back(c.compute("norm backward", norms));
-  if (recompute == model::Recompute::SELECTIVE) {
+  if (redo(model::RecomputeModule::LAYERNORM) && !fused_norms)
+    p.push_back(c.compute("norm recompute", {norm(x, "input norm")}, true));
+  if (redo(model::RecomputeModule::CORE_ATTN)) {
     if (x.cp > 1)
       append(p, context_parallel_core(x, c, {.recompute = true}));
     else
@@ -389,7 +440,7 @@ std::vector<KernelCost> kernel_costs(const model::ModelSpec& m, const plan::Para
     c.set_program(name_of(kind) + " forward");
     layer_forward(layer, c, false);
     c.set_program(name_of(kind) + " backward");
-    layer_backward(layer, c, p.recompute);
+    layer_backward(layer, c, p.recompute, p.recompute_modules);
   }
   const Shape x = shape_of(m, p, paced, LayerKind::DENSE);
   c.set_program("embedding forward");
@@ -424,7 +475,7 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
   for (LayerKind kind : kinds_of(m)) {
     const Shape layer = shape_of(m, p, gpu, kind);
     out.layer_forward[kind] = merged(layer_forward(layer, c, false));
-    out.layer_backward[kind] = merged(layer_backward(layer, c, p.recompute));
+    out.layer_backward[kind] = merged(layer_backward(layer, c, p.recompute, p.recompute_modules));
   }
   out.embedding_forward = merged(embedding_forward(x, c));
   out.embedding_backward = merged(embedding_backward(x, c));
@@ -434,7 +485,7 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
   // An MTP module: the next tokens' embedding, its input, its layer, its output layer; back in reverse.
   auto mtp_backward = [&](const Costing& costing) {
     Program b = head_backward(x, costing);
-    append(b, layer_backward(last, costing, p.recompute));
+    append(b, layer_backward(last, costing, p.recompute, p.recompute_modules));
     append(b, mtp_input_backward(x, costing));
     append(b, embedding_backward(x, costing));
     return b;
@@ -471,7 +522,7 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
     };
     for (LayerKind kind : kinds_of(m)) {
       const Shape layer = shape_of(m, p, gpu, kind);
-      out.layer_backward_input[kind] = input_part(layer_backward(layer, split, p.recompute));
+      out.layer_backward_input[kind] = input_part(layer_backward(layer, split, p.recompute, p.recompute_modules));
       out.layer_weight[kind] = weight_part();
     }
     out.head_backward_input = input_part(head_backward(x, split));

@@ -170,6 +170,12 @@ TEST_CASE("a schema v2 plan: local batch, FSDP degree, FP8 recipe and context-pa
   const auto remat = convert_case(maxtext, test::source_dir());
   CHECK(remat.runs.at(0).scenario["plan"]["recompute"] == "full");
   CHECK(assumed(remat, "MaxText's default remat_policy 'full'"));
+  auto modules = moe_case(); // selective recomputation of the modules a recipe names
+  modules["plan"]["recompute"] = "selective (recompute_modules: layernorm, moe_act)";
+  const auto named = convert_case(modules, test::source_dir());
+  REQUIRE(named.unsupported.empty());
+  CHECK(named.runs.at(0).scenario["plan"]["recompute"] == "selective");
+  CHECK(named.runs.at(0).scenario["plan"]["recompute_modules"] == Json{"layernorm", "moe_act"});
   auto pipelined = llama_case(); // FSDP2 with a pipeline: one gather and one reduction per step
   pipelined["plan"]["pp"] = 2;
   pipelined["plan"]["dp"] = 4;

@@ -204,6 +204,21 @@ TEST_CASE(
   CHECK(s.plan.dp == 4);
 }
 
+TEST_CASE("Megatron-core's --recompute-modules becomes the plan's modules, and one simtrain does not model is listed")
+{
+  auto args = llama3_8b_fp8();
+  args.insert(args.end(),
+              {"--recompute-granularity", "selective", "--recompute-modules", "core_attn", "mlp", "mla_up_proj"});
+  const Imported imported = sim::importer::import_megatron(args, {"dgx-h100", std::nullopt, "llama"});
+  const auto& p = imported.scenario["plan"];
+  CHECK(p["recompute"] == "selective");
+  CHECK(p["recompute_modules"] == nlohmann::json{"core_attn", "mlp"});
+  REQUIRE(imported.not_simulated.size() == 1);
+  CHECK(imported.not_simulated[0].why.find("mla_up_proj") != std::string::npos);
+  const auto s = load(imported);
+  CHECK(s.plan.recompute_modules.has(sim::model::RecomputeModule::MLP));
+}
+
 TEST_CASE("Megatron-core's partial distributed optimizer is hybrid sharding over its instances")
 {
   auto args = llama3_8b_fp8(); // 8 GPUs from torchrun, TP 1: 8 data-parallel ranks, the distributed optimizer

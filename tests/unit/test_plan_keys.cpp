@@ -115,12 +115,16 @@ TEST_CASE("the report's plan holds every plan key, the software's inside `softwa
   for (const auto& key : sim::plan::plan_keys()) {
     INFO(key.name);
     CHECK(names.insert(key.name).second); // each key once
-    if (key.name != "fp8_recipe" && key.name != "fp8_param_gather" && key.name != "shard_group")
+    if (key.name != "fp8_recipe" && key.name != "fp8_param_gather" && key.name != "shard_group" &&
+        key.name != "recompute_modules")
       CHECK(j.contains(nlohmann::json::json_pointer(key.report)));
   }
   auto sharded = s.plan;
   sharded.distributed_optimizer = true;
   CHECK(sim::report::plan_json(sharded).at("shard_group") == 1); // all of dp x cp (dp 1 here)
+  auto selective = s.plan;
+  selective.recompute = sim::model::Recompute::SELECTIVE;
+  CHECK(sim::report::plan_json(selective).at("recompute_modules") == nlohmann::json{"core_attn"});
   CHECK(j.at("software").at("generation") == "megatron-core");
   CHECK(j.at("dp_bucket_size_bytes") == 160e6);
   CHECK(j.at("layers_per_chunk") == nlohmann::json{20, 20});
