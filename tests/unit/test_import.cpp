@@ -212,7 +212,7 @@ TEST_CASE("Megatron-core's --recompute-modules becomes the plan's modules, and o
   const Imported imported = sim::importer::import_megatron(args, {"dgx-h100", std::nullopt, "llama"});
   const auto& p = imported.scenario["plan"];
   CHECK(p["recompute"] == "selective");
-  CHECK(p["recompute_modules"] == nlohmann::json{"core_attn", "mlp"});
+  CHECK(p["recompute_modules"] == nlohmann::ordered_json{"core_attn", "mlp"});
   REQUIRE(imported.not_simulated.size() == 1);
   CHECK(imported.not_simulated[0].why.find("mla_up_proj") != std::string::npos);
   const auto s = load(imported);
