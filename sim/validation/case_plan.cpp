@@ -344,6 +344,17 @@ std::optional<Json> convert_plan(Conversion& conv, std::int64_t seq)
     if (!flag(plan, "distributed_optimizer"))
       conv.assume("distributed optimizer (implied by --overlap-param-gather)");
   }
+  // Megatron-Bridge's recipes build their optimizer as NeMo 2's do (distributed_fused_adam_with_cosine_annealing,
+  // nemo/collections/llm/recipes/optim/adam.py): the distributed optimizer, gradient reduce and parameter gather
+  // overlapped.
+  if (!member(plan, "distributed_optimizer") && !member(plan, "zero_stage") && !member(plan, "fsdp_degree") &&
+      mentions(lower(text(conv.case_json(), "source") + " | " + text(plan, "framework")), "megatron-bridge")) {
+    p["distributed_optimizer"] = true;
+    p["overlap_grad_reduce"] = true;
+    p["overlap_param_gather"] = true;
+    conv.assume("optimizer not given: Megatron-Bridge's recipe optimizer (distributed_fused_adam_with_cosine_"
+                "annealing): the distributed optimizer, gradient reduce and parameter gather overlapped");
+  }
   if (const auto degree = integer(plan, "fsdp_degree")) {
     // FSDP / ZeRO-3 over `degree` GPUs; over fewer than the data-parallel ranks it is HSDP, sharded within groups of
     // consecutive ranks and replicated across them (shard_group).

@@ -170,6 +170,15 @@ TEST_CASE("a schema v2 plan: local batch, FSDP degree, FP8 recipe and context-pa
   const auto remat = convert_case(maxtext, test::source_dir());
   CHECK(remat.runs.at(0).scenario["plan"]["recompute"] == "full");
   CHECK(assumed(remat, "MaxText's default remat_policy 'full'"));
+  const auto bridge = convert_case(moe_case(), test::source_dir()); // no optimizer stated: the recipes' own
+  REQUIRE(bridge.unsupported.empty());
+  CHECK(bridge.runs.at(0).scenario["plan"]["distributed_optimizer"] == true);
+  CHECK(bridge.runs.at(0).scenario["plan"]["overlap_param_gather"] == true);
+  CHECK(assumed(bridge, "Megatron-Bridge's recipe optimizer"));
+  auto stated = moe_case();
+  stated["plan"]["distributed_optimizer"] = false;
+  CHECK(convert_case(stated, test::source_dir()).runs.at(0).scenario["plan"].value("distributed_optimizer", false) ==
+        false);
   auto modules = moe_case(); // selective recomputation of the modules a recipe names
   modules["plan"]["recompute"] = "selective (recompute_modules: layernorm, moe_act)";
   const auto named = convert_case(modules, test::source_dir());
