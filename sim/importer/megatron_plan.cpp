@@ -16,10 +16,7 @@ namespace {
 // The modules simtrain recomputes, as Megatron-core names them.
 std::string module_names()
 {
-  std::vector<std::string_view> names;
-  for (const auto& c : model::recompute_module_choices)
-    names.push_back(c.name);
-  return fmt::format("{}", fmt::join(names, ", "));
+  return fmt::format("{}", fmt::join(model::recompute_module_names({.bits = ~0U}), ", "));
 }
 
 class PlanReader : MegatronReader {

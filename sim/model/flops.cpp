@@ -33,6 +33,15 @@ LayerFlops layer_forward_flops(const ModelSpec& m, double seq, double sequences,
   return l;
 }
 
+std::vector<std::string> recompute_module_names(RecomputeModules modules)
+{
+  std::vector<std::string> names;
+  for (const auto& c : recompute_module_choices)
+    if (modules.has(c.value))
+      names.emplace_back(c.name);
+  return names;
+}
+
 double LayerFlops::recomputed(RecomputeModules modules) const
 {
   double r = modules.has(RecomputeModule::CORE_ATTN) ? attention_core() : 0.0;

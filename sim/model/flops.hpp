@@ -8,6 +8,8 @@
 #include "model/model_spec.hpp"
 
 #include <array>
+#include <string>
+#include <vector>
 
 namespace sim::model {
 
@@ -38,6 +40,9 @@ struct RecomputeModules {
   void add(RecomputeModule m) { bits |= 1U << static_cast<unsigned>(m); }
   bool operator==(const RecomputeModules&) const = default;
 };
+
+// The modules' names, in recompute_module_choices' order.
+std::vector<std::string> recompute_module_names(RecomputeModules modules);
 
 // Forward FLOPs of one transformer layer over `sequences` sequences of `seq` tokens (not sharded).
 struct LayerFlops {

@@ -286,13 +286,7 @@ PlanKey recompute_modules_key()
     for (std::size_t i = 0; i < list->array_size(); ++i)
       p.recompute_modules.add(list->element(i).as_choice<model::RecomputeModule>(model::recompute_module_choices));
   };
-  auto names = [](const ParallelPlan& p) {
-    Json list = Json::array();
-    for (const auto& c : model::recompute_module_choices)
-      if (p.recompute_modules.has(c.value))
-        list.push_back(std::string(c.name));
-    return list;
-  };
+  auto names = [](const ParallelPlan& p) { return Json(model::recompute_module_names(p.recompute_modules)); };
   k.write = [names](const ParallelPlan& p) {
     if (p.recompute != model::Recompute::SELECTIVE || p.recompute_modules == model::RecomputeModules{})
       return Json();

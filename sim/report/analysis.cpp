@@ -71,11 +71,7 @@ std::string recompute_text(const plan::ParallelPlan& p)
   std::string text(name_of(p.recompute, model::recompute_choices));
   if (p.recompute != model::Recompute::SELECTIVE || p.recompute_modules == model::RecomputeModules{})
     return text;
-  std::vector<std::string> names;
-  for (const auto& c : model::recompute_module_choices)
-    if (p.recompute_modules.has(c.value))
-      names.emplace_back(c.name);
-  return fmt::format("{} ({})", text, fmt::join(names, ", "));
+  return fmt::format("{} ({})", text, fmt::join(model::recompute_module_names(p.recompute_modules), ", "));
 }
 
 std::string sharding_text(const plan::ParallelPlan& p)
