@@ -44,6 +44,10 @@ struct GpuLoad {
   simgrid::kernel::timer::Timer* due = nullptr;
   std::vector<TaskId> arriving; // ready at this instant, not yet queued
   bool dispatching = false;     // a dispatch is due at this instant
+  // The host that launches the GPU's kernels: when it has launched the compute tasks started so far, and when the
+  // last of them ended (what a host that waits for the GPU waits for).
+  double host = 0;
+  double last_end = 0;
 };
 
 double slowdown(const GpuLoad& l, const topology::ClusterGraph& cg, int gpu)
@@ -200,10 +204,25 @@ class Replayer {
     load.memory_share = task.memory_share / 65535.0;
     load.running = t;
     load.work_left = task.duration_s;
-    load.since = now;
-    timeline_.tasks[t].start_s = now;
     update_speed(task.rank);
+    const double wait = host_wait(load, task, now);
+    load.since = now + wait;
+    timeline_.tasks[t].start_s = now + wait;
+    if (wait > 0)
+      timeline_.host_waits.emplace_back(t, wait);
     schedule_end(task.rank);
+  }
+
+  // The host launches a GPU's compute tasks one after another, as fast as it can, in the order the GPU runs them
+  // (with `host_waits`, once the GPU's work so far has ended): a task's kernels start no earlier than the host began
+  // launching them and end no earlier than it finished. How long the GPU, free and the task ready, waits for that.
+  static double host_wait(GpuLoad& load, const workload::Task& task, double now)
+  {
+    if (task.host_waits == 1)
+      load.host = std::max(load.host, load.last_end);
+    const double begin = load.host;
+    load.host += task.host_s;
+    return std::max({0.0, begin - now, load.host - now - task.duration_s / load.speed});
   }
 
   void schedule_end(int gpu)
@@ -233,8 +252,8 @@ class Replayer {
       return;
     if (load.running != workload::no_task && load.due != nullptr) {
       const double now = sg4::Engine::get_clock();
-      load.work_left = std::max(load.work_left - (now - load.since) * load.speed, 0.0);
-      load.since = now;
+      load.work_left = std::max(load.work_left - std::max(now - load.since, 0.0) * load.speed, 0.0);
+      load.since = std::max(now, load.since); // (a task waiting for its host has done nothing yet)
       load.speed = quantised;
       schedule_end(gpu);
     } else {
@@ -356,6 +375,7 @@ class Replayer {
     if (task.kind == TaskKind::COMPUTE && task.duration_s > 0) { // the GPU's stream takes its next waiting task
       auto& load = load_[static_cast<std::size_t>(task.rank)];
       load.computing = false;
+      load.last_end = timeline_.tasks[t].end_s;
       if (g_.concurrent_passes)
         dispatch_later(task.rank);
       else if (!load.stream.empty()) {

@@ -22,7 +22,9 @@ struct LinkUsage {
 };
 
 struct Timeline {
-  std::vector<TaskTiming> tasks;          // by task id
+  std::vector<TaskTiming> tasks; // by task id
+  // The compute tasks whose GPU waited for its host to launch them, with how long (their start_s is after it).
+  std::vector<std::pair<std::size_t, double>> host_waits;
   std::vector<double> link_bytes_forward; // per graph link id, from the link's `from` end to its `to` end
   std::vector<double> link_bytes_backward;
   // Usage over time of the links of each stage's first GPU (its NVLink, PCIe and NIC links) and of the network's

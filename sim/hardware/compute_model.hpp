@@ -33,8 +33,9 @@ struct Kernel {
   AttentionImpl attention = AttentionImpl::FLASH2;
   MemoryKernel memory = MemoryKernel::ELEMENTWISE; // memory-bound: its class and pass
   KernelPass pass = KernelPass::FORWARD;
-  double flops = 0; // as executed (GEMM: 2mnk x batch; attention: with the causal mask's saving)
-  double bytes = 0; // memory traffic
+  double flops = 0;    // as executed (GEMM: 2mnk x batch; attention: with the causal mask's saving)
+  double bytes = 0;    // memory traffic
+  double launches = 1; // kernels the host launches for it (a grouped expert GEMM: one per local expert)
 };
 
 // A GEMM of 16-bit operands: its FLOPs and the bytes of its three matrices.

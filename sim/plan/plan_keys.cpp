@@ -355,6 +355,7 @@ std::vector<PlanKey> make_plan_keys()
       choice("backward_prefetch", &S::backward_prefetch, backward_prefetch_choices,
              from_generation(&S::backward_prefetch)),
       flag("zero3_per_tensor", &S::zero3_per_tensor, from_generation(&S::zero3_per_tensor)),
+      flag("host_launch", &S::host_launch, from_generation(&S::host_launch)),
       bucket_key(),
       layer_split_key(),
   };

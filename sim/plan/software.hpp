@@ -93,6 +93,7 @@ struct Software {
   PipelineEngine pipeline_engine = PipelineEngine::MEGATRON;
   BackwardPrefetch backward_prefetch = BackwardPrefetch::PRE;
   bool zero3_per_tensor = false; // ZeRO-3 gathers and reduces each parameter tensor separately (DeepSpeed of 2021)
+  bool host_launch = true;       // the host launches each kernel (hardware/host_launch): a GPU may wait for it
 
   bool operator==(const Software&) const = default;
 };

@@ -9,6 +9,7 @@
 #include <limits>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 namespace sim::report {
@@ -243,11 +244,15 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
   const Attribution attribution(g, tl);
   std::vector<Breakdown> per_gpu(static_cast<std::size_t>(g.gpus));
   std::vector<double> last_kernel_end(static_cast<std::size_t>(g.gpus), 0.0);
+  const std::unordered_map<std::size_t, double> host_waits(tl.host_waits.begin(), tl.host_waits.end());
   for (int r : g.simulated) {
     Breakdown& b = per_gpu[static_cast<std::size_t>(r)];
     double& cursor = last_kernel_end[static_cast<std::size_t>(r)];
     for (TaskId t : by_gpu[static_cast<std::size_t>(r)]) {
-      attribution.gap(t, cursor, tl.tasks[t].start_s, b);
+      const auto waited = host_waits.find(t);
+      const double host = waited == host_waits.end() ? 0.0 : waited->second;
+      attribution.gap(t, cursor, tl.tasks[t].start_s - host, b);
+      b.host += host;
       const double d = tl.tasks[t].end_s - tl.tasks[t].start_s; // a GPU runs one compute task at a time
       (g[t].category == Category::OPTIMIZER ? b.optimizer : b.compute) += d;
       cursor = std::max(cursor, tl.tasks[t].end_s);
@@ -294,6 +299,7 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
     m.breakdown.cp_exposed += b.cp_exposed / simulated;
     m.breakdown.bubble += b.bubble / simulated;
     m.breakdown.optimizer += b.optimizer / simulated;
+    m.breakdown.host += b.host / simulated;
   }
 
   // Communication in flight per GPU and kind: collectives from their first flow's issue to their last flow's end.

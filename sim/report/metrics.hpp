@@ -26,6 +26,7 @@ struct Breakdown {
   double cp_exposed = 0; // waiting for context-parallel attention exchanges (ring KV passing or all-to-all)
   double bubble = 0;     // waiting for other stages, nothing in flight for this GPU
   double optimizer = 0;
+  double host = 0; // waiting for the host to launch kernels (ready, the GPU free)
 };
 
 // How long a GPU's communication of each kind was in flight (overlapped or not): the union of its collectives'

@@ -16,7 +16,7 @@ core::Json breakdown_json(const Breakdown& b)
 {
   return {{"compute", b.compute},       {"tp_exposed", b.tp_exposed}, {"pp_exposed", b.pp_exposed},
           {"dp_exposed", b.dp_exposed}, {"ep_exposed", b.ep_exposed}, {"cp_exposed", b.cp_exposed},
-          {"bubble", b.bubble},         {"optimizer", b.optimizer}};
+          {"bubble", b.bubble},         {"optimizer", b.optimizer},   {"host", b.host}};
 }
 
 std::string percent(double x)
@@ -328,7 +328,8 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
                                                    {"exposed PP communication", b.pp_exposed},
                                                    {"exposed DP communication", b.dp_exposed},
                                                    {"pipeline bubble", b.bubble},
-                                                   {"optimizer", b.optimizer}};
+                                                   {"optimizer", b.optimizer},
+                                                   {"waiting for the host", b.host}};
   if (s.plan.cp > 1)
     rows.insert(rows.begin() + 4, {"exposed CP communication", b.cp_exposed});
   if (s.model.moe)

@@ -23,7 +23,7 @@ std::string category_name(Category c)
 
 bool involves(const Task& t, int rank)
 {
-  return t.rank == rank || t.peer == rank;
+  return t.rank == rank || (t.kind == TaskKind::TRANSFER && t.peer == rank);
 }
 
 } // namespace
@@ -109,7 +109,7 @@ void write_tasks_json(std::ostream& out, const workload::TaskGraph& g, std::opti
     j["category"] = category_name(t.category);
     if (t.rank >= 0)
       j["rank"] = t.rank;
-    if (t.peer >= 0)
+    if (t.kind == TaskKind::TRANSFER && t.peer >= 0)
       j["peer"] = t.peer;
     if (t.stage >= 0)
       j["stage"] = t.stage;
@@ -126,6 +126,10 @@ void write_tasks_json(std::ostream& out, const workload::TaskGraph& g, std::opti
     if (t.kind == TaskKind::COMPUTE) {
       j["duration_s"] = t.duration_s;
       j["flops"] = t.flops;
+      if (t.host_s > 0)
+        j["host_s"] = t.host_s;
+      if (t.host_waits == 1)
+        j["host_waits"] = true;
     }
     if (t.kind == TaskKind::TRANSFER) {
       j["bytes"] = t.bytes;

@@ -77,7 +77,8 @@ const std::vector<std::pair<std::string, std::string>>& parts()
                                                                   {"ep_exposed", "exposed EP all-to-all"},
                                                                   {"cp_exposed", "exposed CP communication"},
                                                                   {"bubble", "pipeline bubble"},
-                                                                  {"optimizer", "optimizer"}};
+                                                                  {"optimizer", "optimizer"},
+                                                                  {"host", "waiting for the host"}};
   return p;
 }
 

@@ -161,6 +161,8 @@ TaskId BuildState::compute(int gpu, const Step& step, const Where& w)
   t.label = g.label(step.label);
   t.duration_s = step.duration_s / topology::compute_share(cluster, gpu);
   t.flops = step.flops;
+  t.host_s = step.host_s;
+  t.host_waits = step.host_waits ? 1 : 0;
   if (step.duration_s > 0)
     t.memory_share =
         static_cast<std::uint16_t>(std::lround(65535.0 * std::clamp(step.memory_s / step.duration_s, 0.0, 1.0)));

@@ -74,7 +74,9 @@ std::vector<Kernel> shared_expert_forward(const Shape& x)
 // GPU's tokens, send them to their experts' GPUs (all-to-all over the expert-parallel group), gather them over the
 // expert-tensor-parallel group (each expert is split over it), run the local experts as grouped GEMMs, reduce-
 // scatter, send the outputs back, unpermute and weigh them. The shared expert is a dense FFN over the attention's
-// tensor-parallel group, on the hidden states gathered over it.
+// tensor-parallel group, on the hidden states gathered over it. Dropless, the dispatch's sizes are the router's
+// counts, copied to the host before the all-to-all (Megatron-core's dispatcher; DeepEP's dispatch waits for them
+// too): the host launches the experts' kernels only once the GPU has routed.
 Program moe_forward(const Shape& x, const Costing& c, bool recompute)
 {
   const double per_expert = x.per_expert;
@@ -96,6 +98,7 @@ Program moe_forward(const Shape& x, const Costing& c, bool recompute)
   if (x.et > 1)
     p.push_back(collective("moe all-gather", CollectiveKind::ALL_GATHER, x.expert_gathered, Group::ETP));
   p.push_back(c.compute("experts", experts, recompute));
+  p.back().host_waits = true;
   if (x.et > 1)
     p.push_back(collective("moe reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.expert_gathered, Group::ETP));
   p.push_back(token_all_to_all(x, "moe combine all-to-all", Direction::FROM_EXPERTS));
@@ -416,11 +419,12 @@ void append(Program& head, const Program& tail)
 {
   for (const Step& s : tail) {
     if (!head.empty() && head.back().kind == Step::Kind::COMPUTE && s.kind == Step::Kind::COMPUTE &&
-        head.back().recompute == s.recompute) {
+        head.back().recompute == s.recompute && !s.host_waits) {
       Step& last = head.back();
       last.duration_s += s.duration_s;
       last.memory_s += s.memory_s;
       last.flops += s.flops;
+      last.host_s += s.host_s;
       if (last.label != s.label && last.label.find(s.label) == std::string::npos)
         last.label += ", " + s.label;
       continue;
@@ -434,7 +438,7 @@ std::vector<KernelCost> kernel_costs(const model::ModelSpec& m, const plan::Para
 {
   std::vector<KernelCost> log;
   const hardware::GpuSpec paced = paced_by_slowest(gpu, p);
-  Costing c(paced, p.compute_precision(), &log);
+  Costing c(paced, p.compute_precision(), &log, p.software.host_launch);
   for (LayerKind kind : kinds_of(m)) {
     const Shape layer = shape_of(m, p, paced, kind);
     c.set_program(name_of(kind) + " forward");
@@ -464,7 +468,7 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
 {
   const hardware::GpuSpec gpu = paced_by_slowest(gpu_in, p);
   const Shape x = shape_of(m, p, gpu, LayerKind::DENSE);
-  const Costing c(gpu, p.compute_precision());
+  const Costing c(gpu, p.compute_precision(), nullptr, p.software.host_launch);
   // Consecutive compute steps (no collective between them, as with tp = 1) run as one task.
   auto merged = [](const Program& steps) {
     Program out;
@@ -499,7 +503,7 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
   }
   if (p.dualpipe()) {
     std::vector<Kernel> weights;
-    Costing split(gpu, p.compute_precision());
+    Costing split(gpu, p.compute_precision(), nullptr, p.software.host_launch);
     split.defer_weight_gradients(&weights);
     // What is left once the weight gradients are taken out: no empty compute steps, collectives that ran beside a
     // weight-gradient GEMM on their own.
@@ -540,7 +544,7 @@ bool same_steps(const LayerPrograms& a, const LayerPrograms& b)
 {
   const auto alike = [](const Program& x, const Program& y) {
     return std::equal(x.begin(), x.end(), y.begin(), y.end(), [](const Step& s, const Step& t) {
-      return s.kind == t.kind && s.label == t.label && s.recompute == t.recompute &&
+      return s.kind == t.kind && s.label == t.label && s.recompute == t.recompute && s.host_waits == t.host_waits &&
              (s.kind == Step::Kind::COMPUTE || (s.collective == t.collective && s.group == t.group &&
                                                 s.bytes == t.bytes && s.deduplicated == t.deduplicated));
     });

@@ -28,6 +28,8 @@ struct Step {
   double memory_s = 0; // the part of duration_s its memory-bound kernels take (what HBM contention slows)
   double flops = 0;    // as executed
   bool recompute = false;
+  double host_s = 0;       // the host's time to launch its kernels (hardware/host_launch)
+  bool host_waits = false; // the host waits for the GPU's work so far before launching it (a device-to-host copy)
   // COLLECTIVE and OVERLAP: over `group`, of a `bytes` buffer (the whole, not a shard; an all-to-all's: what each
   // rank sends, spread evenly over the group).
   CollectiveKind collective = CollectiveKind::ALL_REDUCE;

@@ -1,5 +1,7 @@
 #include "workload/program_steps.hpp"
 
+#include "hardware/host_launch.hpp"
+
 namespace sim::workload {
 namespace {
 
@@ -27,6 +29,8 @@ Step Costing::compute(std::string label, const std::vector<Kernel>& kernels, boo
     s.duration_s += time;
     s.memory_s += hardware::memory_bound_time(k, gpu_, precision_);
     s.flops += k.flops;
+    if (host_launch_)
+      s.host_s += hardware::host_launch_time(k);
     if (log_ != nullptr)
       log_->push_back(KernelCost{program_, s.label, k, time, recompute});
   }
@@ -79,6 +83,7 @@ Kernel linear(const Shape& x, std::string_view name, double m, double n, double 
 {
   Kernel g = gemm(name, m, n, k, batch, layout);
   g.weight_gradient = layout == GemmLayout::WGRAD;
+  g.launches = batch; // a linear layer per local expert (Transformer Engine's GroupedLinear: one GEMM each)
   return x.fp8 ? hardware::fp8_gemm(g) : g;
 }
 

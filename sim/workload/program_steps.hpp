@@ -16,8 +16,10 @@ namespace sim::workload {
 // Kernels costed on one GPU into compute steps (each kernel logged with its cost where a log is given).
 class Costing {
  public:
-  Costing(const hardware::GpuSpec& gpu, hardware::Precision precision, std::vector<KernelCost>* log = nullptr)
-      : gpu_(gpu), precision_(precision), log_(log)
+  // With `host_launch`, each step also carries the host's time to launch its kernels.
+  Costing(const hardware::GpuSpec& gpu, hardware::Precision precision, std::vector<KernelCost>* log = nullptr,
+          bool host_launch = false)
+      : gpu_(gpu), precision_(precision), log_(log), host_launch_(host_launch)
   {}
 
   Step compute(std::string label, const std::vector<hardware::Kernel>& kernels, bool recompute = false) const;
@@ -30,6 +32,7 @@ class Costing {
   const hardware::GpuSpec& gpu_;
   hardware::Precision precision_;
   std::vector<KernelCost>* log_;
+  bool host_launch_;
   std::vector<hardware::Kernel>* deferred_ = nullptr;
   std::string program_;
 };

@@ -53,7 +53,10 @@ struct Task {
   std::int16_t chunk = -1;
   std::uint16_t memory_share = 0; // compute: the share of its time its kernels stream memory, in 1/65535
   std::int32_t rank = -1;         // compute: the GPU; transfer: the sender
-  std::int32_t peer = -1;         // transfer: the receiver
+  union {
+    std::int32_t peer = -1;  // transfer: the receiver
+    std::int32_t host_waits; // compute: 1 when the host waits for the GPU's work so far before launching it
+  };
   std::int32_t microbatch = -1;
   std::int32_t layer = -1;
   std::uint32_t label = 0;            // into TaskGraph::labels
@@ -61,7 +64,10 @@ struct Task {
   double duration_s = 0;              // compute
   double flops = 0;                   // compute, as executed
   double bytes = 0;                   // transfer, on the wire
-  double latency_s = 0;               // transfer: waited before the flow starts
+  union {
+    double latency_s = 0; // transfer: waited before the flow starts
+    double host_s;        // compute: the host's time to launch its kernels
+  };
 };
 
 struct CollectiveInfo {

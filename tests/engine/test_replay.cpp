@@ -130,7 +130,9 @@ TEST_CASE("a compute-only step takes its FLOPs divided by the GPU's rate")
   const std::vector<std::string> overrides{
       "topology.node.gpu.gemm_efficiency=1", "topology.node.gpu.sms=null", "topology.node.gpu.kernel_overhead=null",
       "topology.node.gpu.kernel_tables=null", "topology.node.gpu.sustained_compute_ratio=1"};
-  const auto run = simulate(balanced_model(4), {{"global_batch", 2}, {"attention", "unfused"}}, overrides, true);
+  // The host's launches cost nothing either (with them, the GPU waits 16 us for the step's first launches).
+  const auto run = simulate(balanced_model(4), {{"global_batch", 2}, {"attention", "unfused"}, {"host_launch", false}},
+                            overrides, true);
   const double peak = 989.4e12;
   // What is left besides GEMMs (memory traffic at 1e21 B/s) is below a part in 1e5.
   CHECK(run.metrics.step_time_s == Approx(run.metrics.model_flops / peak).epsilon(1e-5));
@@ -318,4 +320,87 @@ TEST_CASE("a GPU runs one compute task at a time: two ready at once run one afte
   CHECK(tl.tasks[first].end_s == Approx(1e-3));
   CHECK(tl.tasks[second].start_s == Approx(1e-3));
   CHECK(tl.step_time_s == Approx(3e-3));
+}
+
+namespace {
+
+struct Launched {
+  double duration_s;
+  double host_s;
+  bool host_waits = false;
+};
+
+// A chain of compute tasks on GPU 0 of one DGX A100, each with its kernels' time and its host's launch time; with
+// `transfer`, task 1 also waits for a 1 GB NVLink transfer from GPU 1 (1e9 / (300 GB/s x 0.767) = 4.35 ms).
+sim::engine::Timeline launched_chain(const std::vector<Launched>& chain, bool transfer = false)
+{
+  const auto graph = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 1);
+  sim::workload::TaskGraph g;
+  g.gpus = 8;
+  g.cluster_gpus = 8;
+  g.stage_leaders = {0};
+  sim::workload::Task send;
+  send.kind = sim::workload::TaskKind::TRANSFER;
+  send.rank = 1;
+  send.peer = 0;
+  send.bytes = 1e9;
+  send.label = g.label("send");
+  const auto sent = transfer ? g.add(send) : sim::workload::no_task;
+  auto previous = sim::workload::no_task;
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    sim::workload::Task k;
+    k.kind = sim::workload::TaskKind::COMPUTE;
+    k.rank = 0;
+    k.label = g.label("kernels");
+    k.duration_s = chain[i].duration_s;
+    k.host_s = chain[i].host_s;
+    k.host_waits = chain[i].host_waits ? 1 : 0;
+    const auto id = g.add(k);
+    if (previous != sim::workload::no_task)
+      g.depend(id, previous);
+    if (i == 1 && transfer)
+      g.depend(id, sent);
+    previous = id;
+  }
+  g.step_end = g.add(sim::workload::Task{});
+  g.depend(g.step_end, previous);
+  g.finalize();
+  return sim::engine::replay(g, graph);
+}
+
+} // namespace
+
+TEST_CASE("a GPU whose host launches kernels slower than they run waits for it: the chain takes the launches' time")
+{
+  const auto tl = launched_chain(std::vector<Launched>(10, {1e-3, 2e-3}));
+  CHECK(tl.step_time_s == Approx(20e-3));
+  // Task 0 (graph task 0): the GPU waits 1 ms for the rest of its launch (0 to 2 ms), then runs it.
+  CHECK(tl.tasks[0].start_s == Approx(1e-3));
+  CHECK(tl.tasks[0].end_s == Approx(2e-3));
+  REQUIRE(tl.host_waits.size() == 10);
+  CHECK(tl.host_waits.front().second == Approx(1e-3));
+}
+
+TEST_CASE("a host faster than the kernels stays ahead, also through a wait for a transfer: nothing waits for it")
+{
+  const auto tl = launched_chain(std::vector<Launched>(10, {2e-3, 1e-3}), true);
+  const double transfer = 1e9 / (300e9 * 0.767);
+  CHECK(tl.step_time_s == Approx(transfer + 9 * 2e-3).epsilon(0.01));
+  CHECK(tl.host_waits.empty());
+}
+
+// Task 0 runs 10 ms, launched in 1 ms; task 1 runs 1 ms and takes 2 ms to launch.
+TEST_CASE("a host ahead of the GPU launches the next task while the GPU runs a long one: nothing is exposed")
+{
+  const auto tl = launched_chain({{10e-3, 1e-3}, {1e-3, 2e-3}});
+  CHECK(tl.step_time_s == Approx(11e-3)); // the host launched task 1 by 3 ms
+  CHECK(tl.host_waits.empty());
+}
+
+TEST_CASE("a host that waits for the GPU's work so far (a device-to-host copy) exposes the launch after it")
+{
+  const auto tl = launched_chain({{10e-3, 1e-3}, {1e-3, 2e-3, true}});
+  CHECK(tl.step_time_s == Approx(12e-3)); // the host waits for task 0 (10 ms), then launches task 1 until 12 ms
+  REQUIRE(tl.host_waits.size() == 1);
+  CHECK(tl.host_waits.front().second == Approx(1e-3));
 }

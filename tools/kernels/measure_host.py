@@ -26,10 +26,17 @@ Writes, in --out:
                 back to back (the host queues 200 of them behind a 5 ms spin, so that no launch waits on it): the
                 fixed cost of a kernel on the GPU, from launch to the next kernel's start, which simtrain's
                 kernel_overhead stands for
+  autograd.csv  op,kernels,forward_host_us,backward_host_us,source   the CPU time per operation of a chain of like
+                operations (64 and 8 of them; the difference over 56, so that the call's fixed cost drops out), in
+                forward and in the autograd backward that follows (the engine's own thread, timed from
+                .backward() until it returns, the GPU kept ahead by tiny tensors): linear (F.linear), rms_norm,
+                silu_mul (SwiGLU's silu and mul), add, sdpa_flash and sdpa_cudnn (scaled_dot_product_attention,
+                causal, through each backend), scaled_mm_fp8 (forward only); and the host cost of launching
+                one NCCL all-reduce (a one-rank group: the launch path without peers), forward_host_us
   env.txt       torch and CUDA versions, the GPU, the CPU model
 
 Usage (on a GPU machine with PyTorch):
-  python3 tools/kernels/measure_host.py --out DIR [--sections dispatch,sync,gpu_gap,moe]
+  python3 tools/kernels/measure_host.py --out DIR [--sections dispatch,sync,gpu_gap,moe,autograd]
 """
 
 import argparse
@@ -134,6 +141,84 @@ def measure_dispatch(table, source):
             log("dispatch %s" % name)
         except Exception:  # one op missing from this build must not lose the others
             traceback.print_exc()
+
+
+def chain_host_us(step, backward, n):
+    """CPU microseconds of n chained operations' forward (and, with backward, of the backward that follows)."""
+    fwd, bwd = [], []
+    for _ in range(7):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        y = step(n)
+        t1 = time.perf_counter()
+        if backward:
+            y.backward()
+        t2 = time.perf_counter()
+        torch.cuda.synchronize()
+        fwd.append((t1 - t0) * 1e6)
+        bwd.append((t2 - t1) * 1e6)
+    return statistics.median(fwd[2:]), statistics.median(bwd[2:])
+
+
+def measure_autograd(table, source):
+    dev = "cuda"
+    x0 = torch.randn(16, 64, device=dev, dtype=BF16, requires_grad=True)
+    w = torch.randn(64, 64, device=dev, dtype=BF16, requires_grad=True)
+    norm_w = torch.ones(64, device=dev, dtype=BF16, requires_grad=True)
+    q0 = torch.randn(1, 2, 16, 64, device=dev, dtype=BF16, requires_grad=True)
+
+    def chain(op):
+        def run(n):
+            y = x0
+            for _ in range(n):
+                y = op(y)
+            return y.float().sum()
+        return run
+
+    def attention(backend):
+        from torch.nn.attention import sdpa_kernel
+
+        def run(n):
+            with sdpa_kernel(backend):
+                y = q0
+                for _ in range(n):
+                    y = F.scaled_dot_product_attention(y, y, y, is_causal=True)
+            return y.float().sum()
+        return run
+
+    from torch.nn.attention import SDPBackend
+    ops = [("linear", 1, chain(lambda y: F.linear(y, w)), True),
+           ("rms_norm", 1, chain(lambda y: F.rms_norm(y, (64,), norm_w)), True),
+           ("silu_mul", 2, chain(lambda y: F.silu(y) * y), True),
+           ("add", 1, chain(lambda y: y + x0), True),
+           ("sdpa_flash", 1, attention(SDPBackend.FLASH_ATTENTION), True),
+           ("sdpa_cudnn", 1, attention(SDPBackend.CUDNN_ATTENTION), True)]
+    fp8 = getattr(torch, "float8_e4m3fn", None)
+    if fp8 is not None and hasattr(torch, "_scaled_mm"):
+        b8 = torch.randn(64, 64, device=dev).to(fp8).t()
+        one = torch.ones((), device=dev, dtype=torch.float32)
+        ops.append(("scaled_mm_fp8", 1, chain(lambda y: torch._scaled_mm(y.detach().to(fp8), b8, scale_a=one,
+                                                                          scale_b=one, out_dtype=BF16)), False))
+    for name, kernels, run, backward in ops:
+        try:
+            chain_host_us(run, backward, 8)
+            f8, b8_ = chain_host_us(run, backward, 8)
+            f64, b64 = chain_host_us(run, backward, 64)
+            table.row(name, kernels, "%.2f" % ((f64 - f8) / 56), "%.2f" % ((b64 - b8_) / 56) if backward else "",
+                      source)
+            log("autograd %s" % name)
+        except Exception:  # noqa: BLE001: a backend missing from this build must not lose the others
+            traceback.print_exc()
+    try:
+        import torch.distributed as dist
+        dist.init_process_group("nccl", init_method="tcp://127.0.0.1:29511", rank=0, world_size=1)
+        t = torch.randn(64, 64, device=dev, dtype=BF16)
+        dist.all_reduce(t)
+        table.row("nccl_all_reduce", 1, "%.2f" % host_per_call(lambda: dist.all_reduce(t), calls=500), "", source)
+        dist.destroy_process_group()
+        log("autograd nccl")
+    except Exception:  # noqa: BLE001
+        traceback.print_exc()
 
 
 def measure_sync(table, source):
@@ -330,7 +415,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
     parser.add_argument("--reps", type=int, default=20)
-    parser.add_argument("--sections", default="dispatch,sync,gpu_gap,moe", help="which to run (comma-separated)")
+    parser.add_argument("--sections", default="dispatch,sync,gpu_gap,moe,autograd", help="which to run (comma-separated)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     source = source_tag()
@@ -355,6 +440,10 @@ def main():
         log("gpu gap")
         measure_gpu_gap(Table(os.path.join(args.out, "gpu_gap.csv"), ["op", "kernels_per_call", "gpu_us_per_call",
                                                                       "source"]), source)
+    if "autograd" in sections:
+        log("autograd")
+        measure_autograd(Table(os.path.join(args.out, "autograd.csv"), ["op", "kernels", "forward_host_us",
+                                                                       "backward_host_us", "source"]), source)
     if "moe" in sections:
         log("moe")
         measure_moe(Table(os.path.join(args.out, "moe.csv"), ["model", "variant", "tokens", "local_experts",
