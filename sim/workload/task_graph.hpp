@@ -46,7 +46,7 @@ inline constexpr std::array<core::Choice<CollectiveKind>, 4> collective_kind_cho
      {"all_gather", CollectiveKind::ALL_GATHER},
      {"all_to_all", CollectiveKind::ALL_TO_ALL}}};
 
-struct Task {
+struct Task { // NOLINT(cppcoreguidelines-pro-type-member-init): each union's first member is set
   TaskKind kind = TaskKind::SYNC;
   Category category = Category::FORWARD;
   std::int16_t stage = -1;
