@@ -345,15 +345,21 @@ std::optional<Json> convert_plan(Conversion& conv, std::int64_t seq)
       conv.assume("distributed optimizer (implied by --overlap-param-gather)");
   }
   // Megatron-Bridge's recipes build their optimizer as NeMo 2's do (distributed_fused_adam_with_cosine_annealing,
-  // nemo/collections/llm/recipes/optim/adam.py): the distributed optimizer, gradient reduce and parameter gather
-  // overlapped.
+  // nemo/collections/llm/recipes/optim/adam.py), and NeMo 1's Megatron-core training configs name the same
+  // (NeMo-Framework-Launcher conf/training/llama/*.yaml: distributed_fused_adam, overlap_grad_sync and
+  // overlap_param_sync true): the distributed optimizer, gradient reduce and parameter gather overlapped. NeMo
+  // AutoModel runs PyTorch FSDP2 instead.
+  const std::string origin = lower(text(conv.case_json(), "source") + " | " + text(plan, "framework"));
+  const bool bridge = mentions(origin, "megatron-bridge");
   if (!member(plan, "distributed_optimizer") && !member(plan, "zero_stage") && !member(plan, "fsdp_degree") &&
-      mentions(lower(text(conv.case_json(), "source") + " | " + text(plan, "framework")), "megatron-bridge")) {
+      (bridge || (mentions(origin, "nemo") && !mentions(origin, "automodel")))) {
     p["distributed_optimizer"] = true;
     p["overlap_grad_reduce"] = true;
     p["overlap_param_gather"] = true;
-    conv.assume("optimizer not given: Megatron-Bridge's recipe optimizer (distributed_fused_adam_with_cosine_"
-                "annealing): the distributed optimizer, gradient reduce and parameter gather overlapped");
+    conv.assume(
+        fmt::format("optimizer not given: {} (distributed_fused_adam): the distributed optimizer, gradient "
+                    "reduce and parameter gather overlapped",
+                    bridge ? "Megatron-Bridge's recipe optimizer" : "NeMo's recipe and training-config optimizer"));
   }
   if (const auto degree = integer(plan, "fsdp_degree")) {
     // FSDP / ZeRO-3 over `degree` GPUs; over fewer than the data-parallel ranks it is HSDP, sharded within groups of

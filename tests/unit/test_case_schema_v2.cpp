@@ -175,6 +175,15 @@ TEST_CASE("a schema v2 plan: local batch, FSDP degree, FP8 recipe and context-pa
   CHECK(bridge.runs.at(0).scenario["plan"]["distributed_optimizer"] == true);
   CHECK(bridge.runs.at(0).scenario["plan"]["overlap_param_gather"] == true);
   CHECK(assumed(bridge, "Megatron-Bridge's recipe optimizer"));
+  auto nemo = llama_case(); // NeMo's Megatron-core configs name the same optimizer; AutoModel runs FSDP2
+  nemo["plan"].erase("fsdp_degree");
+  nemo["plan"].erase("local_batch");
+  nemo["plan"]["framework"] = "NeMo 24.03.01 container (Megatron-Core)";
+  const auto nemo_run = convert_case(nemo, test::source_dir());
+  CHECK(nemo_run.runs.at(0).scenario["plan"]["distributed_optimizer"] == true);
+  CHECK(assumed(nemo_run, "NeMo's recipe and training-config optimizer"));
+  nemo["plan"]["framework"] = "NeMo AutoModel (PyTorch FSDP2 backend)";
+  CHECK_FALSE(assumed(convert_case(nemo, test::source_dir()), "optimizer not given"));
   auto stated = moe_case();
   stated["plan"]["distributed_optimizer"] = false;
   CHECK(convert_case(stated, test::source_dir()).runs.at(0).scenario["plan"].value("distributed_optimizer", false) ==
