@@ -55,15 +55,19 @@ std::string rate_of(const workload::KernelCost& c)
 std::string kernels_text(const std::vector<workload::KernelCost>& costs)
 {
   std::map<std::string, double> totals;
-  for (const auto& c : costs)
+  std::map<std::string, double> launches;
+  for (const auto& c : costs) {
     totals[c.program] += c.time_s;
+    launches[c.program] += c.launch_s;
+  }
   std::string out;
   std::string program;
   for (const auto& c : costs) {
     if (c.program != program) {
       program = c.program;
-      out += fmt::format("{}{} ({}, one micro-batch on one tensor-parallel rank)\n", out.empty() ? "" : "\n", program,
-                         core::format_time(totals[program]));
+      out += fmt::format("{}{} ({}, launched by the host in {}; one micro-batch on one tensor-parallel rank)\n",
+                         out.empty() ? "" : "\n", program, core::format_time(totals[program]),
+                         core::format_time(launches[program]));
       out += fmt::format("  {:<28} {:<24} {:<26} {:>12} {:>13} {:>6}\n", "kernel", "class", "shape", "time", "rate",
                          "share");
     }
@@ -79,9 +83,9 @@ core::Json kernels_json(const std::vector<workload::KernelCost>& costs)
   core::Json list = core::Json::array();
   for (const auto& c : costs) {
     const auto& k = c.kernel;
-    core::Json j{{"program", c.program}, {"step", c.step},          {"kernel", std::string(k.name)},
-                 {"class", kind_of(k)},  {"time_s", c.time_s},      {"flops", k.flops},
-                 {"bytes", k.bytes},     {"recompute", c.recompute}};
+    core::Json j{{"program", c.program}, {"step", c.step},           {"kernel", std::string(k.name)},
+                 {"class", kind_of(k)},  {"time_s", c.time_s},       {"flops", k.flops},
+                 {"bytes", k.bytes},     {"recompute", c.recompute}, {"launch_s", c.launch_s}};
     if (k.kind == KernelKind::GEMM)
       j["shape"] = {{"m", k.m}, {"n", k.n}, {"k", k.k}, {"batch", k.batch}};
     if (k.kind == KernelKind::ATTENTION || k.kind == KernelKind::ATTENTION_BACKWARD)

@@ -114,6 +114,7 @@ struct KernelCost {
   hardware::Kernel kernel;
   double time_s = 0;
   bool recompute = false;
+  double launch_s = 0; // the host's time to launch it (0 with plan.host_launch false)
 };
 
 std::vector<KernelCost> kernel_costs(const model::ModelSpec& m, const plan::ParallelPlan& p,

@@ -29,10 +29,10 @@ Step Costing::compute(std::string label, const std::vector<Kernel>& kernels, boo
     s.duration_s += time;
     s.memory_s += hardware::memory_bound_time(k, gpu_, precision_);
     s.flops += k.flops;
-    if (host_launch_)
-      s.host_s += hardware::host_launch_time(k);
+    const double launch = host_launch_ ? hardware::host_launch_time(k) : 0.0;
+    s.host_s += launch;
     if (log_ != nullptr)
-      log_->push_back(KernelCost{program_, s.label, k, time, recompute});
+      log_->push_back(KernelCost{program_, s.label, k, time, recompute, launch});
   }
   return s;
 }

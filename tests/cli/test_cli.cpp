@@ -1018,6 +1018,21 @@ TEST_CASE("simtrain kernels lists every kernel of a layer with its class, and th
   // The run report's layer forward (stage 0, no TP: no collectives in it) is the same kernels' time.
   const auto report = run_json(scenario("sc21/table1-1.7b.json"));
   CHECK(report["layer_s"]["forward"].get<double>() == Approx(forward).epsilon(1e-6));
+  // Each kernel's launch on the host: eager PyTorch's measured cost per call of its class (hardware/host_launch).
+  for (const auto& k : j["kernels"]) {
+    const std::string cls = k["class"];
+    const double launch = k["launch_s"];
+    if (cls.rfind("gemm", 0) == 0)
+      CHECK(launch == Approx(17.27e-6));
+    else if (cls.rfind("layernorm", 0) == 0)
+      CHECK(launch == Approx(13.1e-6));
+    else if (cls.rfind("attention", 0) != 0)
+      CHECK(launch == Approx(8.10e-6));
+  }
+  const auto free = nlohmann::json::parse(
+      run("kernels " + scenario("sc21/table1-1.7b.json") + " --format json --set plan.host_launch=false").out);
+  for (const auto& k : free["kernels"])
+    CHECK(k["launch_s"] == 0.0);
 }
 
 TEST_CASE("validate --set applies to every converted case")
