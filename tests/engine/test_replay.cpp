@@ -89,6 +89,16 @@ sim::engine::Timeline replay_together(const sim::topology::ClusterGraph& graph,
   return sim::engine::replay(g, graph);
 }
 
+// An empty task graph for one DGX A100 (8 GPUs, GPU 0 the measured stage leader).
+sim::workload::TaskGraph one_node_task_graph()
+{
+  sim::workload::TaskGraph g;
+  g.gpus = 8;
+  g.cluster_gpus = 8;
+  g.stage_leaders = {0};
+  return g;
+}
+
 // The time one phase of flows takes when replayed alone on a cluster.
 double replay_phase(const sim::topology::ClusterGraph& graph, const sim::workload::CollectivePhase& phase)
 {
@@ -220,10 +230,7 @@ TEST_CASE("a DeepEP dispatch across four nodes is bound by each GPU's NIC carryi
 TEST_CASE("a dependency cycle stops the replay with an error naming the stuck tasks, not a hang")
 {
   const auto graph = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 1);
-  sim::workload::TaskGraph g;
-  g.gpus = 8;
-  g.cluster_gpus = 8;
-  g.stage_leaders = {0};
+  auto g = one_node_task_graph();
   sim::workload::Task compute;
   compute.kind = sim::workload::TaskKind::COMPUTE;
   compute.rank = 0;
@@ -335,10 +342,7 @@ struct Launched {
 sim::engine::Timeline launched_chain(const std::vector<Launched>& chain, bool transfer = false)
 {
   const auto graph = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 1);
-  sim::workload::TaskGraph g;
-  g.gpus = 8;
-  g.cluster_gpus = 8;
-  g.stage_leaders = {0};
+  auto g = one_node_task_graph();
   sim::workload::Task send;
   send.kind = sim::workload::TaskKind::TRANSFER;
   send.rank = 1;
