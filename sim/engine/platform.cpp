@@ -59,9 +59,16 @@ class PlatformBuilder {
       const int a = gpus[i];
       auto* ha = p_.gpu[static_cast<std::size_t>(a)];
       const auto from = cg_.gpu[static_cast<std::size_t>(a)];
-      for (std::size_t j = i + 1; j < gpus.size(); ++j)
-        zone->add_route(ha->get_netpoint(), p_.gpu[static_cast<std::size_t>(gpus[j])]->get_netpoint(), nullptr, nullptr,
-                        links_of(zone, from, topology::route(cg_, a, gpus[j])), true);
+      for (std::size_t j = i + 1; j < gpus.size(); ++j) {
+        // Staged in host memory, a route and its way back cross different sockets' memory: each is its own.
+        auto* hb = p_.gpu[static_cast<std::size_t>(gpus[j])];
+        zone->add_route(ha->get_netpoint(), hb->get_netpoint(), nullptr, nullptr,
+                        links_of(zone, from, topology::route(cg_, a, gpus[j])), !cg_.staged);
+        if (cg_.staged)
+          zone->add_route(hb->get_netpoint(), ha->get_netpoint(), nullptr, nullptr,
+                          links_of(zone, cg_.gpu[static_cast<std::size_t>(gpus[j])], topology::route(cg_, gpus[j], a)),
+                          false);
+      }
       if (cg_.nodes > nodes)
         zone->add_route(ha->get_netpoint(), gw, nullptr, nullptr,
                         links_of(zone, from, topology::route_to_network(cg_, a)), true);

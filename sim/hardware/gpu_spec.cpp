@@ -96,7 +96,8 @@ GpuSpec read_gpu(const core::Node& node)
   g.nvlink_bandwidth = r.quantity_or("nvlink_bandwidth", core::Dimension::BANDWIDTH, 0.0);
   g.pcie_generation = static_cast<int>(r.integer("pcie_generation", 3, 6));
   g.compute_capability = r.number_or("compute_capability", 0.0, 3.0, 13.0);
-  g.gemm_efficiency = r.number("gemm_efficiency", 0.05, 1.0);
+  g.peer_to_peer = r.flag_or("peer_to_peer", true);
+  g.gemm_efficiency = r.number("gemm_efficiency", 0.05, 1.25);
   // Measured efficiencies lie between 5 % and 100 % (absent: 0, "not measured").
   g.memory_efficiency = r.number_or("memory_efficiency", 0.0, 0.05, 1.0);
   g.nccl_nvlink_efficiency = r.number_or("nccl_nvlink_efficiency", 0.0, 0.05, 1.0);

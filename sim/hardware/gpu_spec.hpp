@@ -37,9 +37,14 @@ struct GpuSpec {
   int sms = 0;                 // streaming multiprocessors (0: unknown, no wave quantisation)
   double nvlink_bandwidth = 0; // bytes/s per direction per GPU; 0 without NVLink
   int pcie_generation = 0;
+  // The driver lets GPUs of this kind read and write each other's memory over PCIe, and NICs reach it directly
+  // (GPUDirect RDMA). GeForce cards have neither: their traffic to another GPU or a NIC is staged in host memory.
+  bool peer_to_peer = true;
   // CUDA compute capability (9.0 for Hopper); 0 for parts that are not NVIDIA's. NCCL picks its tuning by it.
   double compute_capability = 0;
-  double gemm_efficiency = 0;               // sustained large-matmul FLOP/s / peak
+  // Sustained large-matmul FLOP/s / peak. Above 1 where a card runs its tensor cores above the rated boost clock its
+  // datasheet peak is computed at (GeForce cards under GPU Boost).
+  double gemm_efficiency = 0;
   double memory_efficiency = 0;             // achievable / nominal memory bandwidth; 0 when not measured
   double attention_efficiency = 0;          // fused attention FLOP/s / peak; 0 when not measured
   double attention_backward_efficiency = 0; // its backward pass's; 0: the forward's

@@ -18,6 +18,8 @@ std::string device_label(topology::DeviceKind k)
       return "pcie_switch";
     case topology::DeviceKind::CPU:
       return "cpu";
+    case topology::DeviceKind::HOST_MEMORY:
+      return "host_memory";
     case topology::DeviceKind::NIC:
       return "nic";
     case topology::DeviceKind::LEAF:
@@ -52,6 +54,11 @@ core::Json topology_json(const topology::ClusterSpec& spec, const topology::Clus
         {"count", c.count}, {"per_gpu_bandwidth_Bps", c.per_gpu_bandwidth}, {"total_bandwidth_Bps", c.total_bandwidth}};
   j["bisection_bandwidth_Bps"] = s.bisection_bandwidth;
   j["sharp"] = spec.network.sharp;
+  j["peer_to_peer"] = spec.gpu.peer_to_peer;
+  if (spec.node.host.memory_bytes > 0)
+    j["host_memory_bytes"] = spec.node.host.memory_bytes;
+  if (spec.node.host.memory_bandwidth > 0)
+    j["host_memory_bandwidth_Bps"] = spec.node.host.memory_bandwidth;
   return j;
 }
 
@@ -71,6 +78,13 @@ std::string topology_text(const topology::ClusterSpec& spec, const topology::Clu
                        core::format_bandwidth(c.per_gpu_bandwidth), core::format_bandwidth(c.total_bandwidth));
   out += fmt::format("\nbisection bandwidth {} per direction (first half of the {} against the second)\n",
                      core::format_bandwidth(s.bisection_bandwidth), s.nodes > 1 ? "nodes" : "GPUs");
+  if (spec.node.host.memory_bytes > 0 || spec.node.host.memory_bandwidth > 0)
+    out += fmt::format("host memory {} per node, {} per CPU socket\n",
+                       spec.node.host.memory_bytes > 0 ? core::format_bytes(spec.node.host.memory_bytes) : "not given",
+                       spec.node.host.memory_bandwidth > 0 ? core::format_bandwidth(spec.node.host.memory_bandwidth)
+                                                           : "(bandwidth not given)");
+  if (!spec.gpu.peer_to_peer)
+    out += "no peer-to-peer between the GPUs: what they send to each other or to a NIC is staged in host memory\n";
   if (spec.network.sharp)
     out += "the switches reduce in the network (SHARP): all-reduces across nodes run on them (NCCL's CollNet)\n";
   return out;

@@ -71,6 +71,14 @@ void build_node(Builder& b, ClusterGraph& cg, const ClusterSpec& spec, int n)
     std::vector<VertexId> cpus;
     for (int s = 0; s < t.sockets; ++s)
       cpus.push_back(b.device(DeviceKind::CPU, n, s));
+    // Each socket's DRAM serves the reads and the writes of what is staged in it: half its bandwidth each way.
+    std::vector<VertexId> memory;
+    if (ns.host.memory_bandwidth > 0)
+      for (int s = 0; s < t.sockets; ++s) {
+        memory.push_back(b.device(DeviceKind::HOST_MEMORY, n, s));
+        b.link(cpus[static_cast<std::size_t>(s)], memory.back(), LinkClass::DRAM, ns.host.memory_bandwidth / 2, 0.0);
+      }
+    cg.host_memory.push_back(memory);
     for (int s = 0; s < t.sockets; ++s)
       for (int r = s + 1; r < t.sockets; ++r)
         b.link(cpus[static_cast<std::size_t>(s)], cpus[static_cast<std::size_t>(r)], LinkClass::CPU,
@@ -85,6 +93,7 @@ void build_node(Builder& b, ClusterGraph& cg, const ClusterSpec& spec, int n)
         b.link(nics[static_cast<std::size_t>(k2)], v, LinkClass::PCIE, t.link_bandwidth, t.latency / 2);
     }
   } else {
+    cg.host_memory.emplace_back();
     // No PCIe tree described: each GPU reaches its NIC over its own x16 link.
     const double x16 = pcie_x16_bandwidth(spec.gpu.pcie_generation);
     for (int i = 0; i < ns.gpus; ++i)
@@ -148,7 +157,8 @@ std::vector<EdgeId> path_in_node(const ClusterGraph& cg, VertexId src, VertexId 
   while (!queue.empty() && !seen.count(dst)) {
     const VertexId u = queue.front();
     queue.pop_front();
-    if (u != src && (g[u].kind == DeviceKind::GPU || g[u].kind == DeviceKind::NIC))
+    if (u != src &&
+        (g[u].kind == DeviceKind::GPU || g[u].kind == DeviceKind::NIC || g[u].kind == DeviceKind::HOST_MEMORY))
       continue;
     for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
       const VertexId v = boost::target(*e, g);
@@ -171,6 +181,20 @@ std::vector<EdgeId> path_in_node(const ClusterGraph& cg, VertexId src, VertexId 
   return path;
 }
 
+// Inside one node from `src` to `dst`: directly, or, when the GPUs stage their traffic, written into the memory of CPU
+// socket `socket` and read from there.
+std::vector<EdgeId> node_path(const ClusterGraph& cg, VertexId src, VertexId dst, int socket)
+{
+  if (!cg.staged)
+    return path_in_node(cg, src, dst);
+  const VertexId memory =
+      cg.host_memory[static_cast<std::size_t>(cg.graph[src].node)][static_cast<std::size_t>(socket)];
+  std::vector<EdgeId> path = path_in_node(cg, src, memory);
+  const auto tail = path_in_node(cg, memory, dst);
+  path.insert(path.end(), tail.begin(), tail.end());
+  return path;
+}
+
 } // namespace
 
 std::string ClusterGraph::device_name(VertexId v) const
@@ -185,6 +209,8 @@ std::string ClusterGraph::device_name(VertexId v) const
       return fmt::format("n{}.pcie{}", d.node, d.index);
     case DeviceKind::CPU:
       return fmt::format("n{}.cpu{}", d.node, d.index);
+    case DeviceKind::HOST_MEMORY:
+      return fmt::format("n{}.mem{}", d.node, d.index);
     case DeviceKind::NIC:
       return fmt::format("n{}.nic{}", d.node, d.index);
     case DeviceKind::LEAF:
@@ -226,6 +252,16 @@ ClusterGraph build_graph(const ClusterSpec& spec, int nodes)
   for (std::size_t k = 0; k < spec.node.nics.gpus.size(); ++k)
     for (int g : spec.node.nics.gpus[k])
       cg.nic_of_gpu[static_cast<std::size_t>(g)] = static_cast<int>(k);
+  cg.socket_of_gpu.assign(static_cast<std::size_t>(spec.node.gpus), 0);
+  cg.socket_of_nic.assign(static_cast<std::size_t>(spec.node.nics.count), 0);
+  if (spec.node.pcie)
+    for (const auto& sw : spec.node.pcie->switches) {
+      for (int g : sw.gpus)
+        cg.socket_of_gpu[static_cast<std::size_t>(g)] = sw.socket;
+      for (int k : sw.nics)
+        cg.socket_of_nic[static_cast<std::size_t>(k)] = sw.socket;
+    }
+  cg.staged = !spec.gpu.peer_to_peer && spec.node.pcie && spec.node.host.memory_bandwidth > 0;
   Builder b(cg);
   for (int n = 0; n < nodes; ++n)
     build_node(b, cg, spec, n);
@@ -239,8 +275,14 @@ std::vector<EdgeId> route(const ClusterGraph& cg, int src_gpu, int dst_gpu)
   const int dst_node = dst_gpu / cg.gpus_per_node;
   const VertexId src = cg.gpu[static_cast<std::size_t>(src_gpu)];
   const VertexId dst = cg.gpu[static_cast<std::size_t>(dst_gpu)];
+  const auto local_socket = [&cg](int gpu) {
+    return cg.socket_of_gpu[static_cast<std::size_t>(gpu % cg.gpus_per_node)];
+  };
+  const auto nic_socket = [&cg](int gpu) {
+    return cg.socket_of_nic[static_cast<std::size_t>(cg.nic_of_gpu[static_cast<std::size_t>(gpu % cg.gpus_per_node)])];
+  };
   if (src_node == dst_node)
-    return path_in_node(cg, src, dst);
+    return node_path(cg, src, dst, local_socket(dst_gpu));
 
   const VertexId src_nic =
       cg.nic[static_cast<std::size_t>(src_node)]
@@ -248,7 +290,7 @@ std::vector<EdgeId> route(const ClusterGraph& cg, int src_gpu, int dst_gpu)
   const VertexId dst_nic =
       cg.nic[static_cast<std::size_t>(dst_node)]
             [static_cast<std::size_t>(cg.nic_of_gpu[static_cast<std::size_t>(dst_gpu % cg.gpus_per_node)])];
-  std::vector<EdgeId> path = path_in_node(cg, src, src_nic);
+  std::vector<EdgeId> path = node_path(cg, src, src_nic, nic_socket(src_gpu));
   const std::size_t src_group = static_cast<std::size_t>(src_node / cg.nodes_per_leaf);
   const std::size_t dst_group = static_cast<std::size_t>(dst_node / cg.nodes_per_leaf);
   std::vector<VertexId> hops{src_nic, cg.leaf[src_group]};
@@ -265,7 +307,7 @@ std::vector<EdgeId> route(const ClusterGraph& cg, int src_gpu, int dst_gpu)
   hops.push_back(dst_nic);
   for (std::size_t i = 0; i + 1 < hops.size(); ++i)
     path.push_back(edge_between(cg, hops[i], hops[i + 1]));
-  const auto tail = path_in_node(cg, dst_nic, dst);
+  const auto tail = node_path(cg, dst_nic, dst, nic_socket(dst_gpu));
   path.insert(path.end(), tail.begin(), tail.end());
   return path;
 }
@@ -273,10 +315,9 @@ std::vector<EdgeId> route(const ClusterGraph& cg, int src_gpu, int dst_gpu)
 std::vector<EdgeId> route_to_network(const ClusterGraph& cg, int gpu)
 {
   const int node = gpu / cg.gpus_per_node;
-  const VertexId nic =
-      cg.nic[static_cast<std::size_t>(node)]
-            [static_cast<std::size_t>(cg.nic_of_gpu[static_cast<std::size_t>(gpu % cg.gpus_per_node)])];
-  auto path = path_in_node(cg, cg.gpu[static_cast<std::size_t>(gpu)], nic);
+  const int k = cg.nic_of_gpu[static_cast<std::size_t>(gpu % cg.gpus_per_node)];
+  const VertexId nic = cg.nic[static_cast<std::size_t>(node)][static_cast<std::size_t>(k)];
+  auto path = node_path(cg, cg.gpu[static_cast<std::size_t>(gpu)], nic, cg.socket_of_nic[static_cast<std::size_t>(k)]);
   path.push_back(edge_between(cg, nic, cg.leaf[static_cast<std::size_t>(node / cg.nodes_per_leaf)]));
   return path;
 }
@@ -384,6 +425,8 @@ std::string to_dot(const ClusterGraph& cg, const std::string& title)
         return "box, style=filled, fillcolor=\"#fdd0a2\"";
       case DeviceKind::CPU:
         return "box, style=filled, fillcolor=\"#d9d9d9\"";
+      case DeviceKind::HOST_MEMORY:
+        return "box, style=filled, fillcolor=\"#c7e9c0\"";
       default:
         return "ellipse";
     }
@@ -436,7 +479,8 @@ ClusterSummary summarize(const ClusterGraph& cg)
     const Device& b = g[boost::target(*e, g)];
     const bool node0_nic_cable = (a.kind == DeviceKind::NIC && a.node == 0 && b.node < 0) ||
                                  (b.kind == DeviceKind::NIC && b.node == 0 && a.node < 0);
-    const bool node0_socket_link = a.kind == DeviceKind::CPU && b.kind == DeviceKind::CPU && a.node == 0;
+    const bool node0_socket_link =
+        a.kind == DeviceKind::CPU && a.node == 0 && (b.kind == DeviceKind::CPU || b.kind == DeviceKind::HOST_MEMORY);
     if (node0_nic_cable || node0_socket_link)
       s.links[g[*e].cls].per_gpu_bandwidth += g[*e].bandwidth / cg.gpus_per_node;
   }

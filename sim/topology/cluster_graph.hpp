@@ -13,15 +13,17 @@
 
 namespace sim::topology {
 
-enum class LinkClass { NVLINK, PCIE, IB, ETHERNET, CPU };
+// CPU: between sockets; DRAM: a socket to its memory.
+enum class LinkClass { NVLINK, PCIE, IB, ETHERNET, CPU, DRAM };
 
-inline constexpr std::array<core::Choice<LinkClass>, 5> link_class_choices{{{"nvlink", LinkClass::NVLINK},
+inline constexpr std::array<core::Choice<LinkClass>, 6> link_class_choices{{{"nvlink", LinkClass::NVLINK},
                                                                             {"pcie", LinkClass::PCIE},
                                                                             {"ib", LinkClass::IB},
                                                                             {"ethernet", LinkClass::ETHERNET},
-                                                                            {"cpu", LinkClass::CPU}}};
+                                                                            {"cpu", LinkClass::CPU},
+                                                                            {"dram", LinkClass::DRAM}}};
 
-enum class DeviceKind { GPU, NVSWITCH, PCIE_SWITCH, CPU, NIC, LEAF, SPINE, CORE };
+enum class DeviceKind { GPU, NVSWITCH, PCIE_SWITCH, CPU, HOST_MEMORY, NIC, LEAF, SPINE, CORE };
 
 struct Device {
   DeviceKind kind = DeviceKind::GPU;
@@ -58,6 +60,13 @@ struct ClusterGraph {
   int nodes_per_leaf = 1;
   int leaves_per_pod = 1;
   bool sharp = false; // the switches reduce in the network (SHARP)
+  // The GPUs have no peer-to-peer (GeForce): what a GPU sends to another GPU of its node is written into host memory
+  // and read from there (NCCL's SHM transport), in the memory of the receiver's socket; what it sends to or receives
+  // from a NIC is staged in the memory of the NIC's socket (no GPUDirect RDMA).
+  bool staged = false;
+  std::vector<std::vector<VertexId>> host_memory; // per node, per CPU socket (with a PCIe tree and a host bandwidth)
+  std::vector<int> socket_of_gpu;                 // local GPU -> its CPU socket (0 without a PCIe tree)
+  std::vector<int> socket_of_nic;                 // local NIC -> its CPU socket
   // Per kind of GPU (topology::gpu_kind; 0: the topology's part): the share of its compute rate left to kernels while
   // its NCCL kernels run (the SMs they hold are taken), and the HBM bandwidth a memory-bound kernel streams at
   // (nominal x STREAM efficiency). With the HBM bytes NCCL moves per byte it sends or receives, what a collective

@@ -62,6 +62,31 @@ NvLinkFabric read_nvlink(const core::Node& node, const hardware::GpuSpec& gpu, i
   return f;
 }
 
+// A quantity within bounds narrower than its dimension's.
+double bounded_quantity(const core::Node& node, core::Dimension dimension, double min, double max,
+                        const std::string& expected)
+{
+  const double value = node.as_quantity(dimension);
+  if (value < min || value > max)
+    node.fail("out of the plausible range", expected);
+  return value;
+}
+
+HostSpec read_host(const core::Node& node)
+{
+  core::ObjectReader r(node);
+  HostSpec h;
+  // From a small workstation's 16 GB to the 32 TB an 8-socket server holds; from one socket's two channels of DDR4 to
+  // twelve of MRDIMM-8800 (845 GB/s).
+  if (auto memory = r.find("memory"))
+    h.memory_bytes = bounded_quantity(*memory, core::Dimension::BYTES, 8e9, 64e12, "from 8GB to 64TB per node");
+  if (auto bandwidth = r.find("memory_bandwidth"))
+    h.memory_bandwidth =
+        bounded_quantity(*bandwidth, core::Dimension::BANDWIDTH, 10e9, 2e12, "from 10GBps to 2TBps per socket");
+  r.finish();
+  return h;
+}
+
 PcieTree read_pcie(const core::Node& node, const hardware::GpuSpec& gpu, int gpus, int nics)
 {
   core::ObjectReader r(node);
@@ -271,6 +296,8 @@ ClusterSpec read_cluster(const core::Node& node)
     c.node.nvlink = read_nvlink(*nv, c.gpu, c.node.gpus);
   if (auto pcie = n.find("pcie"))
     c.node.pcie = read_pcie(*pcie, c.gpu, c.node.gpus, c.node.nics.count);
+  if (auto host = n.find("host"))
+    c.node.host = read_host(*host);
   if (!c.node.nvlink && !c.node.pcie)
     n.node().fail_found("no fabric between the node's GPUs", "neither nvlink nor pcie",
                         "an nvlink object (switch or mesh), a pcie object, or both");
@@ -286,6 +313,15 @@ ClusterSpec read_cluster(const core::Node& node)
       n.at("nvlink", "")
           .fail_found("leaves GPU pairs without a path", fmt::format("{} of {} pairs linked", mesh.links.size(), pairs),
                       "a pcie tree for the pairs without NVLink, or lanes between every pair");
+  }
+  if (!c.gpu.peer_to_peer && c.node.gpus > 1) {
+    if (!c.node.pcie)
+      n.node().fail_found(fmt::format("GPUs without peer-to-peer ({}) and no PCIe tree", c.gpu.name), "no pcie object",
+                          "a pcie tree: their traffic is staged in host memory behind the CPU sockets");
+    if (c.node.host.memory_bandwidth == 0)
+      n.node().fail_found(fmt::format("GPUs without peer-to-peer ({}) and no host memory bandwidth", c.gpu.name),
+                          "no host.memory_bandwidth",
+                          "the DRAM bandwidth of a CPU socket: their traffic is staged in host memory");
   }
   n.finish();
 
@@ -393,11 +429,15 @@ std::vector<NodeGpus> read_node_gpus(const core::Node& list, const ClusterSpec& 
     const bool nvswitch = cluster.node.nvlink && std::holds_alternative<NvSwitchFabric>(*cluster.node.nvlink);
     const bool nvlink_fits =
         nvswitch ? g.gpu.nvlink_bandwidth > 0 : g.gpu.nvlink_bandwidth == cluster.gpu.nvlink_bandwidth;
-    if (!nvlink_fits || g.gpu.pcie_generation != cluster.gpu.pcie_generation)
+    if (!nvlink_fits || g.gpu.pcie_generation != cluster.gpu.pcie_generation ||
+        g.gpu.peer_to_peer != cluster.gpu.peer_to_peer)
       item.fail_found(
           fmt::format("a part for another node design than '{}'", cluster.name),
-          fmt::format("{}: NVLink {:g} GB/s, PCIe gen {}", g.gpu.name, g.gpu.nvlink_bandwidth / 1e9,
-                      g.gpu.pcie_generation),
+          fmt::format("{}: NVLink {:g} GB/s, PCIe gen {}{}", g.gpu.name, g.gpu.nvlink_bandwidth / 1e9,
+                      g.gpu.pcie_generation,
+                      g.gpu.peer_to_peer == cluster.gpu.peer_to_peer
+                          ? ""
+                          : ", peer-to-peer " + std::string(g.gpu.peer_to_peer ? "on" : "off")),
           nvswitch ? fmt::format("an NVLink part with PCIe gen {}, as {}'s (e.g. H200 or H800 nodes beside H100 ones)",
                                  cluster.gpu.pcie_generation, cluster.gpu.name)
                    : fmt::format("NVLink {:g} GB/s and PCIe gen {}, as {}'s", cluster.gpu.nvlink_bandwidth / 1e9,

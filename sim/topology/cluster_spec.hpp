@@ -67,6 +67,13 @@ struct NicSpec {
   std::vector<std::vector<int>> gpus; // GPUs that use each NIC
 };
 
+// The node's host: its DRAM. GPUs whose driver allows no peer-to-peer (GeForce) stage what they send to another GPU
+// or a NIC in it, so each socket's memory is a device of the PCIe tree.
+struct HostSpec {
+  double memory_bytes = 0;     // DRAM of the whole node (0: not given)
+  double memory_bandwidth = 0; // per CPU socket, reads and writes together (0: not given)
+};
+
 struct NodeSpec {
   int gpus = 0;
   int collective_sms = 0; // SMs a running NCCL kernel holds (its CTAs do not share SMs with compute kernels)
@@ -76,6 +83,7 @@ struct NodeSpec {
   std::optional<NvLinkFabric> nvlink;
   std::optional<PcieTree> pcie;
   NicSpec nics;
+  HostSpec host;
   double power_w = 0;              // the whole node at full load (0: its GPUs' TDP alone)
   std::optional<double> price_usd; // the whole node, GPUs included (else the GPUs' list price)
 };

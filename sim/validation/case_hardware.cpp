@@ -58,6 +58,14 @@ std::optional<Hardware> match_gpu(const std::string& name)
     return Hardware{"v100-sxm2-32gb", "dgx-v100"};
   if (mentions(n, "4090"))
     return Hardware{"rtx-4090", "pcie-4090"};
+  if (mentions(n, "3090"))
+    return Hardware{"rtx-3090", "workstation-rtx3090"};
+  if (mentions(n, "5090"))
+    return Hardware{"rtx-5090", "workstation-rtx5090"};
+  if (mentions(n, "a6000"))
+    return Hardware{"rtx-a6000", "workstation-rtx-a6000"};
+  if (mentions(n, "6000 ada") || mentions(n, "6000ada") || mentions(n, "6000-ada"))
+    return Hardware{"rtx-6000-ada", "workstation-rtx6000-ada"};
   return std::nullopt;
 }
 

@@ -192,3 +192,24 @@ TEST_CASE("DGX H100 with SHARP on 8 nodes: an all-reduce of 64 GPUs on the switc
                                   [](sim::topology::ClusterSpec& c) { c.network.sharp = true; })
             .front() == Approx(386.6e9).epsilon(0.10));
 }
+
+TEST_CASE("4 GeForce cards on CPU root ports: an all-reduce staged in host memory runs at the socket's DRAM bound")
+{
+  // No peer-to-peer: each ring step is written into the socket's memory and read back, four at once: 204.8 GB/s of
+  // DDR4 shared by 4 writes and 4 reads is 25.6 GB/s a flow. Published: 18 GB/s on 4 RTX 4090s under one CPU without
+  // a PCIe switch through NCCL's SHM transport (NVIDIA/nccl#1603; memory configuration not given); the transport's own
+  // cost (its kernels reading host memory over PCIe, sgl-project/sglang#39605) is not modelled.
+  CHECK(all_reduce_bus_bandwidth("workstation-rtx3090", 4, 1e9) == Approx(204.8e9 / 8).epsilon(0.01));
+}
+
+TEST_CASE("8 RTX 4090s under two PCIe switches: without peer-to-peer each switch's uplink carries its four GPUs' ring")
+{
+  // Every step leaves the switch for the CPU's memory and comes back down (sjeaugey, NVIDIA/nccl#1309): four sends up
+  // and four receives down each switch's x16 uplink, 31.5 GB/s each way.
+  CHECK(all_reduce_bus_bandwidth("pcie-4090", 8, 1e9) == Approx(31.5e9 / 4).epsilon(0.01));
+}
+
+TEST_CASE("4 RTX A6000s on CPU root ports: peer-to-peer through the root complex at the x16 link's rate")
+{
+  CHECK(all_reduce_bus_bandwidth("workstation-rtx-a6000", 4, 1e9) == Approx(31.5e9).epsilon(0.01));
+}

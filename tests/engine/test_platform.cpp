@@ -54,16 +54,19 @@ TEST_CASE("1 GB over InfiniBand takes latency + size / bandwidth")
   CHECK(one_transfer(g, 3, 11) == Approx(2.7e-6 + 1e9 / rate(g, 3, 11)).epsilon(1e-9));
 }
 
+// pcie-4090 with peer-to-peer turned on (tinygrad's patched driver): GPUs and NICs under one switch talk directly.
+const std::vector<std::string> p2p{"node.gpu.peer_to_peer=true"};
+
 TEST_CASE("1 GB over PCIe takes latency + size / bandwidth")
 {
-  const auto g = cluster("pcie-4090", 1);
+  const auto g = cluster("pcie-4090", 1, p2p);
   CHECK(latency(g, 0, 1) == Approx(1e-6));
   CHECK(one_transfer(g, 0, 1) == Approx(1e-6 + 1e9 / 31.5e9).epsilon(1e-9));
 }
 
 TEST_CASE("1 GB over Ethernet takes latency + size / achievable bandwidth")
 {
-  const auto g = cluster("pcie-4090", 2);
+  const auto g = cluster("pcie-4090", 2, p2p);
   CHECK(latency(g, 0, 8) == Approx(1e-6 + 2.7e-6 + 1e-6)); // PCIe up to the NIC, the network, PCIe down
   CHECK(one_transfer(g, 0, 8) ==
         Approx(latency(g, 0, 8) + 1e9 / (12.5e9 * 0.96)).epsilon(1e-9)); // NCCL: 96 % of 100 Gb/s
@@ -71,7 +74,7 @@ TEST_CASE("1 GB over Ethernet takes latency + size / achievable bandwidth")
 
 TEST_CASE("1 GB across CPU sockets is limited by the inter-socket link when it is the narrowest")
 {
-  const auto g = cluster("pcie-4090", 1, {"node.pcie.inter_socket_bandwidth=10GBps"});
+  const auto g = cluster("pcie-4090", 1, {"node.pcie.inter_socket_bandwidth=10GBps", p2p[0]});
   CHECK(latency(g, 0, 4) == Approx(2.5e-6)); // GPU-switch-CPU-CPU-switch-GPU: five half hops
   CHECK(one_transfer(g, 0, 4) == Approx(2.5e-6 + 1e9 / 10e9).epsilon(1e-9));
 }
@@ -96,16 +99,16 @@ TEST_CASE("through a single shared NIC the eight transfers serialise on its band
   CHECK(one == Approx(2.7e-6 + 8e9 / rate(g, 0, 8)).epsilon(1e-9));
 }
 
-TEST_CASE("on pcie-4090 two transfers under one switch do not interfere")
+TEST_CASE("on pcie-4090 with peer-to-peer two transfers under one switch do not interfere")
 {
-  const auto g = cluster("pcie-4090", 1);
+  const auto g = cluster("pcie-4090", 1, p2p);
   const auto same_switch = sim::engine::simulate_transfers(g, {Transfer{0, 1, 1e9}, Transfer{2, 3, 1e9}});
   CHECK(same_switch.end_s == Approx(1e-6 + 1e9 / 31.5e9).epsilon(1e-9));
 }
 
-TEST_CASE("on pcie-4090 two transfers across sockets share their switch's uplink")
+TEST_CASE("on pcie-4090 with peer-to-peer two transfers across sockets share their switch's uplink")
 {
-  const auto g = cluster("pcie-4090", 1);
+  const auto g = cluster("pcie-4090", 1, p2p);
   const auto across = sim::engine::simulate_transfers(g, {Transfer{0, 4, 1e9}, Transfer{1, 5, 1e9}});
   CHECK(across.end_s == Approx(2.5e-6 + 2e9 / 31.5e9).epsilon(1e-9));
   // The bookkeeping saw both gigabytes on the inter-socket link.
@@ -114,6 +117,60 @@ TEST_CASE("on pcie-4090 two transfers across sockets share their switch's uplink
     if (g.graph[*e].cls == sim::topology::LinkClass::CPU)
       cpu_bytes += across.bytes_forward[g.graph[*e].id] + across.bytes_backward[g.graph[*e].id];
   CHECK(cpu_bytes == Approx(2e9));
+}
+
+TEST_CASE("without peer-to-peer (GeForce) 1 GB between GPUs under one switch is staged in host memory")
+{
+  const auto g = cluster("pcie-4090", 1);
+  // GPU-switch-CPU-memory and back: four PCIe half hops, the socket's memory link none.
+  CHECK(latency(g, 0, 1) == Approx(2e-6));
+  bool through_memory = false;
+  for (auto e : sim::topology::route(g, 0, 1))
+    through_memory = through_memory || g.graph[e].cls == sim::topology::LinkClass::DRAM;
+  CHECK(through_memory);
+  CHECK(one_transfer(g, 0, 1) == Approx(2e-6 + 1e9 / 31.5e9).epsilon(1e-9));
+}
+
+TEST_CASE("without peer-to-peer two transfers under one switch share its uplink to the CPU in both directions")
+{
+  // sjeaugey (NVIDIA/nccl#1309): 'the traffic cannot stay local to the PCI switch and has to go back to the CPU'.
+  const auto g = cluster("pcie-4090", 1);
+  const auto run = sim::engine::simulate_transfers(g, {Transfer{0, 1, 1e9}, Transfer{2, 3, 1e9}});
+  CHECK(run.end_s == Approx(2e-6 + 2e9 / 31.5e9).epsilon(1e-9));
+  // Each gigabyte was written into the socket's memory and read back from it.
+  double written = 0;
+  double read = 0;
+  for (auto [e, end] = boost::edges(g.graph); e != end; ++e)
+    if (g.graph[*e].cls == sim::topology::LinkClass::DRAM) {
+      written += run.bytes_forward[g.graph[*e].id];
+      read += run.bytes_backward[g.graph[*e].id];
+    }
+  CHECK(written == Approx(2e9));
+  CHECK(read == Approx(2e9));
+}
+
+TEST_CASE("without peer-to-peer the host memory's bandwidth bounds what four GPUs stage at once")
+{
+  // A workstation whose DRAM (20 GB/s: 10 each way) is narrower than the GPUs' x16 links: four GPUs each sending
+  // 1 GB to the next write 4 GB into it and read 4 GB back, 10 GB/s each way.
+  const auto g = cluster("workstation-rtx3090", 1, {"node.host.memory_bandwidth=20GBps"});
+  std::vector<Transfer> ring;
+  for (int i = 0; i < 4; ++i)
+    ring.push_back(Transfer{i, (i + 1) % 4, 1e9});
+  CHECK(sim::engine::simulate_transfers(g, ring).end_s == Approx(2e-6 + 4e9 / 10e9).epsilon(1e-9));
+}
+
+TEST_CASE("without GPUDirect RDMA a GPU's traffic to another node is staged in the memory of its NIC's socket")
+{
+  const auto g = cluster("pcie-4090", 2);
+  std::vector<std::string> names;
+  for (auto e : sim::topology::route(g, 0, 8))
+    names.push_back(g.link_name(e));
+  CHECK(names == std::vector<std::string>{"n0.gpu0--n0.pcie0", "n0.pcie0--n0.cpu0", "n0.cpu0--n0.mem0",
+                                          "n0.cpu0--n0.mem0", "n0.pcie0--n0.cpu0", "n0.nic0--n0.pcie0",
+                                          "n0.nic0--leaf0", "n1.nic0--leaf0", "n1.nic0--n1.pcie0", "n1.pcie0--n1.cpu0",
+                                          "n1.cpu0--n1.mem0", "n1.cpu0--n1.mem0", "n1.pcie0--n1.cpu0",
+                                          "n1.gpu0--n1.pcie0"});
 }
 
 TEST_CASE("the same NVLink transfer takes 1.5x as long on hgx-a800 as on dgx-a100")

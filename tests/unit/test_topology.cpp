@@ -24,11 +24,13 @@ std::vector<std::string> names(const sim::topology::ClusterGraph& g, const std::
 
 TEST_CASE("every topology preset expands into a connected graph with positive bandwidths")
 {
-  for (const char* preset : {"dgx-a100", "hgx-a800", "dgx-h100", "hgx-h800", "hgx-h20", "dgx-v100", "pcie-4090"}) {
+  for (const char* preset :
+       {"dgx-a100", "hgx-a800", "dgx-h100", "hgx-h800", "hgx-h20", "dgx-v100", "pcie-4090", "workstation-rtx3090",
+        "workstation-rtx5090", "workstation-rtx-a6000", "workstation-rtx6000-ada"}) {
     INFO(preset);
     const auto g = cluster(preset, 4);
     CHECK_NOTHROW(sim::topology::check_graph(g, preset));
-    CHECK(g.gpus() == 32);
+    CHECK(g.gpus() == 4 * g.gpus_per_node);
   }
 }
 
@@ -95,6 +97,47 @@ TEST_CASE("NICs serve the GPUs on their own PCIe switch unless the topology says
   CHECK(spec.node.nics.gpus == std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
   const auto dgx = sim::scenario::load_cluster("dgx-a100", test::options({"node.nics.count=2"}));
   CHECK(dgx.node.nics.gpus == std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
+}
+
+TEST_CASE("GPUs without peer-to-peer need host memory to stage their traffic in")
+{
+  CHECK_THAT(test::error_of([] { sim::scenario::load_cluster("pcie-4090", test::options({"node.host=null"})); }),
+             Catch::Contains("/node: GPUs without peer-to-peer (RTX-4090) and no host memory bandwidth"));
+  CHECK_THAT(test::error_of(
+                 [] { sim::scenario::load_cluster("pcie-4090", test::options({"node.host.memory_bandwidth=null"})); }),
+             Catch::Contains("no host.memory_bandwidth"));
+  // A patched driver (peer-to-peer on) needs none.
+  CHECK_NOTHROW(
+      sim::scenario::load_cluster("pcie-4090", test::options({"node.host=null", "node.gpu.peer_to_peer=true"})));
+}
+
+TEST_CASE("host memory outside what a node can hold is refused")
+{
+  CHECK_THAT(test::error_of(
+                 [] { sim::scenario::load_cluster("workstation-rtx3090", test::options({"node.host.memory=5PB"})); }),
+             Catch::Contains("/node/host/memory"));
+  CHECK_THAT(test::error_of(
+                 [] { sim::scenario::load_cluster("workstation-rtx3090", test::options({"node.host.memory=4GB"})); }),
+             Catch::Contains("from 8GB to 64TB per node"));
+  CHECK_THAT(test::error_of([] {
+               sim::scenario::load_cluster("workstation-rtx3090", test::options({"node.host.memory_bandwidth=5TBps"}));
+             }),
+             Catch::Contains("from 10GBps to 2TBps per socket"));
+}
+
+TEST_CASE("without peer-to-peer a GPU's routes pass through its socket's memory and with it they stay under the switch")
+{
+  const auto staged = cluster("pcie-4090", 1);
+  CHECK(names(staged, sim::topology::route(staged, 4, 5)) ==
+        std::vector<std::string>{"n0.gpu4--n0.pcie1", "n0.pcie1--n0.cpu1", "n0.cpu1--n0.mem1", "n0.cpu1--n0.mem1",
+                                 "n0.pcie1--n0.cpu1", "n0.gpu5--n0.pcie1"});
+  // Across sockets: in the receiver's memory (NCCL_SHM_LOCALITY's default).
+  CHECK(names(staged, sim::topology::route(staged, 0, 4)) ==
+        std::vector<std::string>{"n0.gpu0--n0.pcie0", "n0.pcie0--n0.cpu0", "n0.cpu0--n0.cpu1", "n0.cpu1--n0.mem1",
+                                 "n0.cpu1--n0.mem1", "n0.pcie1--n0.cpu1", "n0.gpu4--n0.pcie1"});
+  const auto direct = cluster("pcie-4090", 1, {"node.gpu.peer_to_peer=true"});
+  CHECK(names(direct, sim::topology::route(direct, 4, 5)) ==
+        std::vector<std::string>{"n0.gpu4--n0.pcie1", "n0.gpu5--n0.pcie1"});
 }
 
 TEST_CASE("a mesh that leaves GPU pairs unconnected needs a PCIe tree")

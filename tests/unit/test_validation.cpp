@@ -358,6 +358,10 @@ TEST_CASE("a publication's GPU name maps to the catalogue's GPU and a node with 
   CHECK(gpu("H20") == "h20");
   CHECK(match_gpu("H800").value().topology == "hgx-h800");
   CHECK_FALSE(match_gpu("H100 PCIe"));
+  CHECK(gpu("NVIDIA GeForce RTX 3090") == "rtx-3090");
+  CHECK(match_gpu("RTX 5090").value().topology == "workstation-rtx5090");
+  CHECK(gpu("RTX A6000 48GB") == "rtx-a6000");
+  CHECK(gpu("RTX 6000 Ada") == "rtx-6000-ada");
 }
 
 TEST_CASE("kv_heads and a SwiGLU activation are read: a Llama-shaped case is simulated as one")
