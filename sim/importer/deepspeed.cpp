@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <fmt/format.h>
+#include <map>
 #include <string_view>
 
 namespace sim::importer {
@@ -57,7 +58,7 @@ class DeepSpeedImport {
       else if (key == "zero_optimization")
         zero(n, plan);
       else if (key == "optimizer")
-        optimizer(n);
+        optimizer(n, plan);
       else if (key == "tensor_parallel")
         tensor_parallel(n, plan);
       else if (key == "activation_checkpointing")
@@ -192,18 +193,26 @@ class DeepSpeedImport {
     plan["overlap_grad_reduce"] = overlap;
   }
 
-  void optimizer(const core::Node& n)
+  // DeepSpeed's optimizer types (deepspeed/runtime/config.py's names, lower-cased) by the algorithm simtrain runs.
+  void optimizer(const core::Node& n, OrderedJson& plan)
   {
     if (!n.json().is_object())
       n.fail("optimizer is an object", R"({"type": "AdamW", "params": {...}})");
     const std::string given = n.json().contains("type") ? n.element_of("type").as_string() : std::string();
     std::string type = given;
     std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (type == "adam" || type == "adamw" || type == "fusedadam")
-      out_.no_effect.push_back(Setting{spelt(n), "Adam, as simulated"});
-    else
+    static const std::map<std::string, std::string> algorithms{
+        {"adam", "adam"}, {"adamw", "adam"},     {"fusedadam", "adam"},     {"sgd", "sgd"},
+        {"lion", "lion"}, {"fusedlion", "lion"}, {"adafactor", "adafactor"}};
+    if (const auto it = algorithms.find(type); it == algorithms.end()) {
       out_.not_simulated.push_back(
           Setting{spelt(n), fmt::format("the '{}' optimizer is simulated as Adam", given.empty() ? "?" : given)});
+    } else if (it->second == "adam") {
+      out_.no_effect.push_back(Setting{spelt(n), "Adam, as simulated"});
+    } else {
+      plan["optimizer_algorithm"] = it->second;
+      out_.origins.emplace_back("/plan/optimizer_algorithm", n.pointer() + "/type");
+    }
   }
 
   void tensor_parallel(const core::Node& n, OrderedJson& plan)

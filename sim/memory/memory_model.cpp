@@ -1,6 +1,7 @@
 #include "memory/memory_model.hpp"
 
 #include "model/param_count.hpp"
+#include "plan/optimizer_state.hpp"
 #include "plan/parallel_plan.hpp"
 #include "plan/schedule.hpp"
 
@@ -12,7 +13,6 @@ namespace {
 
 constexpr double element_bytes = 2.0;      // 16-bit activations
 constexpr double mask_bytes = 1.0;         // dropout masks are bytes
-constexpr double optimizer_bytes = 12.0;   // Adam: fp32 master weights, momentum, variance
 constexpr double loss_element_bytes = 4.0; // the vocabulary-parallel cross entropy works in fp32
 constexpr double fp8_bytes = 1.0;
 
@@ -227,6 +227,8 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
       return sharded ? per_param * (dense / d + s.expert_params / p.edp()) : per_param * (dense + s.expert_params);
     };
     const double dense_all = s.params - s.expert_params;
+    const double optimizer_bytes =
+        plan::optimizer_state_bytes(p.optimizer_algorithm, static_cast<double>(m.hidden_size));
     s.weights_bytes = bytes(element_bytes, 3, dense_all);
     // FP8: Transformer Engine's FP8 copy of each transformer-layer weight and its transpose, kept across the step's
     // micro-batches; FP8 parameters replace the 16-bit ones, so only the transpose is added.

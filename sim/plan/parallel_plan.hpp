@@ -77,6 +77,19 @@ enum class MoeDispatcher { ALL_TO_ALL, DEEPEP };
 inline constexpr std::array<core::Choice<MoeDispatcher>, 2> moe_dispatcher_choices{
     {{"alltoall", MoeDispatcher::ALL_TO_ALL}, {"deepep", MoeDispatcher::DEEPEP}}};
 
+// What the optimizer keeps and does per parameter, beside its fp32 master copy of the weights: Adam (or AdamW: two
+// fp32 moments), SGD with momentum (one), Lion (one), bitsandbytes' blockwise 8-bit Adam (two one-byte moments and an
+// fp32 scale per 256 values of each), Adafactor (T5's default: no first moment, the second factored into fp32 row and
+// column means).
+enum class OptimizerAlgorithm { ADAM, SGD, LION, ADAM_8BIT, ADAFACTOR };
+
+inline constexpr std::array<core::Choice<OptimizerAlgorithm>, 5> optimizer_algorithm_choices{
+    {{"adam", OptimizerAlgorithm::ADAM},
+     {"sgd", OptimizerAlgorithm::SGD},
+     {"lion", OptimizerAlgorithm::LION},
+     {"adam_8bit", OptimizerAlgorithm::ADAM_8BIT},
+     {"adafactor", OptimizerAlgorithm::ADAFACTOR}}};
+
 struct ParallelPlan {
   int tp = 1;
   int pp = 1;
@@ -111,6 +124,7 @@ struct ParallelPlan {
   int virtual_stages = 1; // model chunks per GPU (interleaved schedule; 2 under DualPipe and DualPipeV)
   int zero_stage = 0;
   bool distributed_optimizer = false;
+  OptimizerAlgorithm optimizer_algorithm = OptimizerAlgorithm::ADAM;
   // Hybrid sharding: the data-parallel ranks (CP with them) that one copy of the sharded state is split over, in
   // consecutive groups; the groups replicate each other (PyTorch FSDP's HYBRID_SHARD, torchtitan's and MaxText's
   // HSDP, Megatron-core's num_distributed_optimizer_instances = dp_cp / shard_group). 0: all of them.

@@ -325,6 +325,7 @@ std::vector<PlanKey> make_plan_keys()
       schedule_key(),
       integer("zero_stage", &P::zero_stage, 0, 0, 3),
       flag("distributed_optimizer", &P::distributed_optimizer, false),
+      choice("optimizer_algorithm", &P::optimizer_algorithm, optimizer_algorithm_choices, OptimizerAlgorithm::ADAM),
       shard_group_key(),
       flag("ideal", &P::ideal, false),
       choice("recompute", &P::recompute, model::recompute_choices, model::Recompute::NONE),

@@ -1,5 +1,6 @@
 #include "workload/optimizer_step.hpp"
 
+#include "plan/optimizer_state.hpp"
 #include "workload/builder_rooms.hpp"
 
 namespace sim::workload {
@@ -15,20 +16,24 @@ constexpr double e = 2.0; // bytes per 16-bit element
 
 double optimizer_bytes_per_param(const plan::ParallelPlan& p)
 {
+  // Each implementation's passes around the update, and the update itself (Adam's, 28 bytes, in the counts below):
+  // another algorithm's update takes Adam's place inside the same passes.
+  const double update = plan::optimizer_update_bytes(p.optimizer_algorithm);
+  const double adam = plan::optimizer_update_bytes(plan::OptimizerAlgorithm::ADAM);
   switch (p.software.optimizer) {
     case plan::OptimizerImpl::FUSED:
       // One pass: read the gradient and the fp32 weight, momentum and variance; write them and the 16-bit weight.
-      return (p.fp32_grad_accumulation ? 4.0 : 2.0) + 3.0 * 8.0 + e;
+      return update - (p.fp32_grad_accumulation ? 0.0 : 2.0) + e;
     case plan::OptimizerImpl::MEGATRON:
       // Float16OptimizerWithFloat16Params: cast to fp32 (fp16 only), unscale and inf check (fp16 only), grad norm,
       // FusedAdam, copy back to 16 bits (Megatron-LM optimizer/optimizer.py, 2021-24).
-      return p.precision == hardware::Precision::FP16 ? 52.0 : 38.0;
+      return (p.precision == hardware::Precision::FP16 ? 52.0 : 38.0) - adam + update;
     case plan::OptimizerImpl::DEEPSPEED:
       // FP16_Optimizer: per-tensor overflow check, cast and flatten, norm, unscale, FusedAdam, copy back (v0.5).
-      return 70.0;
+      return 70.0 - adam + update;
     case plan::OptimizerImpl::COMPOSER:
       // DecoupledAdamW's per-tensor Python loop: about nine elementwise kernels (composer/optim, 2023).
-      return 92.0;
+      return 92.0 - adam + update;
   }
   return 30.0;
 }

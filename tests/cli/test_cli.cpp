@@ -570,6 +570,24 @@ TEST_CASE("memory quotes the scenario's description as the file's, before --set 
   CHECK(run("memory " + scenario("default.json")).out.find("as the file describes it") == std::string::npos);
 }
 
+TEST_CASE("memory counts each optimizer algorithm's state and names the algorithms when given another")
+{
+  const auto state = [](const std::string& algorithm) {
+    const auto r =
+        run("memory " + scenario("default.json") + " --format json --set plan.optimizer_algorithm=" + algorithm);
+    REQUIRE(r.status == 0);
+    const auto stage = nlohmann::json::parse(r.out)["memory"]["per_stage"][0];
+    return stage["optimizer_bytes"].get<double>() / stage["params"].get<double>();
+  };
+  CHECK(state("adam") == Approx(12.0));
+  CHECK(state("adam_8bit") == Approx(4.0 + 2.0 + 8.0 / 256));
+  const auto bad =
+      run("memory " + scenario("default.json") + " --set plan.optimizer_algorithm=lamb", Streams::WITH_ERRORS);
+  CHECK(bad.status == 1);
+  CHECK(bad.out.find("/plan/optimizer_algorithm") != std::string::npos);
+  CHECK(bad.out.find("adam, sgd, lion, adam_8bit, adafactor") != std::string::npos);
+}
+
 TEST_CASE("a folder given as the scenario is named as such")
 {
   const auto r = run("run " + (test::source_dir() / "tests").string(), Streams::WITH_ERRORS);

@@ -415,6 +415,12 @@ TEST_CASE("DeepSpeed configs from DeepSpeedExamples: ZeRO stage, batches by Deep
   CHECK(lamb.scenario["plan"]["global_batch"] == 32768);
   CHECK(listed(lamb.not_simulated, "/optimizer")); // Lamb, simulated as Adam: said so
 
+  // Lion as DeepSpeed's optimizer documentation configures it (deepspeed.ai/docs/config-json, "Optimizer Parameters").
+  Imported lion = deepspeed("lion_zero2.json", 8, {"llama2-7b", 2048, std::nullopt, std::nullopt});
+  CHECK(lion.scenario["plan"]["optimizer_algorithm"] == "lion");
+  CHECK_FALSE(listed(lion.not_simulated, "/optimizer"));
+  CHECK(load(lion).plan.optimizer_algorithm == sim::plan::OptimizerAlgorithm::LION);
+
   Imported offload = deepspeed("zenflow_zf_config.json", 8, {"llama2-7b", std::nullopt, std::nullopt, std::nullopt});
   CHECK(listed(offload.not_simulated, "/zero_optimization/offload_optimizer"));
   CHECK(listed(offload.not_simulated, "/zero_optimization/zenflow"));

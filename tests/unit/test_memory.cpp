@@ -60,6 +60,25 @@ TEST_CASE("Megatron's fp32 gradient accumulation under bf16 makes it 18 bytes pe
   CHECK(state(hybrid) / hybrid.params == Approx(6.0 + 12.0 / 4));
 }
 
+TEST_CASE("each optimizer algorithm keeps its own state beside the fp32 master weights")
+{
+  const auto state_per_param = [](const std::string& algorithm) {
+    const auto e = estimate(scenario_json("llama2-7b", {{"precision", "fp16"}, {"optimizer_algorithm", algorithm}}));
+    const auto& stage = e.memory.per_stage.at(0);
+    return stage.optimizer_bytes / stage.params;
+  };
+  CHECK(state_per_param("adam") == Approx(12.0));
+  CHECK(state_per_param("sgd") == Approx(8.0));  // the momentum buffer
+  CHECK(state_per_param("lion") == Approx(8.0)); // exp_avg
+  // Two one-byte states and an fp32 absmax per 256 values of each (bitsandbytes' blockwise 8-bit Adam).
+  CHECK(state_per_param("adam_8bit") == Approx(4.0 + 2.0 + 8.0 / 256));
+  // Factored second moments: fp32 row and column means, 8 / hidden at most (Llama-2 7B: 4096 wide).
+  CHECK(state_per_param("adafactor") == Approx(4.0 + 8.0 / 4096));
+  // ZeRO-1 shards whichever state it is.
+  const auto z = estimate(scenario_json("llama2-7b", {{"dp", 8}, {"zero_stage", 1}, {"optimizer_algorithm", "sgd"}}));
+  CHECK(z.memory.per_stage.at(0).optimizer_bytes / z.memory.per_stage.at(0).params == Approx(8.0 / 8));
+}
+
 TEST_CASE("multi-token prediction's module and embedding copy live on the output layer's stage")
 {
   auto doc = scenario_json("deepseek-v3", {{"pp", 4}, {"ep", 8}, {"dp", 8}, {"global_batch", 32}}, "hgx-h800");

@@ -881,6 +881,27 @@ TEST_CASE("the optimizer step moves what its framework's passes move per paramet
   CHECK(sim::workload::optimizer_bytes_per_param(p) == 30.0);
 }
 
+TEST_CASE("another optimizer algorithm's update takes Adam's place inside its implementation's passes")
+{
+  using sim::plan::OptimizerAlgorithm;
+  using sim::plan::OptimizerImpl;
+  sim::plan::ParallelPlan p;
+  p.software.optimizer = OptimizerImpl::FUSED;
+  p.fp32_grad_accumulation = true;
+  // A fused update: the fp32 gradient, the master weight and each state read and written, the 16-bit weight written.
+  p.optimizer_algorithm = OptimizerAlgorithm::SGD;
+  CHECK(sim::workload::optimizer_bytes_per_param(p) == 4.0 + 2 * 4.0 + 2 * 4.0 + 2.0);
+  p.optimizer_algorithm = OptimizerAlgorithm::LION;
+  CHECK(sim::workload::optimizer_bytes_per_param(p) == 22.0);
+  p.optimizer_algorithm = OptimizerAlgorithm::ADAM_8BIT; // two one-byte states
+  CHECK(sim::workload::optimizer_bytes_per_param(p) == 4.0 + 2 * 4.0 + 2 * 1.0 + 2 * 1.0 + 2.0);
+  // Megatron's mixed-precision wrapper (10 bytes in bf16: the norm and the copy back) around transformers' Adafactor,
+  // 21 unfused fp32 passes.
+  p.software.optimizer = OptimizerImpl::MEGATRON;
+  p.optimizer_algorithm = OptimizerAlgorithm::ADAFACTOR;
+  CHECK(sim::workload::optimizer_bytes_per_param(p) == 10.0 + 21 * 4.0);
+}
+
 TEST_CASE("Megatron-LM 2021's timers idle the GPU a launch per synchronisation, half in each pass")
 {
   const auto b = build({{"pp", 2}, {"global_batch", 2}, {"software", "megatron-lm-2021"}});
