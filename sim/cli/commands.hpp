@@ -100,17 +100,17 @@ struct ValidateArgs {
 int validate(const ValidateArgs& a, const CommonOptions& o);
 
 struct ImportArgs {
-  std::string framework; // megatron, nemo, deepspeed or torchtitan
+  std::string framework; // megatron, nemo, deepspeed, hf or torchtitan
   std::string topology;
   std::optional<int> gpus;
   std::string out;    // the scenario file; standard output when empty
   std::string name;   // the scenario's name (default: the file's stem)
-  std::string config; // nemo: the YAML; deepspeed: ds_config.json; torchtitan: the job's TOML
+  std::string config; // nemo: the YAML; deepspeed: ds_config.json; hf: TrainingArguments JSON; torchtitan: TOML
   std::string model;  // deepspeed (required), torchtitan (instead of its [model] preset)
   std::optional<std::int64_t> seq_length;
   std::optional<std::int64_t> micro_batch;
   std::optional<std::int64_t> global_batch;
-  std::vector<std::string> arguments; // megatron: pretrain_gpt.py's arguments; nemo: overrides on top (after --)
+  std::vector<std::string> arguments; // megatron: pretrain_gpt.py's; nemo: overrides on top; hf: Trainer's (after --)
   bool strict = false;                // refuse when any setting did not carry over
 };
 

@@ -4,6 +4,7 @@
 #include "core/diagnostics.hpp"
 #include "core/document.hpp"
 #include "importer/deepspeed.hpp"
+#include "importer/hf_trainer.hpp"
 #include "importer/megatron.hpp"
 #include "importer/nemo.hpp"
 #include "importer/torchtitan.hpp"
@@ -81,6 +82,14 @@ int import_config(const ImportArgs& a, const CommonOptions& o)
     importer::DeepSpeedOptions options{reference_from(a.model, scenario_dir), a.seq_length, a.micro_batch,
                                        a.global_batch};
     imported = importer::import_deepspeed(core::Node(config, "", provenance), target, options);
+  } else if (a.framework == "hf") {
+    const core::Json args =
+        a.config.empty() ? importer::hf_arguments_json(a.arguments) : core::read_json_file(a.config);
+    core::Provenance provenance;
+    provenance.add_source("", a.config.empty() ? std::string("Trainer arguments") : core::display_path(a.config));
+    const importer::HfTrainerOptions options{reference_from(a.model, scenario_dir), a.seq_length,
+                                             a.config.empty() ? fs::path() : fs::path(a.config).parent_path()};
+    imported = importer::import_hf_trainer(core::Node(args, "", provenance), target, options);
   } else {
     const core::Json job = importer::read_toml_file(a.config);
     core::Provenance provenance;

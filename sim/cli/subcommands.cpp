@@ -280,8 +280,9 @@ Subcommand add_import(CLI::App& app, const std::vector<std::string>& passthrough
   auto o = hold<ImportArgs>();
   o->args.arguments = passthrough;
   auto* sub = app.add_subcommand(
-      "import", "Write a scenario from a framework's configuration: Megatron-LM arguments, a DeepSpeed config or a "
-                "torchtitan job file; every setting that does not carry over is listed");
+      "import", "Write a scenario from a framework's configuration: Megatron-LM arguments, a NeMo YAML, a DeepSpeed "
+                "config, Hugging Face TrainingArguments or a torchtitan job file; every setting that does not carry "
+                "over is listed");
   sub->require_subcommand(1);
   const auto add_target = [&o](CLI::App* framework) {
     framework->add_option("--topology", o->args.topology, "Topology preset name or file")->required();
@@ -317,13 +318,32 @@ Subcommand add_import(CLI::App& app, const std::vector<std::string>& passthrough
       ->check(number_in(1, 1 << 16));
   deepspeed->add_option("--global-batch", o->args.global_batch, "Sequences per step, where the config says \"auto\"")
       ->check(number_in(1, max_tokens));
+  auto* hf = sub->add_subcommand(
+      "hf", "Hugging Face Trainer's TrainingArguments: the JSON Trainer saves (training_args.json), or after -- the "
+            "script's --key value arguments; a DeepSpeed config they name is imported with them");
+  add_target(hf);
+  hf->add_option("config", o->args.config, "TrainingArguments as JSON (else the arguments after --)");
+  hf->add_option("--model", o->args.model, "Model preset name, model/v1 or HuggingFace config.json")->required();
+  hf->add_option("--seq-length", o->args.seq_length,
+                 "Tokens per sequence (default: max_seq_length / max_length / model_max_length, else the model's)")
+      ->check(number_in(1, 1 << 24));
+  hf->footer("simtrain import hf --model llama2-7b --topology dgx-a100 --gpus 4 -- --bf16 True "
+             "--per_device_train_batch_size 4 --gradient_accumulation_steps 8 --fsdp \"full_shard auto_wrap\"");
   auto* torchtitan = sub->add_subcommand("torchtitan", "A torchtitan job file (TOML)");
   add_target(torchtitan);
   torchtitan->add_option("config", o->args.config, "The job's .toml")->required();
   torchtitan->add_option("--model", o->args.model,
                          "Model preset name or file, instead of the preset for [model] name and flavor");
-  return {sub, [o, megatron, nemo, deepspeed] {
-            o->args.framework = *megatron ? "megatron" : *nemo ? "nemo" : *deepspeed ? "deepspeed" : "torchtitan";
+  return {sub, [o, megatron, nemo, deepspeed, hf] {
+            o->args.framework = *megatron    ? "megatron"
+                                : *nemo      ? "nemo"
+                                : *deepspeed ? "deepspeed"
+                                : *hf        ? "hf"
+                                             : "torchtitan";
+            if (*hf && o->args.config.empty() && o->args.arguments.empty())
+              throw core::InputError(core::Location{"import hf", "", ""}, "no TrainingArguments",
+                                     "neither a JSON file nor arguments after --",
+                                     "training_args.json, or -- followed by the script's --key value arguments");
             if (*megatron && o->args.arguments.empty())
               throw core::InputError(core::Location{"import megatron", "", ""}, "no Megatron-LM arguments",
                                      "nothing after --", "-- followed by pretrain_gpt.py's arguments");

@@ -343,16 +343,7 @@ Imported import_deepspeed(const core::Node& config, const Target& target, const 
   if (!options.seq_length)
     out.assumptions.emplace_back("the model's own sequence length (--seq-length to change it)");
 
-  OrderedJson s;
-  s["schema"] = "scenario/v1";
-  s["name"] = target.name;
-  s["description"] = fmt::format("Imported by simtrain import deepspeed from {}", config.location().file);
-  s["model"] = options.model;
-  s["topology"] = target.topology;
-  s["gpus"] = *target.gpus;
-  s["plan"] = std::move(plan);
-  out.origins.emplace_back("/gpus", "--gpus");
-  out.scenario = std::move(s);
+  set_scenario(out, target, "deepspeed", config.location().file, options.model, std::move(plan));
   return out;
 }
 

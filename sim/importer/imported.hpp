@@ -34,4 +34,9 @@ struct Imported {
   std::vector<std::pair<std::string, std::string>> origins;
 };
 
+// Sets `out.scenario` to a scenario/v1 of `plan` on the target's topology and GPUs, training `model`, described as
+// imported by `simtrain import FRAMEWORK` from `file`; the GPU count's origin is --gpus.
+void set_scenario(Imported& out, const Target& target, const std::string& framework, const std::string& file,
+                  const std::string& model, OrderedJson plan);
+
 } // namespace sim::importer

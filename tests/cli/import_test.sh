@@ -72,6 +72,20 @@ simulates "$out/lamb.json"
   --topology dgx-a100 --gpus 8 --micro-batch 1 --out "$out/fp16z3.json" 2>/dev/null
 simulates "$out/fp16z3.json"
 
+# Hugging Face Trainer: saved TrainingArguments (with a DeepSpeed config they name), or the script's arguments.
+"$simtrain" import hf "$data/hf/alpaca_fsdp.json" --model llama2-7b --topology dgx-a100 --gpus 4 \
+  --out "$out/alpaca.json" 2>/dev/null
+simulates "$out/alpaca.json"
+"$simtrain" import hf "$data/hf/qlora_style.json" --model llama2-7b --topology dgx-a100 --gpus 8 --seq-length 512 \
+  --out "$out/hf_zero2.json" 2>"$out/hf_zero2.err"
+simulates "$out/hf_zero2.json"
+grep -q '"zero_stage": 2' "$out/hf_zero2.json" || fail "the DeepSpeed config named by the arguments was not read"
+"$simtrain" import hf --model llama2-7b --topology workstation-rtx3090 --gpus 4 --out "$out/hf_args.json" -- \
+  --bf16 True --per_device_train_batch_size 1 --gradient_accumulation_steps 4 --fsdp "full_shard auto_wrap" \
+  --optim adamw_bnb_8bit --gradient_checkpointing --max_seq_length 1024 2>/dev/null
+simulates "$out/hf_args.json"
+grep -q '"optimizer_algorithm": "adam_8bit"' "$out/hf_args.json" || fail "--optim adamw_bnb_8bit was not read"
+
 # torchtitan: the Llama 3 and DeepSeek-V3 job files at their published scales.
 for job in llama3_8b:8 llama3_70b:64 llama3_405b:128; do
   "$simtrain" import torchtitan "$data/torchtitan/${job%%:*}.toml" --topology dgx-h100 --gpus "${job##*:}" \

@@ -2,6 +2,7 @@
 // carried over, said to change nothing, or listed as not simulated; the published examples in tests/data/import.
 #include "core/document.hpp"
 #include "importer/deepspeed.hpp"
+#include "importer/hf_trainer.hpp"
 #include "importer/megatron.hpp"
 #include "importer/megatron_arguments.hpp"
 #include "importer/megatron_launcher.hpp"
@@ -48,6 +49,16 @@ Imported deepspeed(const std::string& file, int gpus, const sim::importer::DeepS
   provenance.add_source("", file);
   documents.push_back(sim::core::read_json_file(fixtures / "deepspeed" / file));
   return sim::importer::import_deepspeed(sim::core::Node(documents.back(), "", provenance), target(gpus), options);
+}
+
+Imported hf(const std::string& file, int gpus, const std::string& model = "llama2-7b")
+{
+  static sim::core::Provenance provenance;
+  static std::vector<sim::core::Json> documents;
+  provenance.add_source("", file);
+  documents.push_back(sim::core::read_json_file(fixtures / "hf" / file));
+  return sim::importer::import_hf_trainer(sim::core::Node(documents.back(), "", provenance), target(gpus),
+                                          {model, std::nullopt, fixtures / "hf"});
 }
 
 Imported torchtitan(const std::string& file, int gpus, const std::string& model = "")
@@ -613,4 +624,69 @@ TEST_CASE("a NeMo-Framework-Launcher YAML reads as its overrides, interpolations
     out << "model:\n  num_layers: [1, 2\n";
   }
   CHECK_THAT(test::error_of([&] { sim::importer::read_yaml_file(broken); }), Catch::Contains("not valid YAML"));
+}
+
+TEST_CASE("Hugging Face Trainer: Alpaca's FSDP fine-tune as ZeRO-3 with Trainer's batches and AMP's fp32 gradients")
+{
+  // tatsu-lab/stanford_alpaca README: 4 A100s, --bf16 --per_device_train_batch_size 4 --gradient_accumulation_steps 8
+  // --fsdp "full_shard auto_wrap" --tf32 True --model_max_length 512.
+  Imported alpaca = hf("alpaca_fsdp.json", 4);
+  const auto& plan = alpaca.scenario["plan"];
+  CHECK(plan["zero_stage"] == 3);
+  CHECK(plan["micro_batch"] == 4);
+  CHECK(plan["global_batch"] == 4 * 8 * 4);
+  CHECK(plan["precision"] == "bf16");
+  CHECK(plan["seq_length"] == 512);
+  CHECK(plan["fp32_grad_accumulation"] == true);
+  CHECK_FALSE(plan.contains("recompute"));
+  CHECK(listed(alpaca.no_effect, "/learning_rate"));
+  CHECK(listed(alpaca.no_effect, "/tf32"));
+  CHECK(alpaca.not_simulated.empty());
+  CHECK(load(alpaca).plan.zero_stage == 3);
+}
+
+TEST_CASE("Hugging Face Trainer: a DeepSpeed config it names gets Trainer's batch and precision in its auto fields")
+{
+  // QLoRA's Guanaco 7B arguments (artidoro/qlora scripts/finetune_guanaco_7b.sh), with a ZeRO-2 config of "auto"
+  // values as Transformers' DeepSpeed integration documents them.
+  Imported run = hf("qlora_style.json", 8);
+  const auto& plan = run.scenario["plan"];
+  CHECK(plan["zero_stage"] == 2);
+  CHECK(plan["micro_batch"] == 1);
+  CHECK(plan["global_batch"] == 1 * 16 * 8);
+  CHECK(plan["precision"] == "bf16");
+  CHECK(plan["recompute"] == "full");                // gradient_checkpointing
+  CHECK_FALSE(plan.contains("optimizer_algorithm")); // paged 32-bit AdamW: Adam, its paging noted
+  CHECK(std::any_of(run.assumptions.begin(), run.assumptions.end(),
+                    [](const std::string& a) { return a.find("paged_adamw_32bit") != std::string::npos; }));
+  CHECK(load(run).plan.zero_stage == 2);
+}
+
+TEST_CASE("Hugging Face Trainer: arguments as the script takes them and optimizers by name and bad values refused")
+{
+  const auto args = sim::importer::hf_arguments_json(
+      {"--bf16", "--per_device_train_batch_size", "2", "--optim=adamw_bnb_8bit", "--fsdp", "shard_grad_op"});
+  CHECK(args["bf16"] == true);
+  CHECK(args["per_device_train_batch_size"] == 2);
+  CHECK(args["optim"] == "adamw_bnb_8bit");
+  sim::core::Provenance provenance;
+  provenance.add_source("", "args");
+  const Imported eight =
+      sim::importer::import_hf_trainer(sim::core::Node(args, "", provenance), target(2), {"llama2-7b", 1024, {}});
+  CHECK(eight.scenario["plan"]["optimizer_algorithm"] == "adam_8bit");
+  CHECK(eight.scenario["plan"]["zero_stage"] == 2);
+  CHECK(eight.scenario["plan"]["global_batch"] == 4);
+
+  const auto refused = [&provenance](const sim::core::Json& j) {
+    return test::error_of([&] {
+      sim::importer::import_hf_trainer(sim::core::Node(j, "", provenance), target(2), {"llama2-7b", 1024, {}});
+    });
+  };
+  CHECK_THAT(refused({{"bf16", true}, {"fp16", true}}), Catch::Contains("bf16 and fp16 are both on"));
+  CHECK_THAT(refused({{"fsdp", "full_shard everything"}}), Catch::Contains("unknown FSDP option (found everything"));
+  CHECK_THAT(refused({{"per_device_train_batch_size", 0}}), Catch::Contains("/per_device_train_batch_size"));
+  // An optimizer simtrain has no update for: simulated as Adam, and said so.
+  const Imported galore = sim::importer::import_hf_trainer(
+      sim::core::Node(sim::core::Json{{"optim", "galore_adamw"}}, "", provenance), target(2), {"llama2-7b", 1024, {}});
+  CHECK(listed(galore.not_simulated, "/optim"));
 }

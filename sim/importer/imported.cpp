@@ -1,0 +1,22 @@
+#include "importer/imported.hpp"
+
+#include <fmt/format.h>
+
+namespace sim::importer {
+
+void set_scenario(Imported& out, const Target& target, const std::string& framework, const std::string& file,
+                  const std::string& model, OrderedJson plan)
+{
+  OrderedJson s;
+  s["schema"] = "scenario/v1";
+  s["name"] = target.name;
+  s["description"] = fmt::format("Imported by simtrain import {} from {}", framework, file);
+  s["model"] = model;
+  s["topology"] = target.topology;
+  s["gpus"] = target.gpus.value_or(0);
+  s["plan"] = std::move(plan);
+  out.origins.emplace_back("/gpus", "--gpus");
+  out.scenario = std::move(s);
+}
+
+} // namespace sim::importer
