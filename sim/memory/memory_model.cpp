@@ -1,6 +1,7 @@
 #include "memory/memory_model.hpp"
 
 #include "model/param_count.hpp"
+#include "plan/lora.hpp"
 #include "plan/optimizer_state.hpp"
 #include "plan/parallel_plan.hpp"
 #include "plan/schedule.hpp"
@@ -239,6 +240,23 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
     s.optimizer_bytes = bytes(optimizer_bytes, 1, dense_all);
     s.layer_state_bytes = bytes(element_bytes, 3, dense_params) + bytes(grad_bytes, 2, dense_params) +
                           bytes(optimizer_bytes, 1, dense_params);
+    s.trainable_params = s.params;
+    if (p.lora()) {
+      // Only the adapters train (gradients, optimizer state); the base is frozen, its linear layers' weights at the
+      // base's bytes (4.127 bits under QLoRA), its norms, embedding and output layer in 16 bits. (tp 1, dense layers.)
+      const model::LayerParams l = model::layer_params(m, model::FfnPart::DENSE);
+      const double linear = s.layers * (l.attention + l.ffn);
+      const double adapters = s.layers * plan::lora_layer_params(m, p);
+      const double base = plan::base_weight_bytes(p.base_quantization);
+      s.trainable_params = adapters;
+      s.weights_bytes =
+          bytes(base, 3, linear) + bytes(element_bytes, 3, dense_all - linear) + bytes(element_bytes, 3, adapters);
+      s.grads_bytes = bytes(grad_bytes, 2, adapters);
+      s.optimizer_bytes = bytes(optimizer_bytes, 1, adapters);
+      s.layer_state_bytes = bytes(base, 3, linear) + bytes(element_bytes, 3, dense_params - linear) +
+                            bytes(element_bytes, 3, adapters) + bytes(grad_bytes, 2, adapters) +
+                            bytes(optimizer_bytes, 1, adapters);
+    }
     double extras = 0;
     if (embedding_chunk >= 0) { // embedding dropout mask (and BLOOM's embedding norm input)
       double per_microbatch = m.dropout ? mask_bytes * sb * h / sp_divisor : 0.0;

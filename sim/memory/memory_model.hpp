@@ -43,9 +43,10 @@ InFlight in_flight(const plan::ParallelPlan& p, int stage);
 struct StageMemory {
   int stage = 0;
   int layers = 0;
-  double params = 0;        // parameters on one GPU of this stage (its tensor- and expert-parallel shard)
-  double layer_params = 0;  // of which in transformer layers
-  double expert_params = 0; // of which routed experts
+  double params = 0;           // parameters on one GPU of this stage (its tensor- and expert-parallel shard)
+  double layer_params = 0;     // of which in transformer layers
+  double expert_params = 0;    // of which routed experts
+  double trainable_params = 0; // of which trained (all but under LoRA, whose adapters are on top of `params`)
   double weights_bytes = 0;
   double grads_bytes = 0;
   double optimizer_bytes = 0;

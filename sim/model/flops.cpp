@@ -64,12 +64,15 @@ double mtp_forward_flops(const ModelSpec& m, double seq, double sequences)
          logits_forward_flops(m, seq, sequences);
 }
 
-StepFlops step_flops(const ModelSpec& m, double seq, double sequences, Recompute recompute, RecomputeModules modules)
+StepFlops step_flops(const ModelSpec& m, double seq, double sequences, Recompute recompute, RecomputeModules modules,
+                     bool frozen_weights)
 {
   StepFlops s;
   s.forward = logits_forward_flops(m, seq, sequences);
+  double core = 0; // the attention cores' forward FLOPs: their backward is twice, weights or not
   auto layer_with_recompute = [&](const LayerFlops& layer) {
     s.forward += layer.total();
+    core += layer.attention_core();
     if (recompute == Recompute::SELECTIVE)
       s.recompute += layer.recomputed(modules);
     else if (recompute == Recompute::FULL)
@@ -85,7 +88,9 @@ StepFlops step_flops(const ModelSpec& m, double seq, double sequences, Recompute
       s.forward += rest;
     }
   }
-  s.backward = 2.0 * s.forward;
+  // Frozen weights have no weight gradients: the backward pass is the data gradients alone, one forward's worth of
+  // every GEMM, and the attention core's two.
+  s.backward = frozen_weights ? s.forward + core : 2.0 * s.forward;
   return s;
 }
 

@@ -67,7 +67,7 @@ double logits_forward_flops(const ModelSpec& m, double seq, double sequences);
 
 struct StepFlops {
   double forward = 0;   // all layers and the logits
-  double backward = 0;  // 2x forward
+  double backward = 0;  // 2x forward (frozen weights: 1x, the attention core 2x)
   double recompute = 0; // forward work redone in the backward pass
   double model() const { return forward + backward; }
   double hardware() const { return model() + recompute; }
@@ -76,8 +76,9 @@ struct StepFlops {
 // Forward FLOPs of one multi-token-prediction module: its projection (2h -> h), its layer and its logits.
 double mtp_forward_flops(const ModelSpec& m, double seq, double sequences);
 
-// One step over `sequences` sequences (the global batch) of `seq` tokens.
+// One step over `sequences` sequences (the global batch) of `seq` tokens. With `frozen_weights` (a LoRA fine-tune)
+// no weight gradient is counted; the adapters' own FLOPs (rank r against widths of thousands) are not counted.
 StepFlops step_flops(const ModelSpec& m, double seq, double sequences, Recompute recompute,
-                     RecomputeModules modules = {});
+                     RecomputeModules modules = {}, bool frozen_weights = false);
 
 } // namespace sim::model

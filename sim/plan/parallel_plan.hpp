@@ -90,6 +90,33 @@ inline constexpr std::array<core::Choice<OptimizerAlgorithm>, 5> optimizer_algor
      {"adam_8bit", OptimizerAlgorithm::ADAM_8BIT},
      {"adafactor", OptimizerAlgorithm::ADAFACTOR}}};
 
+// The projections of a transformer layer LoRA adapters can sit on, by Hugging Face's names (Llama's modules: GPT's
+// fused QKV counts as q, k and v, its first FFN matrix as up).
+enum class LoraTarget : unsigned { Q, K, V, O, GATE, UP, DOWN };
+
+inline constexpr std::array<core::Choice<LoraTarget>, 7> lora_target_choices{{{"q_proj", LoraTarget::Q},
+                                                                              {"k_proj", LoraTarget::K},
+                                                                              {"v_proj", LoraTarget::V},
+                                                                              {"o_proj", LoraTarget::O},
+                                                                              {"gate_proj", LoraTarget::GATE},
+                                                                              {"up_proj", LoraTarget::UP},
+                                                                              {"down_proj", LoraTarget::DOWN}}};
+
+// A set of targets; every linear layer of the transformer blocks by default (QLoRA's, PEFT's "all-linear").
+struct LoraTargets {
+  unsigned bits = 0x7FU;
+  [[nodiscard]] bool has(LoraTarget t) const { return ((bits >> static_cast<unsigned>(t)) & 1U) != 0; }
+  void add(LoraTarget t) { bits |= 1U << static_cast<unsigned>(t); }
+  bool operator==(const LoraTargets&) const = default;
+};
+
+// The frozen base weights of a LoRA fine-tune: in the training precision, or QLoRA's 4-bit NormalFloat with double
+// quantization (bitsandbytes' Linear4bit: each linear layer's weight dequantized to 16 bits before every GEMM).
+enum class BaseQuantization { NONE, NF4 };
+
+inline constexpr std::array<core::Choice<BaseQuantization>, 2> base_quantization_choices{
+    {{"none", BaseQuantization::NONE}, {"nf4", BaseQuantization::NF4}}};
+
 struct ParallelPlan {
   int tp = 1;
   int pp = 1;
@@ -125,6 +152,12 @@ struct ParallelPlan {
   int zero_stage = 0;
   bool distributed_optimizer = false;
   OptimizerAlgorithm optimizer_algorithm = OptimizerAlgorithm::ADAM;
+  // Parameter-efficient fine-tuning (PEFT's LoRA): adapters of rank `lora_rank` on the `lora_targets` projections of
+  // every layer are all that trains; every other weight is frozen (no weight gradient, no gradient reduction, no
+  // optimizer state). 0: every weight trains.
+  int lora_rank = 0;
+  LoraTargets lora_targets;
+  BaseQuantization base_quantization = BaseQuantization::NONE;
   // Hybrid sharding: the data-parallel ranks (CP with them) that one copy of the sharded state is split over, in
   // consecutive groups; the groups replicate each other (PyTorch FSDP's HYBRID_SHARD, torchtitan's and MaxText's
   // HSDP, Megatron-core's num_distributed_optimizer_instances = dp_cp / shard_group). 0: all of them.
@@ -153,6 +186,7 @@ struct ParallelPlan {
   bool operator==(const ParallelPlan&) const = default;
 
   bool fused_attention() const { return software.attention != Attention::UNFUSED; }
+  bool lora() const { return lora_rank > 0; }
   bool fp8() const { return precision == hardware::Precision::FP8; }
   // The precision of everything but FP8 GEMMs (attention, norms, the output layer), and what MFU is measured against.
   hardware::Precision compute_precision() const { return fp8() ? hardware::Precision::BF16 : precision; }

@@ -264,6 +264,18 @@ PlanKey layer_split_key()
   return k;
 }
 
+// A set of named members (a bit each) read from a non-empty list of their names.
+template <class Set, class E, std::size_t N>
+Set read_set(const core::Node& list, const std::array<core::Choice<E>, N>& choices, const std::string& expected)
+{
+  if (list.array_size() == 0)
+    list.fail_found("empty", "[]", expected);
+  Set out{.bits = 0};
+  for (std::size_t i = 0; i < list.array_size(); ++i)
+    out.add(list.element(i).as_choice<E>(std::span<const core::Choice<E>>(choices)));
+  return out;
+}
+
 // Selective recomputation's modules: a list of Megatron-core's names, only with recompute "selective"; written in a
 // scenario where it is not the attention core alone, in a report for every selective plan.
 PlanKey recompute_modules_key()
@@ -280,11 +292,8 @@ PlanKey recompute_modules_key()
       list->fail_found("modules are recomputed only under selective recomputation",
                        fmt::format("recompute \"{}\"", core::choice_name(p.recompute, model::recompute_choices)),
                        "recompute \"selective\", or no recompute_modules");
-    if (list->array_size() == 0)
-      list->fail_found("empty", "[]", "at least one module (core_attn is selective recomputation's default)");
-    p.recompute_modules = {.bits = 0};
-    for (std::size_t i = 0; i < list->array_size(); ++i)
-      p.recompute_modules.add(list->element(i).as_choice<model::RecomputeModule>(model::recompute_module_choices));
+    p.recompute_modules = read_set<model::RecomputeModules>(
+        *list, model::recompute_module_choices, "at least one module (core_attn is selective recomputation's default)");
   };
   auto names = [](const ParallelPlan& p) { return Json(model::recompute_module_names(p.recompute_modules)); };
   k.write = [names](const ParallelPlan& p) {
@@ -296,6 +305,34 @@ PlanKey recompute_modules_key()
   k.report_value = [names](const ParallelPlan& p) {
     return p.recompute == model::Recompute::SELECTIVE ? names(p) : Json();
   };
+  return k;
+}
+
+// LoRA's target projections: a list of Hugging Face names, only with lora_rank; written where not every projection.
+PlanKey lora_targets_key()
+{
+  PlanKey k;
+  k.name = "lora_targets";
+  k.report = "/lora_targets";
+  k.read = [](PlanReading& r) {
+    ParallelPlan& p = r.plan;
+    auto list = r.in.find("lora_targets");
+    if (!list)
+      return;
+    if (!p.lora())
+      list->fail_found("adapters need a rank", "lora_rank 0", "lora_rank > 0, or no lora_targets");
+    p.lora_targets =
+        read_set<LoraTargets>(*list, lora_target_choices, "at least one projection (q_proj, v_proj: PEFT's for Llama)");
+  };
+  auto names = [](const ParallelPlan& p) {
+    Json out = Json::array();
+    for (const auto& c : lora_target_choices)
+      if (p.lora_targets.has(c.value))
+        out.push_back(c.name);
+    return out;
+  };
+  k.write = [names](const ParallelPlan& p) { return p.lora() && p.lora_targets != LoraTargets{} ? names(p) : Json(); };
+  k.report_value = [names](const ParallelPlan& p) { return p.lora() ? names(p) : Json(); };
   return k;
 }
 
@@ -326,6 +363,9 @@ std::vector<PlanKey> make_plan_keys()
       integer("zero_stage", &P::zero_stage, 0, 0, 3),
       flag("distributed_optimizer", &P::distributed_optimizer, false),
       choice("optimizer_algorithm", &P::optimizer_algorithm, optimizer_algorithm_choices, OptimizerAlgorithm::ADAM),
+      integer("lora_rank", &P::lora_rank, 0, 0, 1 << 16),
+      lora_targets_key(),
+      choice("base_quantization", &P::base_quantization, base_quantization_choices, BaseQuantization::NONE),
       shard_group_key(),
       flag("ideal", &P::ideal, false),
       choice("recompute", &P::recompute, model::recompute_choices, model::Recompute::NONE),

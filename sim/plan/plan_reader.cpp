@@ -162,6 +162,35 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   return r.plan;
 }
 
+// LoRA as simulated: dense layers of standard attention, no tensor parallelism, FP8 or ZeRO-3 over a 4-bit base.
+template <class Warn>
+void check_lora(const ParallelPlan& p, const core::Node& node, const model::ModelSpec& m, const Warn& warn)
+{
+  if (p.base_quantization == BaseQuantization::NF4 && !p.lora())
+    infeasible(node, "base_quantization", "a 4-bit base is QLoRA's: it trains LoRA adapters over frozen weights",
+               "lora_rank > 0, or base_quantization none");
+  if (!p.lora())
+    return;
+  if (p.lora_rank > m.hidden_size)
+    infeasible(node, "lora_rank",
+               fmt::format("{} exceeds hidden_size={} of model '{}'", p.lora_rank, m.hidden_size, m.name),
+               "a rank below the projections' widths (8-64 in practice)");
+  if (p.tp > 1)
+    infeasible(node, "lora_rank", fmt::format("LoRA with tensor parallelism (tp={}) is not simulated yet", p.tp),
+               "tp 1 (data parallelism or ZeRO/FSDP, as PEFT runs)");
+  if (m.moe || m.mla)
+    infeasible(node, "lora_rank",
+               fmt::format("LoRA on {} layers of model '{}' is not simulated yet", m.moe ? "MoE" : "MLA", m.name),
+               "a dense model with standard attention");
+  if (p.fp8())
+    infeasible(node, "lora_rank", "LoRA with FP8 GEMMs is not simulated", "precision bf16 or fp16");
+  if (p.base_quantization == BaseQuantization::NF4 && p.zero_stage >= 3)
+    infeasible(node, "base_quantization", "ZeRO-3 / FSDP over a 4-bit base (QLoRA with FSDP) is not simulated yet",
+               "zero_stage 0-2 with base_quantization nf4");
+  if (p.lora_targets.has(LoraTarget::GATE) && !model::is_gated(m.ffn_kind) && p.lora_targets != LoraTargets{})
+    warn("lora_targets", fmt::format("gate_proj: model '{}' has no gated FFN; no adapter there", m.name));
+}
+
 std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& node, const model::ModelSpec& m,
                                       const topology::ClusterSpec& cluster, int gpus)
 {
@@ -243,6 +272,8 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
 
   if (p.shard_group > 0)
     check_shard_group(p, node, m);
+
+  check_lora(p, node, m, warn);
 
   if (m.position_embedding == model::PositionEmbedding::LEARNED && p.seq_length > m.seq_length)
     infeasible(node, "seq_length",

@@ -42,7 +42,8 @@ Analysis analyse(const scenario::Scenario& s)
   const auto seq = static_cast<double>(p.seq_length);
   a.layer_forward = model::layer_forward_flops(s.model, seq, p.micro_batch);
   a.logits_forward = model::logits_forward_flops(s.model, seq, p.micro_batch);
-  a.step = model::step_flops(s.model, seq, static_cast<double>(p.global_batch), p.recompute, p.recompute_modules);
+  a.step =
+      model::step_flops(s.model, seq, static_cast<double>(p.global_batch), p.recompute, p.recompute_modules, p.lora());
   a.tokens_per_step = seq * static_cast<double>(p.global_batch);
   a.peak_flops = topology::mean_peak(s.cluster, p.compute_precision(), s.gpus);
   return a;
@@ -125,6 +126,7 @@ core::Json analysis_json(const scenario::Scenario& s, const Analysis& a)
                       {"layers", st.layers},
                       {"params", st.params},
                       {"expert_params", st.expert_params},
+                      {"trainable_params", st.trainable_params},
                       {"weights_bytes", st.weights_bytes},
                       {"grads_bytes", st.grads_bytes},
                       {"optimizer_bytes", st.optimizer_bytes},

@@ -209,7 +209,7 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
   const double tokens = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_length);
   m.tokens_per_s = tokens / m.step_time_s;
   const auto flops = model::step_flops(s.model, static_cast<double>(p.seq_length), static_cast<double>(p.global_batch),
-                                       p.recompute, p.recompute_modules);
+                                       p.recompute, p.recompute_modules, p.lora());
   m.model_flops = flops.model();
   m.hardware_flops = flops.hardware();
   // FP8 runs: against the BF16 peak; GPUs of several kinds: against their mean.

@@ -1,5 +1,7 @@
 #include "workload/builder.hpp"
 
+#include "plan/lora.hpp"
+
 #include "plan/schedule.hpp"
 #include "topology/symmetry.hpp"
 #include "workload/builder_rooms.hpp"
@@ -370,6 +372,13 @@ double BuildState::item_params(int item, int s) const
   if (is_mtp(item))
     return memory::mtp_params_per_rank(m, p).dense;
   return layer_params_[static_cast<std::size_t>(item)].dense;
+}
+
+double BuildState::item_trainable_params(int item, int s) const
+{
+  if (!p.lora())
+    return item_params(item, s);
+  return item >= 0 && !is_mtp(item) ? plan::lora_layer_params(m, p) : 0.0;
 }
 
 std::int64_t BuildState::microbatches_through() const

@@ -110,6 +110,8 @@ class BuildState {
   double item_params(int item, int s) const;
   // Routed-expert parameters of an item on one GPU (reduced over its expert-data-parallel group).
   double item_expert_params(int item) const;
+  // Of an item's parameters, those that train: all of them, or under LoRA a layer's adapters (none elsewhere).
+  double item_trainable_params(int item, int s) const;
 
   // --- what the plan's software does ----------------------------------------------------------------------------
   bool sharded_optimizer() const { return p.zero_stage >= 1 || p.distributed_optimizer; }

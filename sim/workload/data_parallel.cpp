@@ -192,15 +192,18 @@ std::vector<std::pair<std::vector<int>, double>> DataParallel::buckets(const std
       out.back().second += b_.item_expert_params(item);
       continue;
     }
+    const double params = b_.item_trainable_params(item, s);
+    if (params <= 0) // frozen (LoRA's base): no gradient
+      continue;
     if (p_.zero_stage >= 3 && p_.software.zero3_per_tensor) { // one reduce-scatter per tensor
       for (double share : tensor_shares(item))
-        out.push_back({{item}, share * b_.item_params(item, s)});
+        out.push_back({{item}, share * params});
       continue;
     }
     if (out.empty() || out.back().second >= bucket_params)
       out.emplace_back();
     out.back().first.push_back(item);
-    out.back().second += b_.item_params(item, s);
+    out.back().second += params;
   }
   return out;
 }
@@ -257,7 +260,7 @@ void DataParallel::reduce_copies()
     for (int c = 0; c < p_.virtual_stages; ++c)
       for (int item : b_.pass_items(virtual_stage(p_, s, c), Pass::FORWARD)) {
         items.push_back(item);
-        params += b_.item_params(item, s) + b_.item_expert_params(item);
+        params += b_.item_trainable_params(item, s) + b_.item_expert_params(item);
       }
     for (int d : b_.dp_simulated())
       for (int t : b_.tp_simulated()) {

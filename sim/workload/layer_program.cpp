@@ -439,6 +439,7 @@ std::vector<KernelCost> kernel_costs(const model::ModelSpec& m, const plan::Para
   std::vector<KernelCost> log;
   const hardware::GpuSpec paced = paced_by_slowest(gpu, p);
   Costing c(paced, p.compute_precision(), &log, p.software.host_launch);
+  c.set_lora(lora_kernels(m, p));
   for (LayerKind kind : kinds_of(m)) {
     const Shape layer = shape_of(m, p, paced, kind);
     c.set_program(name_of(kind) + " forward");
@@ -468,7 +469,8 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
 {
   const hardware::GpuSpec gpu = paced_by_slowest(gpu_in, p);
   const Shape x = shape_of(m, p, gpu, LayerKind::DENSE);
-  const Costing c(gpu, p.compute_precision(), nullptr, p.software.host_launch);
+  Costing c(gpu, p.compute_precision(), nullptr, p.software.host_launch);
+  c.set_lora(lora_kernels(m, p));
   // Consecutive compute steps (no collective between them, as with tp = 1) run as one task.
   auto merged = [](const Program& steps) {
     Program out;
@@ -504,6 +506,7 @@ LayerPrograms build_programs(const model::ModelSpec& m, const plan::ParallelPlan
   if (p.dualpipe()) {
     std::vector<Kernel> weights;
     Costing split(gpu, p.compute_precision(), nullptr, p.software.host_launch);
+    split.set_lora(lora_kernels(m, p));
     split.defer_weight_gradients(&weights);
     // What is left once the weight gradients are taken out: no empty compute steps, collectives that ran beside a
     // weight-gradient GEMM on their own.

@@ -104,7 +104,7 @@ void OptimizerStep::accumulate_gradients(int s, int item, const Where& w, const 
 void OptimizerStep::parameter_pass(int s, int item, const Where& w, const char* label,
                                    double ParameterPassTimes::*s_per_param)
 {
-  const double params = b_.item_params(item, s) + b_.item_expert_params(item);
+  const double params = b_.item_trainable_params(item, s) + b_.item_expert_params(item);
   b_.on_stage(s, w, [&](const LayerPrograms& programs, const hardware::GpuSpec& gpu) {
     Step step;
     step.label = label;
@@ -120,7 +120,7 @@ void OptimizerStep::step(int s)
   double expert_params = 0;
   for (int c = 0; c < p_.virtual_stages; ++c)
     for (int item : b_.pass_items(virtual_stage(p_, s, c), Pass::FORWARD)) {
-      params += b_.item_params(item, s);
+      params += b_.item_trainable_params(item, s);
       expert_params += b_.item_expert_params(item);
     }
   const double updated =

@@ -20,7 +20,12 @@ Step Costing::compute(std::string label, const std::vector<Kernel>& kernels, boo
   s.kind = Step::Kind::COMPUTE;
   s.label = std::move(label);
   s.recompute = recompute;
-  for (const auto& k : kernels) {
+  std::vector<Kernel> replaced;
+  if (lora_)
+    for (const auto& k : kernels)
+      for (auto& r : with_adapters(k, *lora_))
+        replaced.push_back(r);
+  for (const auto& k : lora_ ? replaced : kernels) {
     if (deferred_ != nullptr && k.weight_gradient) {
       deferred_->push_back(k);
       continue;

@@ -6,6 +6,7 @@
 #include "hardware/compute_model.hpp"
 #include "workload/layer_program.hpp"
 #include "workload/layer_shape.hpp"
+#include "workload/lora_kernels.hpp"
 
 #include <string>
 #include <string_view>
@@ -27,6 +28,8 @@ class Costing {
   void set_program(std::string name) { program_ = std::move(name); }
   // Weight-gradient kernels left out of the steps and collected in `into` (a zero-bubble backward pass's split).
   void defer_weight_gradients(std::vector<hardware::Kernel>* into) { deferred_ = into; }
+  // A LoRA fine-tune: each kernel replaced by what runs in its place (workload/lora_kernels).
+  void set_lora(std::optional<LoraKernels> lora) { lora_ = std::move(lora); }
 
  private:
   const hardware::GpuSpec& gpu_;
@@ -35,6 +38,7 @@ class Costing {
   bool host_launch_;
   std::vector<hardware::Kernel>* deferred_ = nullptr;
   std::string program_;
+  std::optional<LoraKernels> lora_;
 };
 
 Step collective(std::string label, CollectiveKind kind, double bytes, Group group = Group::TP);

@@ -588,6 +588,30 @@ TEST_CASE("memory counts each optimizer algorithm's state and names the algorith
   CHECK(bad.out.find("adam, sgd, lion, adam_8bit, adafactor") != std::string::npos);
 }
 
+TEST_CASE("a QLoRA plan runs its adapters and dequantizations instead of the base's weight gradients")
+{
+  const std::string qlora = scenario("default.json") +
+                            " --set plan.tp=1 --set plan.pp=1 --set plan.dp=16 --set plan.sequence_parallel=false"
+                            " --set plan.lora_rank=16 --set plan.base_quantization=nf4";
+  const auto r = run("kernels " + qlora + " --format json");
+  REQUIRE(r.status == 0);
+  const auto listed = nlohmann::json::parse(r.out);
+  std::set<std::string> kernels;
+  for (const auto& k : listed["kernels"])
+    kernels.insert(k["kernel"].get<std::string>());
+  CHECK(kernels.count("nf4 dequantize") == 1);
+  CHECK(kernels.count("lora A") == 1);
+  CHECK(kernels.count("lora B wgrad") == 1);
+  CHECK(kernels.count("qkv wgrad") == 0);
+  CHECK(kernels.count("logits wgrad") == 0);
+  const auto report = run_json(qlora);
+  CHECK(report["plan"]["lora_rank"] == 16);
+  CHECK(report["plan"]["lora_targets"].size() == 7);
+  const auto memory = run("memory " + qlora + " --format json");
+  const auto stage = nlohmann::json::parse(memory.out)["memory"]["per_stage"][0];
+  CHECK(stage["trainable_params"].get<double>() < 0.01 * stage["params"].get<double>());
+}
+
 TEST_CASE("a folder given as the scenario is named as such")
 {
   const auto r = run("run " + (test::source_dir() / "tests").string(), Streams::WITH_ERRORS);

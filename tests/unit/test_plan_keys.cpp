@@ -116,7 +116,7 @@ TEST_CASE("the report's plan holds every plan key, the software's inside `softwa
     INFO(key.name);
     CHECK(names.insert(key.name).second); // each key once
     if (key.name != "fp8_recipe" && key.name != "fp8_param_gather" && key.name != "shard_group" &&
-        key.name != "recompute_modules")
+        key.name != "recompute_modules" && key.name != "lora_targets")
       CHECK(j.contains(nlohmann::json::json_pointer(key.report)));
   }
   auto sharded = s.plan;
@@ -125,6 +125,9 @@ TEST_CASE("the report's plan holds every plan key, the software's inside `softwa
   auto selective = s.plan;
   selective.recompute = sim::model::Recompute::SELECTIVE;
   CHECK(sim::report::plan_json(selective).at("recompute_modules") == nlohmann::json{"core_attn"});
+  auto lora = s.plan;
+  lora.lora_rank = 16;
+  CHECK(sim::report::plan_json(lora).at("lora_targets").size() == 7); // every projection, the default
   CHECK(j.at("software").at("generation") == "megatron-core");
   CHECK(j.at("dp_bucket_size_bytes") == 160e6);
   CHECK(j.at("layers_per_chunk") == nlohmann::json{20, 20});

@@ -1,0 +1,147 @@
+// LoRA and QLoRA fine-tuning: the adapters' sizes, the frozen base's memory, the kernels that replace a frozen linear
+// layer's, and what trains in the step (gradient reduction, optimizer).
+#include "memory/memory_model.hpp"
+#include "model/flops.hpp"
+#include "plan/lora.hpp"
+#include "scenario/scenario.hpp"
+#include "workload/lora_kernels.hpp"
+
+#include "build_support.hpp"
+#include "support.hpp"
+
+#include <algorithm>
+
+namespace {
+
+using sim::hardware::GemmLayout;
+using sim::hardware::Kernel;
+
+sim::scenario::Scenario llama7b(nlohmann::json plan)
+{
+  plan["tp"] = 1;
+  plan["pp"] = 1;
+  plan["dp"] = 1;
+  plan["sequence_parallel"] = false;
+  nlohmann::json doc = {
+      {"schema", "scenario/v1"}, {"model", "llama2-7b"}, {"topology", "dgx-a100"}, {"gpus", 1}, {"plan", plan}};
+  const auto file = test::write_json(test::scratch_dir() / "lora.json", doc);
+  return sim::scenario::load_scenario(file, test::options());
+}
+
+std::vector<std::string> names(const std::vector<Kernel>& ks)
+{
+  std::vector<std::string> out;
+  for (const auto& k : ks)
+    out.emplace_back(k.name);
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("rank-16 adapters on every projection of Llama-2 7B are PEFT's 39,976,960 trainable parameters")
+{
+  const auto s = llama7b({{"lora_rank", 16}});
+  // q, k, v, o: 16 x (4096 + 4096) each; gate, up: 16 x (4096 + 11008); down: 16 x (11008 + 4096); 32 layers.
+  CHECK(sim::plan::lora_layer_params(s.model, s.plan) * 32 == 39976960.0);
+  const auto qv = llama7b({{"lora_rank", 8}, {"lora_targets", {"q_proj", "v_proj"}}});
+  CHECK(sim::plan::lora_layer_params(qv.model, qv.plan) * 32 == 4194304.0); // PEFT's Llama default: 4.19M
+}
+
+TEST_CASE("QLoRA's frozen base weighs 4.127 bits a weight and only the adapters carry gradients and Adam")
+{
+  CHECK(sim::plan::base_weight_bytes(sim::plan::BaseQuantization::NF4) == Approx(4.127 / 8).epsilon(1e-3));
+  const auto s = llama7b({{"lora_rank", 16}, {"base_quantization", "nf4"}});
+  const auto e = sim::memory::estimate_memory(s.model, s.plan, s.cluster.gpu);
+  const auto& st = e.per_stage.at(0);
+  const double adapters = 39976960.0;
+  const double linear = 32 * (4.0 * 4096 * 4096 + 3.0 * 4096 * 11008);
+  CHECK(st.trainable_params == adapters);
+  CHECK(st.weights_bytes == Approx(linear * sim::plan::base_weight_bytes(sim::plan::BaseQuantization::NF4) +
+                                   2.0 * (st.params - linear) + 2.0 * adapters));
+  CHECK(st.grads_bytes == Approx(4.0 * adapters));      // fp32 gradients (bf16 training)
+  CHECK(st.optimizer_bytes == Approx(12.0 * adapters)); // Adam's master weights and moments
+}
+
+TEST_CASE("a frozen linear layer keeps its forward and data-gradient GEMMs and gets its adapters' beside them")
+{
+  const auto s = llama7b({{"lora_rank", 16}, {"base_quantization", "nf4"}});
+  const auto lora = sim::workload::lora_kernels(s.model, s.plan).value();
+  const double tokens = 4096;
+  // The fused QKV (q, k and v adapters): dequantize, the base GEMM, then A, B and the scale-and-add for each.
+  const auto fwd = sim::workload::with_adapters(sim::hardware::gemm("qkv", tokens, 3 * 4096, 4096), lora);
+  CHECK(names(fwd) == std::vector<std::string>{"nf4 dequantize", "qkv", "lora A", "lora B", "lora scale and add",
+                                               "lora A", "lora B", "lora scale and add", "lora A", "lora B",
+                                               "lora scale and add"});
+  CHECK(fwd.front().bytes == Approx(3 * 4096.0 * 4096 * (4.127 / 8 + 2)).epsilon(1e-3));
+  CHECK(fwd[2].flops == 2.0 * tokens * 16 * 4096); // x A
+  CHECK(fwd[3].flops == 2.0 * tokens * 4096 * 16); // (x A) B
+  // The weight gradient: the base's is gone, the adapters' two each take its place (and are weight gradients, which a
+  // zero-bubble schedule defers).
+  Kernel wgrad = sim::hardware::gemm("fc2 wgrad", 4096, 11008, tokens, 1, GemmLayout::WGRAD);
+  wgrad.weight_gradient = true;
+  const auto dw = sim::workload::with_adapters(wgrad, lora);
+  CHECK(names(dw) == std::vector<std::string>{"lora B wgrad", "lora A wgrad"});
+  CHECK(std::all_of(dw.begin(), dw.end(), [](const Kernel& k) { return k.weight_gradient; }));
+  CHECK(dw[0].flops + dw[1].flops == 2.0 * tokens * 16 * (4096 + 11008));
+  // Frozen weights outside the blocks: the output layer's gradient and the embedding's scatter-add are not computed.
+  Kernel logits = sim::hardware::gemm("logits wgrad", 32000, 4096, tokens, 1, GemmLayout::WGRAD);
+  logits.weight_gradient = true;
+  CHECK(sim::workload::with_adapters(logits, lora).empty());
+  CHECK(sim::workload::with_adapters(sim::hardware::memory_bound("embedding grad scatter-add", 1e6,
+                                                                 sim::hardware::MemoryKernel::EMBEDDING,
+                                                                 sim::hardware::KernelPass::BACKWARD),
+                                     lora)
+            .empty());
+  // A data gradient on a projection no adapter targets: the base GEMM alone (after its dequantization).
+  const auto qv = llama7b({{"lora_rank", 16}, {"lora_targets", {"q_proj", "v_proj"}}});
+  const auto few = sim::workload::lora_kernels(qv.model, qv.plan).value();
+  const auto down =
+      sim::workload::with_adapters(sim::hardware::gemm("fc2 dgrad", tokens, 11008, 4096, 1, GemmLayout::DGRAD), few);
+  CHECK(names(down) == std::vector<std::string>{"fc2 dgrad"});
+}
+
+TEST_CASE("under LoRA the step reduces and updates the adapters alone")
+{
+  const nlohmann::json tiny = {
+      {"schema", "model/v1"},      {"name", "tiny"},      {"num_layers", 4},   {"hidden_size", 1024},
+      {"num_attention_heads", 16}, {"vocab_size", 32000}, {"seq_length", 1024}};
+  const auto full = test::build({{"dp", 2}, {"global_batch", 2}}, tiny, "dgx-a100", false);
+  const auto lora = test::build({{"dp", 2}, {"global_batch", 2}, {"lora_rank", 8}}, tiny, "dgx-a100", false);
+  const auto dp_bytes = [](const test::Built& b) {
+    double bytes = 0;
+    for (const auto& c : b.tasks.collectives())
+      if (c.category == sim::workload::Category::DP)
+        bytes += c.bytes;
+    return bytes;
+  };
+  // fp32 gradients of each layer's adapters (a GPT: q, k, v, o, up and down), all-reduced over the two replicas.
+  const auto& m = lora.scenario.model;
+  const double per_layer = sim::plan::lora_layer_params(m, lora.scenario.plan);
+  const auto h = static_cast<double>(m.hidden_size);
+  const auto f = static_cast<double>(m.ffn_hidden_size);
+  CHECK(per_layer == 8 * (4 * 2 * h + 2 * (h + f)));
+  CHECK(dp_bytes(lora) == Approx(4.0 * per_layer * static_cast<double>(m.num_layers)));
+  CHECK(dp_bytes(full) > 100 * dp_bytes(lora));
+}
+
+TEST_CASE("LoRA's model FLOPs leave out the weight gradients: the backward pass is one forward plus the attention core")
+{
+  const auto s = llama7b({});
+  const auto full = sim::model::step_flops(s.model, 4096, 1, sim::model::Recompute::NONE);
+  const auto lora = sim::model::step_flops(s.model, 4096, 1, sim::model::Recompute::NONE, {}, true);
+  double core = 0;
+  for (std::int64_t l = 0; l < s.model.num_layers; ++l)
+    core += sim::model::layer_forward_flops(s.model, 4096, 1, l).attention_core();
+  CHECK(lora.forward == full.forward);
+  CHECK(lora.backward == Approx(full.forward + core));
+}
+
+TEST_CASE("LoRA plans outside what is simulated are refused with the reason")
+{
+  const auto refused = [](nlohmann::json plan) { return test::error_of([&] { llama7b(std::move(plan)); }); };
+  CHECK_THAT(refused({{"base_quantization", "nf4"}}), Catch::Contains("a 4-bit base is QLoRA's"));
+  CHECK_THAT(refused({{"lora_targets", {"q_proj"}}}), Catch::Contains("adapters need a rank"));
+  CHECK_THAT(refused({{"lora_rank", 16}, {"lora_targets", {"qkv"}}}), Catch::Contains("q_proj, k_proj"));
+  CHECK_THAT(refused({{"lora_rank", 8192}}), Catch::Contains("exceeds hidden_size=4096"));
+  CHECK_THAT(refused({{"lora_rank", 16}, {"precision", "fp8"}}), Catch::Contains("/plan/lora_rank"));
+}
