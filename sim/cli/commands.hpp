@@ -100,7 +100,7 @@ struct ValidateArgs {
 int validate(const ValidateArgs& a, const CommonOptions& o);
 
 struct ImportArgs {
-  std::string framework; // megatron, nemo, deepspeed, hf or torchtitan
+  std::string framework; // megatron, nemo, deepspeed, hf, llamafactory or torchtitan
   std::string topology;
   std::optional<int> gpus;
   std::string out;    // the scenario file; standard output when empty

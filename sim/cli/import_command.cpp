@@ -5,6 +5,7 @@
 #include "core/document.hpp"
 #include "importer/deepspeed.hpp"
 #include "importer/hf_trainer.hpp"
+#include "importer/llamafactory.hpp"
 #include "importer/megatron.hpp"
 #include "importer/nemo.hpp"
 #include "importer/torchtitan.hpp"
@@ -90,6 +91,13 @@ int import_config(const ImportArgs& a, const CommonOptions& o)
     const importer::HfTrainerOptions options{reference_from(a.model, scenario_dir), a.seq_length,
                                              a.config.empty() ? fs::path() : fs::path(a.config).parent_path()};
     imported = importer::import_hf_trainer(core::Node(args, "", provenance), target, options);
+  } else if (a.framework == "llamafactory") {
+    const core::Json config = importer::typed_scalars(importer::read_yaml_file(a.config));
+    core::Provenance provenance;
+    provenance.add_source("", core::display_path(a.config));
+    const importer::HfTrainerOptions options{reference_from(a.model, scenario_dir), a.seq_length,
+                                             fs::path(a.config).parent_path()};
+    imported = importer::import_llamafactory(core::Node(config, "", provenance), target, options);
   } else {
     const core::Json job = importer::read_toml_file(a.config);
     core::Provenance provenance;

@@ -281,8 +281,8 @@ Subcommand add_import(CLI::App& app, const std::vector<std::string>& passthrough
   o->args.arguments = passthrough;
   auto* sub = app.add_subcommand(
       "import", "Write a scenario from a framework's configuration: Megatron-LM arguments, a NeMo YAML, a DeepSpeed "
-                "config, Hugging Face TrainingArguments or a torchtitan job file; every setting that does not carry "
-                "over is listed");
+                "config, Hugging Face TrainingArguments, a LLaMA-Factory YAML or a torchtitan job file; every setting "
+                "that does not carry over is listed");
   sub->require_subcommand(1);
   const auto add_target = [&o](CLI::App* framework) {
     framework->add_option("--topology", o->args.topology, "Topology preset name or file")->required();
@@ -329,17 +329,27 @@ Subcommand add_import(CLI::App& app, const std::vector<std::string>& passthrough
       ->check(number_in(1, 1 << 24));
   hf->footer("simtrain import hf --model llama2-7b --topology dgx-a100 --gpus 4 -- --bf16 True "
              "--per_device_train_batch_size 4 --gradient_accumulation_steps 8 --fsdp \"full_shard auto_wrap\"");
+  auto* llamafactory = sub->add_subcommand(
+      "llamafactory", "A LLaMA-Factory training YAML (llamafactory-cli train FILE.yaml): full, LoRA or QLoRA "
+                      "fine-tuning over the Hugging Face Trainer arguments it holds");
+  add_target(llamafactory);
+  llamafactory->add_option("config", o->args.config, "The training .yaml")->required();
+  llamafactory->add_option("--model", o->args.model, "Model preset name, model/v1 or HuggingFace config.json")
+      ->required();
+  llamafactory->add_option("--seq-length", o->args.seq_length, "Tokens per sequence (default: cutoff_len)")
+      ->check(number_in(1, 1 << 24));
   auto* torchtitan = sub->add_subcommand("torchtitan", "A torchtitan job file (TOML)");
   add_target(torchtitan);
   torchtitan->add_option("config", o->args.config, "The job's .toml")->required();
   torchtitan->add_option("--model", o->args.model,
                          "Model preset name or file, instead of the preset for [model] name and flavor");
-  return {sub, [o, megatron, nemo, deepspeed, hf] {
-            o->args.framework = *megatron    ? "megatron"
-                                : *nemo      ? "nemo"
-                                : *deepspeed ? "deepspeed"
-                                : *hf        ? "hf"
-                                             : "torchtitan";
+  return {sub, [o, megatron, nemo, deepspeed, hf, llamafactory] {
+            o->args.framework = *megatron       ? "megatron"
+                                : *nemo         ? "nemo"
+                                : *deepspeed    ? "deepspeed"
+                                : *hf           ? "hf"
+                                : *llamafactory ? "llamafactory"
+                                                : "torchtitan";
             if (*hf && o->args.config.empty() && o->args.arguments.empty())
               throw core::InputError(core::Location{"import hf", "", ""}, "no TrainingArguments",
                                      "neither a JSON file nor arguments after --",

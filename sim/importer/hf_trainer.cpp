@@ -414,7 +414,7 @@ core::Json value_of(const std::string& text)
     return true;
   if (text == "False" || text == "false")
     return false;
-  if (text == "None")
+  if (text == "None" || text == "null" || text == "~")
     return nullptr;
   if (!text.empty() && (text.front() == '{' || text.front() == '[' || text.front() == '-' ||
                         std::isdigit(static_cast<unsigned char>(text.front())) != 0)) {
@@ -426,6 +426,23 @@ core::Json value_of(const std::string& text)
 }
 
 } // namespace
+
+core::Json typed_scalars(const core::Json& j)
+{
+  if (j.is_object()) {
+    core::Json out = core::Json::object();
+    for (const auto& [key, value] : j.items())
+      out[key] = typed_scalars(value);
+    return out;
+  }
+  if (j.is_array()) {
+    core::Json out = core::Json::array();
+    for (const auto& value : j)
+      out.push_back(typed_scalars(value));
+    return out;
+  }
+  return j.is_string() ? value_of(j.get<std::string>()) : j;
+}
 
 core::Json hf_arguments_json(const std::vector<std::string>& arguments)
 {

@@ -24,6 +24,9 @@ struct HfTrainerOptions {
 // object TrainingArguments saves.
 core::Json hf_arguments_json(const std::vector<std::string>& arguments);
 
+// A YAML document's scalars (all read as text) as the values they spell: booleans, numbers, null.
+core::Json typed_scalars(const core::Json& j);
+
 // `args`: the TrainingArguments object. A GPU count (Target::gpus) is required.
 Imported import_hf_trainer(const core::Node& args, const Target& target, const HfTrainerOptions& options);
 

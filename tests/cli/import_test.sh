@@ -86,6 +86,14 @@ grep -q '"zero_stage": 2' "$out/hf_zero2.json" || fail "the DeepSpeed config nam
 simulates "$out/hf_args.json"
 grep -q '"optimizer_algorithm": "adam_8bit"' "$out/hf_args.json" || fail "--optim adamw_bnb_8bit was not read"
 
+# LLaMA-Factory: its LoRA and QLoRA examples on a workstation of four RTX 3090s.
+for yaml in llama3_lora_sft llama3_lora_sft_otfq; do
+  "$simtrain" import llamafactory "$data/llamafactory/$yaml.yaml" --model llama3-8b --topology workstation-rtx3090 \
+    --gpus 4 --out "$out/$yaml.json" 2>/dev/null
+  simulates "$out/$yaml.json"
+done
+grep -q '"base_quantization": "nf4"' "$out/llama3_lora_sft_otfq.json" || fail "quantization_bit 4 was not read"
+
 # torchtitan: the Llama 3 and DeepSeek-V3 job files at their published scales.
 for job in llama3_8b:8 llama3_70b:64 llama3_405b:128; do
   "$simtrain" import torchtitan "$data/torchtitan/${job%%:*}.toml" --topology dgx-h100 --gpus "${job##*:}" \

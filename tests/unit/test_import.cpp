@@ -3,6 +3,7 @@
 #include "core/document.hpp"
 #include "importer/deepspeed.hpp"
 #include "importer/hf_trainer.hpp"
+#include "importer/llamafactory.hpp"
 #include "importer/megatron.hpp"
 #include "importer/megatron_arguments.hpp"
 #include "importer/megatron_launcher.hpp"
@@ -689,4 +690,49 @@ TEST_CASE("Hugging Face Trainer: arguments as the script takes them and optimize
   const Imported galore = sim::importer::import_hf_trainer(
       sim::core::Node(sim::core::Json{{"optim", "galore_adamw"}}, "", provenance), target(2), {"llama2-7b", 1024, {}});
   CHECK(listed(galore.not_simulated, "/optim"));
+}
+
+TEST_CASE("LLaMA-Factory: its LoRA and QLoRA examples as adapters over a 16-bit or 4-bit base with checkpointing")
+{
+  const auto import = [](const std::string& file) {
+    static sim::core::Provenance provenance;
+    static std::vector<sim::core::Json> documents;
+    provenance.add_source("", file);
+    documents.push_back(sim::importer::typed_scalars(sim::importer::read_yaml_file(fixtures / "llamafactory" / file)));
+    return sim::importer::import_llamafactory(sim::core::Node(documents.back(), "", provenance), target(4),
+                                              {"llama3-8b", std::nullopt, fixtures / "llamafactory"});
+  };
+  const Imported lora = import("llama3_lora_sft.yaml");
+  const auto& plan = lora.scenario["plan"];
+  CHECK(plan["lora_rank"] == 8);
+  CHECK_FALSE(plan.contains("lora_targets")); // "all": every projection, the default
+  CHECK_FALSE(plan.contains("base_quantization"));
+  CHECK(plan["seq_length"] == 2048);        // cutoff_len
+  CHECK(plan["recompute"] == "full");       // LLaMA-Factory checkpoints by default
+  CHECK(plan["global_batch"] == 1 * 8 * 4); // Trainer's batches
+  CHECK(lora.not_simulated.empty());
+  CHECK(load(lora).plan.lora_rank == 8);
+  const Imported qlora = import("llama3_lora_sft_otfq.yaml");
+  CHECK(qlora.scenario["plan"]["base_quantization"] == "nf4");
+  CHECK(load(qlora).plan.base_quantization == sim::plan::BaseQuantization::NF4);
+}
+
+TEST_CASE("LLaMA-Factory: named targets and what is not simulated said so")
+{
+  sim::core::Provenance provenance;
+  provenance.add_source("", "lf.yaml");
+  const sim::core::Json config = {{"finetuning_type", "lora"},
+                                  {"lora_target", "q_proj, v_proj, c_attn"},
+                                  {"quantization_bit", 8},
+                                  {"use_dora", true},
+                                  {"stage", "dpo"},
+                                  {"bf16", true}};
+  const Imported out =
+      sim::importer::import_llamafactory(sim::core::Node(config, "", provenance), target(2), {"llama3-8b", 1024, {}});
+  CHECK(out.scenario["plan"]["lora_targets"] == nlohmann::json{"q_proj", "v_proj"});
+  CHECK_FALSE(out.scenario["plan"].contains("base_quantization"));
+  CHECK(listed(out.not_simulated, "c_attn"));
+  CHECK(listed(out.not_simulated, "/quantization_bit"));
+  CHECK(listed(out.not_simulated, "/use_dora"));
+  CHECK(listed(out.not_simulated, "/stage"));
 }
