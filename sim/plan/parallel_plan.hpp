@@ -175,6 +175,9 @@ struct ParallelPlan {
   bool overlap_param_gather = false; // sharded optimizer: gather updated parameters during the next forward
   hardware::Precision precision = hardware::Precision::BF16;
   Fp8Recipe fp8_recipe = Fp8Recipe::DELAYED;
+  // fp16's dynamic loss scaling: the share of steps whose gradients overflow, which the scaler skips (their tokens do
+  // not train) while it lowers the scale.
+  double skipped_steps = 0;
   bool fp8_param_gather = false;      // fp8: parameters kept and all-gathered in FP8 (Megatron-core --fp8-param-gather)
   bool fp32_grad_accumulation = true; // gradients accumulated and reduced in fp32 (Megatron does this for bf16)
   bool pp_scatter_gather = true;      // without SP, a stage sends 1/tp of its activations per TP rank, then gathers

@@ -376,6 +376,7 @@ std::vector<PlanKey> make_plan_keys()
       flag("overlap_param_gather", &P::overlap_param_gather, false),
       choice("precision", &P::precision, training_precision_choices, hardware::Precision::BF16),
       fp8_only(choice("fp8_recipe", &P::fp8_recipe, fp8_recipe_choices, Fp8Recipe::DELAYED)),
+      number("skipped_steps", &P::skipped_steps, 0.0, 0.0, 0.5),
       fp8_only(flag("fp8_param_gather", &P::fp8_param_gather, false)),
       flag("fp32_grad_accumulation", &P::fp32_grad_accumulation,
            [](const PlanReading& r) { return r.plan.precision != hardware::Precision::FP16; }),

@@ -275,6 +275,12 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
 
   check_lora(p, node, m, warn);
 
+  if (p.skipped_steps > 0 && p.precision != hardware::Precision::FP16)
+    infeasible(node, "skipped_steps",
+               fmt::format("only fp16's loss scaler skips steps; the plan trains in {}",
+                           core::choice_name(p.precision, training_precision_choices)),
+               "precision fp16, or skipped_steps 0");
+
   if (m.position_embedding == model::PositionEmbedding::LEARNED && p.seq_length > m.seq_length)
     infeasible(node, "seq_length",
                fmt::format("{} exceeds the {} learned positions of model '{}'", p.seq_length, m.seq_length, m.name));

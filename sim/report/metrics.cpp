@@ -207,7 +207,8 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
   Metrics m;
   m.step_time_s = tl.step_time_s;
   const double tokens = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_length);
-  m.tokens_per_s = tokens / m.step_time_s;
+  // Steps the loss scaler skips train no tokens: tokens/s is what the steps it keeps train.
+  m.tokens_per_s = tokens * (1.0 - p.skipped_steps) / m.step_time_s;
   const auto flops = model::step_flops(s.model, static_cast<double>(p.seq_length), static_cast<double>(p.global_batch),
                                        p.recompute, p.recompute_modules, p.lora());
   m.model_flops = flops.model();

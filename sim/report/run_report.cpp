@@ -305,6 +305,9 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
   line("");
   line(fmt::format("step time {}   {:.0f} tokens/s   {:.1f} TFLOP/s per GPU   MFU {}   HFU {}",
                    core::format_time(m.step_time_s), m.tokens_per_s, m.tflops_per_gpu, percent(m.mfu), percent(m.hfu)));
+  if (p.skipped_steps > 0)
+    line(fmt::format("tokens/s counts the steps fp16's loss scaler keeps: {} of them skipped (plan skipped_steps)",
+                     percent(p.skipped_steps)));
   line(report::accuracy_line(validation.at(0)));
   for (std::size_t k = 0; k < s.cluster.node_gpus.size(); ++k) {
     const auto& kind = s.cluster.node_gpus[k];

@@ -20,10 +20,14 @@ double optimizer_bytes_per_param(const plan::ParallelPlan& p)
   // another algorithm's update takes Adam's place inside the same passes.
   const double update = plan::optimizer_update_bytes(p.optimizer_algorithm);
   const double adam = plan::optimizer_update_bytes(plan::OptimizerAlgorithm::ADAM);
+  // PyTorch's GradScaler under fp16: unscale_ reads and writes every gradient once, checking for inf and NaN
+  // (torch._amp_foreach_non_finite_check_and_unscale_, torch/amp/grad_scaler.py).
+  const double grad = p.fp32_grad_accumulation ? 4.0 : e;
+  const double scaler = p.precision == hardware::Precision::FP16 ? 2.0 * grad : 0.0;
   switch (p.software.optimizer) {
     case plan::OptimizerImpl::FUSED:
       // One pass: read the gradient and the fp32 weight, momentum and variance; write them and the 16-bit weight.
-      return update - (p.fp32_grad_accumulation ? 0.0 : 2.0) + e;
+      return update - (4.0 - grad) + e + scaler;
     case plan::OptimizerImpl::MEGATRON:
       // Float16OptimizerWithFloat16Params: cast to fp32 (fp16 only), unscale and inf check (fp16 only), grad norm,
       // FusedAdam, copy back to 16 bits (Megatron-LM optimizer/optimizer.py, 2021-24).
@@ -33,7 +37,7 @@ double optimizer_bytes_per_param(const plan::ParallelPlan& p)
       return 70.0 - adam + update;
     case plan::OptimizerImpl::COMPOSER:
       // DecoupledAdamW's per-tensor Python loop: about nine elementwise kernels (composer/optim, 2023).
-      return 92.0 - adam + update;
+      return 92.0 - adam + update + scaler;
   }
   return 30.0;
 }

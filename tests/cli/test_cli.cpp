@@ -612,6 +612,18 @@ TEST_CASE("a QLoRA plan runs its adapters and dequantizations instead of the bas
   CHECK(stage["trainable_params"].get<double>() < 0.01 * stage["params"].get<double>());
 }
 
+TEST_CASE("steps fp16's loss scaler skips train no tokens: tokens/s falls by their share and only fp16 skips")
+{
+  const std::string fp16 = scenario("default.json") + " --set plan.precision=fp16";
+  const auto kept = run_json(fp16);
+  const auto skipping = run_json(fp16 + " --set plan.skipped_steps=0.1");
+  CHECK(skipping["step_time_s"].get<double>() == Approx(kept["step_time_s"].get<double>()));
+  CHECK(skipping["tokens_per_s"].get<double>() == Approx(0.9 * kept["tokens_per_s"].get<double>()));
+  const auto bf16 = run("run " + scenario("default.json") + " --set plan.skipped_steps=0.1", Streams::WITH_ERRORS);
+  CHECK(bf16.status == 1);
+  CHECK(bf16.out.find("only fp16's loss scaler skips steps") != std::string::npos);
+}
+
 TEST_CASE("a folder given as the scenario is named as such")
 {
   const auto r = run("run " + (test::source_dir() / "tests").string(), Streams::WITH_ERRORS);

@@ -881,6 +881,18 @@ TEST_CASE("the optimizer step moves what its framework's passes move per paramet
   CHECK(sim::workload::optimizer_bytes_per_param(p) == 30.0);
 }
 
+TEST_CASE("under fp16 PyTorch's GradScaler reads and writes every gradient once more before the update")
+{
+  sim::plan::ParallelPlan p;
+  p.software.optimizer = sim::plan::OptimizerImpl::FUSED;
+  p.fp32_grad_accumulation = true;
+  const double bf16 = sim::workload::optimizer_bytes_per_param(p);
+  p.precision = sim::hardware::Precision::FP16;
+  CHECK(sim::workload::optimizer_bytes_per_param(p) == bf16 + 2 * 4.0);
+  p.software.optimizer = sim::plan::OptimizerImpl::MEGATRON; // its own unscale and inf check, already counted
+  CHECK(sim::workload::optimizer_bytes_per_param(p) == 52.0);
+}
+
 TEST_CASE("another optimizer algorithm's update takes Adam's place inside its implementation's passes")
 {
   using sim::plan::OptimizerAlgorithm;
