@@ -729,7 +729,7 @@ TEST_CASE("LLaMA-Factory: named targets and what is not simulated said so")
                                   {"bf16", true}};
   const Imported out =
       sim::importer::import_llamafactory(sim::core::Node(config, "", provenance), target(2), {"llama3-8b", 1024, {}});
-  CHECK(out.scenario["plan"]["lora_targets"] == nlohmann::json{"q_proj", "v_proj"});
+  CHECK(out.scenario["plan"]["lora_targets"] == sim::importer::OrderedJson{"q_proj", "v_proj"});
   CHECK_FALSE(out.scenario["plan"].contains("base_quantization"));
   CHECK(listed(out.not_simulated, "c_attn"));
   CHECK(listed(out.not_simulated, "/quantization_bit"));
