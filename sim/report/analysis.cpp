@@ -85,6 +85,22 @@ std::string sharding_text(const plan::ParallelPlan& p)
   return out;
 }
 
+std::string training_text(const plan::ParallelPlan& p)
+{
+  std::string out;
+  if (p.lora()) {
+    int targets = 0;
+    for (const auto& c : plan::lora_target_choices)
+      targets += p.lora_targets.has(c.value) ? 1 : 0;
+    out += fmt::format(", LoRA rank {} on {} projection{}", p.lora_rank, targets, targets == 1 ? "" : "s");
+    if (p.base_quantization == plan::BaseQuantization::NF4)
+      out += " over an NF4 base (QLoRA)";
+  }
+  if (p.optimizer_algorithm != plan::OptimizerAlgorithm::ADAM)
+    out += fmt::format(", {} optimizer", name_of(p.optimizer_algorithm, plan::optimizer_algorithm_choices));
+  return out;
+}
+
 core::Json plan_json(const plan::ParallelPlan& p)
 {
   core::Json j;
@@ -217,10 +233,10 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
   if (p.schedule == plan::Schedule::INTERLEAVED)
     schedule += fmt::format(" (v={})", p.virtual_stages);
   line(fmt::format("plan     TP {} x PP {} x DP {}{}; micro-batch {}, global batch {} ({} micro-batch{} per pipeline), "
-                   "sequence {}; {}; recompute {}{}{}",
+                   "sequence {}; {}; recompute {}{}{}{}",
                    p.tp, p.pp, p.dp, parallel_extras(p), p.micro_batch, p.global_batch, p.microbatches(),
                    p.microbatches() == 1 ? "" : "es", p.seq_length, schedule, recompute_text(p),
-                   p.sequence_parallel ? ", sequence parallel" : "", sharding_text(p)));
+                   p.sequence_parallel ? ", sequence parallel" : "", sharding_text(p), training_text(p)));
   line("");
   line("Memory per GPU, one GPU of each pipeline stage (GiB)");
   line(fmt::format("{:>5} {:>6} {:>9} {:>8} {:>8} {:>9} {:>11} {:>7} {:>8} {:>8}  {}", "stage", "layers", "params",

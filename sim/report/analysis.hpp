@@ -27,6 +27,9 @@ core::Json plan_json(const plan::ParallelPlan& p);
 std::string parallel_extras(const plan::ParallelPlan& p);
 // How the plan shards its state, for the plan line: ", ZeRO-3 in shard groups of 16 (11 copies)", or "".
 std::string sharding_text(const plan::ParallelPlan& p);
+// What trains and how, for the plan line: ", LoRA rank 16 on 7 projections over an NF4 base (QLoRA), adam_8bit
+// optimizer", or "" for every weight under Adam.
+std::string training_text(const plan::ParallelPlan& p);
 
 // "none", "full", "selective", or "selective (layernorm, moe_act)" where the modules are not the attention core alone.
 std::string recompute_text(const plan::ParallelPlan& p);

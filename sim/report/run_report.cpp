@@ -285,12 +285,12 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
   std::string schedule = name_of(p.schedule, plan::schedule_choices);
   if (p.schedule == plan::Schedule::INTERLEAVED)
     schedule += fmt::format(" (v={})", p.virtual_stages);
-  line(
-      fmt::format("plan: TP {} x PP {} x DP {}{}, micro-batch {}, global batch {} ({} micro-batch{}), sequence {}, {}, "
-                  "recompute {}{}{}",
-                  p.tp, p.pp, p.dp, report::parallel_extras(p), p.micro_batch, p.global_batch, p.microbatches(),
-                  p.microbatches() == 1 ? "" : "es", p.seq_length, schedule, report::recompute_text(p),
-                  p.sequence_parallel ? ", sequence parallel" : "", report::sharding_text(p)));
+  line(fmt::format(
+      "plan: TP {} x PP {} x DP {}{}, micro-batch {}, global batch {} ({} micro-batch{}), sequence {}, {}, "
+      "recompute {}{}{}{}",
+      p.tp, p.pp, p.dp, report::parallel_extras(p), p.micro_batch, p.global_batch, p.microbatches(),
+      p.microbatches() == 1 ? "" : "es", p.seq_length, schedule, report::recompute_text(p),
+      p.sequence_parallel ? ", sequence parallel" : "", report::sharding_text(p), report::training_text(p)));
   if (p.ideal)
     line("ideal pipeline: every transfer free, no embedding or output layer, identical stages (the textbook's "
          "assumptions; step time, MFU and cost are not a prediction)");

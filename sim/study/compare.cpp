@@ -102,11 +102,18 @@ std::string setup_line(const Json& r)
     }
   if (!kinds.empty())
     kinds += ")";
-  return fmt::format("{} x {}{}, {}, TP {} x PP {} x DP {}, micro-batch {}, global batch {}, sequence {}, {}",
+  // Fine-tuning: the adapters' rank and a quantized base.
+  std::string training;
+  const auto rank = p.find("lora_rank");
+  if (rank != p.end() && rank->is_number() && rank->get<double>() > 0) {
+    const auto base = p.find("base_quantization");
+    training = fmt::format(", LoRA rank {}{}", rank->dump(), base != p.end() && *base == "nf4" ? " (NF4 base)" : "");
+  }
+  return fmt::format("{} x {}{}, {}, TP {} x PP {} x DP {}, micro-batch {}, global batch {}, sequence {}, {}{}",
                      r.contains(gpus) ? r.at(gpus).dump() : "?", r.value(gpu, std::string("?")), kinds,
                      r.value(model, std::string("?")), integer("tp"), integer("pp"), integer("dp"),
                      integer("micro_batch"), integer("global_batch"), integer("seq_length"),
-                     p.value("schedule", std::string("?")));
+                     p.value("schedule", std::string("?")), training);
 }
 
 std::vector<std::string> like_for_like_warnings(const Json& a, const Json& b)

@@ -610,6 +610,7 @@ TEST_CASE("a QLoRA plan runs its adapters and dequantizations instead of the bas
   const auto memory = run("memory " + qlora + " --format json");
   const auto stage = nlohmann::json::parse(memory.out)["memory"]["per_stage"][0];
   CHECK(stage["trainable_params"].get<double>() < 0.01 * stage["params"].get<double>());
+  CHECK(run("memory " + qlora).out.find("LoRA rank 16 on 7 projections over an NF4 base (QLoRA)") != std::string::npos);
 }
 
 TEST_CASE("steps fp16's loss scaler skips train no tokens: tokens/s falls by their share and only fp16 skips")
