@@ -123,7 +123,9 @@ double compute_lower_bound_s(const model::ModelSpec& model, const plan::Parallel
     }
     if (s == plan.pp - 1 && !plan.ideal)
       per_microbatch += kernel_time(programs.head_forward) + kernel_time(programs.head_backward);
-    const double params = memory.per_stage[static_cast<std::size_t>(s)].params / (sharded ? plan.shards() : 1);
+    // What the optimizer updates: every parameter, or LoRA's adapters alone.
+    const double params =
+        memory.per_stage[static_cast<std::size_t>(s)].trainable_params / (sharded ? plan.shards() : 1);
     const double work = microbatches * per_microbatch;
     const double optimizer = params * programs.per_param.optimizer_s;
     busiest = std::max(busiest, fill_and_drain ? before_forward + std::max(work + optimizer, work + before_backward)

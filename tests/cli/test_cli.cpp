@@ -769,6 +769,23 @@ TEST_CASE("a MoE sweep's bound counts the all-to-alls its passes wait for and ne
   }
 }
 
+TEST_CASE("a LoRA sweep's bound counts the adapters' optimizer step alone and never exceeds the simulated step")
+{
+  // Frozen weights: the optimizer updates the adapters only (a bound counting every parameter exceeded the step).
+  const auto j = nlohmann::json::parse(run("sweep " + scenario("finetune/lora-1x4090.json") +
+                                           " --vary plan.lora_rank=8,64 --vary plan.optimizer_algorithm=adam,adafactor"
+                                           " --all --format json -q")
+                                           .out);
+  REQUIRE(j["rows"].size() == 4);
+  for (const auto& row : j["rows"]) {
+    INFO(row["label"]);
+    REQUIRE(row["outcome"] == "ranked");
+    // One GPU and no communication: the bound is the step itself, up to the order of a sum's rounding.
+    CHECK(row["bound_s"].get<double>() <= row["step_time_s"].get<double>() * (1 + 1e-12));
+    CHECK(row["bound_s"].get<double>() > 0.8 * row["step_time_s"].get<double>());
+  }
+}
+
 TEST_CASE("a slow uplink above a leaf group slows the flows that leave it, and the critical path finds them")
 {
   // Non-blocking tree of four leaf groups, one pipeline stage each: only the pipeline sends between stages climb
