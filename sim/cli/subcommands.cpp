@@ -295,6 +295,13 @@ Subcommand add_import(CLI::App& app, const std::vector<std::string>& passthrough
     framework->add_option("--data-dir", o->common.data_dir, "Folder holding models/, topologies/ and scenarios/")
         ->capture_default_str();
   };
+  // The model a configuration trains (which it names only as a path or a hub name) and its sequence length.
+  const auto add_model = [&o](CLI::App* framework, const std::string& default_length) {
+    framework->add_option("--model", o->args.model, "Model preset name, model/v1 or HuggingFace config.json")
+        ->required();
+    framework->add_option("--seq-length", o->args.seq_length, "Tokens per sequence (default: " + default_length + ")")
+        ->check(number_in(1, 1 << 24));
+  };
   auto* megatron = sub->add_subcommand(
       "megatron", "Megatron-LM / Megatron-core pretrain_gpt.py arguments, after --, optionally with the launcher "
                   "(torchrun ... pretrain_gpt.py ...), whose --nproc_per_node x --nnodes is the default --gpus");
@@ -309,9 +316,7 @@ Subcommand add_import(CLI::App& app, const std::vector<std::string>& passthrough
   auto* deepspeed = sub->add_subcommand("deepspeed", "A DeepSpeed config (ds_config.json)");
   add_target(deepspeed);
   deepspeed->add_option("config", o->args.config, "ds_config.json")->required();
-  deepspeed->add_option("--model", o->args.model, "Model preset name, model/v1 or HuggingFace config.json")->required();
-  deepspeed->add_option("--seq-length", o->args.seq_length, "Tokens per sequence (default: the model's)")
-      ->check(number_in(1, 1 << 24));
+  add_model(deepspeed, "the model's");
   deepspeed
       ->add_option("--micro-batch", o->args.micro_batch,
                    "Sequences per GPU per micro-batch, where the config says \"auto\"")
@@ -323,10 +328,7 @@ Subcommand add_import(CLI::App& app, const std::vector<std::string>& passthrough
             "script's --key value arguments; a DeepSpeed config they name is imported with them");
   add_target(hf);
   hf->add_option("config", o->args.config, "TrainingArguments as JSON (else the arguments after --)");
-  hf->add_option("--model", o->args.model, "Model preset name, model/v1 or HuggingFace config.json")->required();
-  hf->add_option("--seq-length", o->args.seq_length,
-                 "Tokens per sequence (default: max_seq_length / max_length / model_max_length, else the model's)")
-      ->check(number_in(1, 1 << 24));
+  add_model(hf, "max_seq_length / max_length / model_max_length, else the model's");
   hf->footer("simtrain import hf --model llama2-7b --topology dgx-a100 --gpus 4 -- --bf16 True "
              "--per_device_train_batch_size 4 --gradient_accumulation_steps 8 --fsdp \"full_shard auto_wrap\"");
   auto* llamafactory = sub->add_subcommand(
@@ -334,10 +336,7 @@ Subcommand add_import(CLI::App& app, const std::vector<std::string>& passthrough
                       "fine-tuning over the Hugging Face Trainer arguments it holds");
   add_target(llamafactory);
   llamafactory->add_option("config", o->args.config, "The training .yaml")->required();
-  llamafactory->add_option("--model", o->args.model, "Model preset name, model/v1 or HuggingFace config.json")
-      ->required();
-  llamafactory->add_option("--seq-length", o->args.seq_length, "Tokens per sequence (default: cutoff_len)")
-      ->check(number_in(1, 1 << 24));
+  add_model(llamafactory, "cutoff_len");
   auto* torchtitan = sub->add_subcommand("torchtitan", "A torchtitan job file (TOML)");
   add_target(torchtitan);
   torchtitan->add_option("config", o->args.config, "The job's .toml")->required();

@@ -16,11 +16,6 @@ bool is_auto(const core::Node& n)
   return n.json().is_string() && n.json().get<std::string>() == "auto";
 }
 
-std::string spelt(const core::Node& n)
-{
-  return fmt::format("{} {}", n.pointer(), core::clip(n.json().dump(), 60));
-}
-
 bool member(std::string_view key, std::initializer_list<std::string_view> keys)
 {
   return std::find(keys.begin(), keys.end(), key) != keys.end();

@@ -12,11 +12,6 @@
 namespace sim::importer {
 namespace {
 
-std::string spelt(const core::Node& n)
-{
-  return fmt::format("{} {}", n.pointer(), core::clip(n.json().dump(), 60));
-}
-
 // TrainingArguments that change nothing in one step's time or memory: evaluation, logging, saving, the learning-rate
 // schedule and the optimizer's hyper-parameters, data loading, hub and run bookkeeping (transformers'
 // training_args.py).

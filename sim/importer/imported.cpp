@@ -1,8 +1,15 @@
 #include "importer/imported.hpp"
 
+#include "core/document.hpp"
+
 #include <fmt/format.h>
 
 namespace sim::importer {
+
+std::string spelt(const core::Node& n)
+{
+  return fmt::format("{} {}", n.pointer(), core::clip(n.json().dump(), 60));
+}
 
 void set_scenario(Imported& out, const Target& target, const std::string& framework, const std::string& file,
                   const std::string& model, OrderedJson plan)

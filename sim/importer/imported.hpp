@@ -2,6 +2,8 @@
 // torchtitan job file): a scenario/v1 object, and an account of every setting it did not carry over.
 #pragma once
 
+#include "core/json_reader.hpp"
+
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -33,6 +35,9 @@ struct Imported {
   // For a scenario pointer (/plan/tp), the setting it came from, so that a refusal can name it.
   std::vector<std::pair<std::string, std::string>> origins;
 };
+
+// A setting as a warning or note names it: its JSON pointer and its value, clipped ("/zero_optimization/stage 3").
+std::string spelt(const core::Node& n);
 
 // Sets `out.scenario` to a scenario/v1 of `plan` on the target's topology and GPUs, training `model`, described as
 // imported by `simtrain import FRAMEWORK` from `file`; the GPU count's origin is --gpus.

@@ -10,11 +10,6 @@
 namespace sim::importer {
 namespace {
 
-std::string spelt(const core::Node& n)
-{
-  return fmt::format("{} {}", n.pointer(), core::clip(n.json().dump(), 60));
-}
-
 // LLaMA-Factory's own arguments (hparams/model_args.py, data_args.py, finetuning_args.py) that change nothing in one
 // step's time or memory: the model's and data's sources, templates, caching, evaluation and export.
 const std::set<std::string, std::less<>>& no_effect_keys()

@@ -37,11 +37,6 @@ core::Json to_json(const toml::node& node)
   return text.str();
 }
 
-std::string spelt(const core::Node& n)
-{
-  return fmt::format("{} {}", n.pointer(), core::clip(n.json().dump(), 60));
-}
-
 bool member(std::string_view key, std::initializer_list<std::string_view> keys)
 {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
