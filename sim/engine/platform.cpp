@@ -15,6 +15,7 @@ class PlatformBuilder {
   PlatformBuilder(const ClusterGraph& cg, Platform& p) : cg_(cg), p_(p)
   {
     p_.gpu.resize(cg.gpu.size());
+    p_.host_memory.resize(cg.gpu.size());
     p_.link.resize(boost::num_edges(cg.graph));
   }
 
@@ -72,6 +73,23 @@ class PlatformBuilder {
       if (cg_.nodes > nodes)
         zone->add_route(ha->get_netpoint(), gw, nullptr, nullptr,
                         links_of(zone, from, topology::route_to_network(cg_, a)), true);
+    }
+    // Each socket's memory, where its GPUs offload: a host per socket, a route from each GPU to its own socket's.
+    for (int n = first_node; n < first_node + nodes; ++n) {
+      const auto& memory = cg_.host_memory[static_cast<std::size_t>(n)];
+      std::vector<sg4::Host*> hosts;
+      for (auto v : memory)
+        hosts.push_back(zone->create_host(cg_.device_name(v), host_speed)->seal());
+      if (hosts.empty())
+        continue;
+      for (int g = n * per_node; g < (n + 1) * per_node; ++g) {
+        const int socket = cg_.socket_of_gpu[static_cast<std::size_t>(g % per_node)];
+        auto* memory_host = hosts[static_cast<std::size_t>(socket)];
+        p_.host_memory[static_cast<std::size_t>(g)] = memory_host;
+        zone->add_route(
+            p_.gpu[static_cast<std::size_t>(g)]->get_netpoint(), memory_host->get_netpoint(), nullptr, nullptr,
+            links_of(zone, cg_.gpu[static_cast<std::size_t>(g)], topology::route_to_host_memory(cg_, g)), true);
+      }
     }
     zone->seal();
     *gateway = gw;

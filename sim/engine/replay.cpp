@@ -161,8 +161,15 @@ class Replayer {
             launch_compute(t, task);
           break;
         case TaskKind::TRANSFER:
+        case TaskKind::HOST_COPY:
           simgrid::kernel::timer::Timer::set(now + task.latency_s, [this, t]() {
             launch_transfer(t);
+            drain();
+          });
+          break;
+        case TaskKind::HOST_COMPUTE: // on the host's CPU, beside its GPU's stream
+          simgrid::kernel::timer::Timer::set(now + std::max(task.duration_s, 0.0), [this, t]() {
+            finish(t);
             drain();
           });
           break;
@@ -301,7 +308,8 @@ class Replayer {
       }
     if (const auto e = route_of(task).meter; e >= 0 && metered_flows_[static_cast<std::size_t>(e)]++ == 0)
       metering_.insert(static_cast<std::uint32_t>(e));
-    account(task, route_of(task).rate, +1);
+    if (task.kind == TaskKind::TRANSFER) // a copy engine's copy takes no SMs
+      account(task, route_of(task).rate, +1);
   }
 
   // The GPUs whose NCCL kernels move a transfer's bytes: its sender and its receiver (-1 for none).
@@ -315,6 +323,11 @@ class Replayer {
   // The hosts a transfer's flow goes between.
   std::pair<sg4::Host*, sg4::Host*> hosts(const workload::Task& task) const
   {
+    if (task.kind == TaskKind::HOST_COPY) {
+      auto* gpu = platform_.gpu[static_cast<std::size_t>(task.rank)];
+      auto* memory = platform_.host_memory[static_cast<std::size_t>(task.rank)];
+      return task.peer == workload::copy_to_host ? std::make_pair(gpu, memory) : std::make_pair(memory, gpu);
+    }
     if (g_.folded)
       return platform_.endpoint[static_cast<std::size_t>(task.peer - g_.cluster_gpus)];
     return {platform_.gpu[static_cast<std::size_t>(task.rank)], platform_.gpu[static_cast<std::size_t>(task.peer)]};
@@ -354,7 +367,7 @@ class Replayer {
   {
     const workload::Task& task = g_[t];
     timeline_.tasks[t].end_s = sg4::Engine::get_clock();
-    if (task.kind == TaskKind::TRANSFER && task.bytes > 0) {
+    if ((task.kind == TaskKind::TRANSFER || task.kind == TaskKind::HOST_COPY) && task.bytes > 0) {
       flows_changed_ = true;
       const Route& route = route_of(task);
       // Own bookkeeping of the bytes on each link (exact, unlike SimGrid's link-load plugin).
@@ -370,7 +383,8 @@ class Replayer {
         }
       if (route.meter >= 0 && --metered_flows_[static_cast<std::size_t>(route.meter)] == 0)
         metering_.erase(static_cast<std::uint32_t>(route.meter));
-      account(task, route.rate, -1);
+      if (task.kind == TaskKind::TRANSFER)
+        account(task, route.rate, -1);
     }
     if (task.kind == TaskKind::COMPUTE && task.duration_s > 0) { // the GPU's stream takes its next waiting task
       auto& load = load_[static_cast<std::size_t>(task.rank)];
@@ -403,15 +417,25 @@ class Replayer {
 
   const Route& route_of(const workload::Task& task)
   {
-    const std::uint64_t key = (static_cast<std::uint64_t>(task.rank) << 32) | static_cast<std::uint32_t>(task.peer);
+    // (A copy to or from host memory keys on its direction, above every GPU's index.)
+    const bool copy = task.kind == TaskKind::HOST_COPY;
+    const std::uint32_t other = copy ? no_peer - 1 - static_cast<std::uint32_t>(task.peer) : task.peer;
+    const std::uint64_t key = (static_cast<std::uint64_t>(task.rank) << 32) | other;
     auto it = routes_.find(key);
     if (it != routes_.end())
       return it->second;
     Route r;
-    const int target =
-        g_.folded ? g_.endpoints[static_cast<std::size_t>(task.peer - g_.cluster_gpus)].target : task.peer;
-    const auto path = topology::route(cluster_, task.rank, target);
-    const auto forward = topology::link_directions(cluster_, cluster_.gpu[static_cast<std::size_t>(task.rank)], path);
+    std::vector<topology::EdgeId> path;
+    if (copy) {
+      path = topology::route_to_host_memory(cluster_, task.rank);
+    } else {
+      const int target =
+          g_.folded ? g_.endpoints[static_cast<std::size_t>(task.peer - g_.cluster_gpus)].target : task.peer;
+      path = topology::route(cluster_, task.rank, target);
+    }
+    auto forward = topology::link_directions(cluster_, cluster_.gpu[static_cast<std::size_t>(task.rank)], path);
+    if (copy && task.peer == workload::copy_from_host)
+      forward.flip();
     r.rate = path.empty() ? 0.0 : std::numeric_limits<double>::infinity();
     for (std::size_t k = 0; k < path.size(); ++k) {
       const auto& link = cluster_.graph[path[k]];
@@ -562,6 +586,7 @@ class Replayer {
   std::set<std::uint32_t> metering_;
   bool flows_changed_ = false;                                                     // since the clock last advanced
   static constexpr std::uint32_t idle = std::numeric_limits<std::uint32_t>::max(); // a reported link without flows
+  static constexpr std::uint32_t no_peer = std::numeric_limits<std::uint32_t>::max();
   std::vector<std::tuple<std::size_t, bool, std::uint32_t>> reported_; // (link, direction, tracked index) reported
   Timeline timeline_;
 };

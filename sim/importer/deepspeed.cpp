@@ -142,13 +142,21 @@ class DeepSpeedImport {
         // Elements of the 16-bit gradients (DeepSpeed's default 5e8).
         if (!is_auto(v))
           bucket_elements_ = v.as_number(1.0, 1e12);
+      } else if (key == "offload_optimizer" && value.is_object() && value.contains("device") &&
+                 v.element_of("device").as_string() == "cpu") {
+        plan["offload_optimizer"] = "cpu"; // ZeRO-Offload
+        out_.origins.emplace_back("/plan/offload_optimizer", v.pointer() + "/device");
+      } else if (key == "cpu_offload" && value.is_boolean() && value.get<bool>()) {
+        plan["offload_optimizer"] = "cpu"; // ZeRO-Offload as DeepSpeed 0.3 spelt it
+        out_.origins.emplace_back("/plan/offload_optimizer", v.pointer());
       } else if (key == "offload_optimizer" || key == "offload_param") {
         const auto device =
             value.is_object() && value.contains("device") ? v.element_of("device").as_string() : std::string("none");
         if (device != "none")
-          out_.not_simulated.push_back(Setting{spelt(v), fmt::format("offload to {} is not simulated: the scenario "
-                                                                     "keeps everything on the GPUs",
-                                                                     device)});
+          out_.not_simulated.push_back(
+              Setting{spelt(v), fmt::format("{} to {} is not simulated yet: the scenario keeps {} on the GPUs",
+                                            key == "offload_param" ? "parameter offload" : "optimizer offload", device,
+                                            key == "offload_param" ? "the parameters" : "the optimizer")});
       } else if (member(key, {"zenflow", "zero_hpz_partition_size", "zero_quantized_weights",
                               "zero_quantized_gradients", "zero_quantized_nontrainable_weights", "mics_shard_size",
                               "mics_hierarchical_params_gather", "cpu_offload", "cpu_offload_params"})) {

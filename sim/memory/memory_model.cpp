@@ -236,10 +236,18 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
     // Under ZeRO-3 the FP8 copies live with the gathered layer only (below, in the buffers).
     if (p.fp8() && !p.fp8_param_gather && p.zero_stage < 3)
       s.weights_bytes += 2.0 * fp8_bytes * s.layer_params;
-    s.grads_bytes = bytes(grad_bytes, 2, dense_all);
-    s.optimizer_bytes = bytes(optimizer_bytes, 1, dense_all);
-    s.layer_state_bytes = bytes(element_bytes, 3, dense_params) + bytes(grad_bytes, 2, dense_params) +
-                          bytes(optimizer_bytes, 1, dense_params);
+    // ZeRO-Offload: the optimizer's shard (its fp32 master weights and moments) and an fp32 gradient shard live in
+    // pinned host memory (DeepSpeed's single_partition_of_fp32_groups and their .grad); under ZeRO-2/3 the GPU keeps
+    // only the bucket being reduced (in the buffers), under ZeRO-1 its full 16-bit gradients.
+    const bool offload = p.offload_optimizer == plan::OffloadDevice::CPU;
+    const double gpu_grad_bytes = offload && p.zero_stage >= 2 ? 0.0 : grad_bytes;
+    const double gpu_optimizer_bytes = offload ? 0.0 : optimizer_bytes;
+    auto host = [&](double trained) { return offload ? bytes(optimizer_bytes + 4.0, 1, trained) : 0.0; };
+    s.grads_bytes = bytes(gpu_grad_bytes, 2, dense_all);
+    s.optimizer_bytes = bytes(gpu_optimizer_bytes, 1, dense_all);
+    s.host_bytes = host(dense_all);
+    s.layer_state_bytes = bytes(element_bytes, 3, dense_params) + bytes(gpu_grad_bytes, 2, dense_params) +
+                          bytes(gpu_optimizer_bytes, 1, dense_params);
     s.trainable_params = s.params;
     if (p.lora()) {
       // Only the adapters train (gradients, optimizer state); the base is frozen, its linear layers' weights at the
@@ -251,11 +259,12 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
       s.trainable_params = adapters;
       s.weights_bytes =
           bytes(base, 3, linear) + bytes(element_bytes, 3, dense_all - linear) + bytes(element_bytes, 3, adapters);
-      s.grads_bytes = bytes(grad_bytes, 2, adapters);
-      s.optimizer_bytes = bytes(optimizer_bytes, 1, adapters);
+      s.grads_bytes = bytes(gpu_grad_bytes, 2, adapters);
+      s.optimizer_bytes = bytes(gpu_optimizer_bytes, 1, adapters);
+      s.host_bytes = host(adapters);
       s.layer_state_bytes = bytes(base, 3, linear) + bytes(element_bytes, 3, dense_params - linear) +
-                            bytes(element_bytes, 3, adapters) + bytes(grad_bytes, 2, adapters) +
-                            bytes(optimizer_bytes, 1, adapters);
+                            bytes(element_bytes, 3, adapters) + bytes(gpu_grad_bytes, 2, adapters) +
+                            bytes(gpu_optimizer_bytes, 1, adapters);
     }
     double extras = 0;
     if (embedding_chunk >= 0) { // embedding dropout mask (and BLOOM's embedding norm input)
@@ -318,7 +327,17 @@ MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPl
       c = std::min(c, topology::gpu_of_kind(cluster, topology::gpu_kind(cluster, gpu)).memory_bytes);
     }
   }
-  return estimate(m, p, capacity);
+  MemoryEstimate e = estimate(m, p, capacity);
+  // Each node's DRAM holds what its GPUs offload (the GPUs of one node may sit on different stages).
+  const int per_node = std::max(1, cluster.node.gpus);
+  std::vector<double> node_bytes(static_cast<std::size_t>((p.gpus() + per_node - 1) / per_node), 0.0);
+  for (int gpu = 0; gpu < p.gpus(); ++gpu)
+    node_bytes[static_cast<std::size_t>(gpu / per_node)] +=
+        e.per_stage[static_cast<std::size_t>(plan::coords_of(p, gpu).pp)].host_bytes;
+  e.host_node_bytes = node_bytes.empty() ? 0.0 : *std::max_element(node_bytes.begin(), node_bytes.end());
+  e.host_capacity_bytes = cluster.node.host.memory_bytes;
+  e.host_oom = e.host_capacity_bytes > 0 && e.host_node_bytes > e.host_capacity_bytes;
+  return e;
 }
 
 } // namespace sim::memory

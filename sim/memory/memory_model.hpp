@@ -55,6 +55,7 @@ struct StageMemory {
   double layer_activations_bytes = 0; // of which in transformer layers
   InFlight in_flight;
   double buffers_bytes = 0;
+  double host_bytes = 0; // what one GPU of this stage keeps in its host's memory (offloaded optimizer state)
   double peak_bytes = 0;
   double capacity_bytes = 0; // HBM of the stage's part with the least (every stage's is the same on one part)
   bool oom = false;
@@ -68,6 +69,10 @@ struct MemoryEstimate {
   std::vector<StageMemory> per_stage;
   int peak_stage = 0; // the stage with the least room left (the first of equals): on one part, the highest peak
   bool oom = false;
+  // Host memory: what the node holding the most keeps for its GPUs, against the node's DRAM (0: not described).
+  double host_node_bytes = 0;
+  double host_capacity_bytes = 0;
+  bool host_oom = false;
 };
 
 MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu);

@@ -117,6 +117,14 @@ enum class BaseQuantization { NONE, NF4 };
 inline constexpr std::array<core::Choice<BaseQuantization>, 2> base_quantization_choices{
     {{"none", BaseQuantization::NONE}, {"nf4", BaseQuantization::NF4}}};
 
+// Where the optimizer's state lives and its update runs: on the GPU, or in the host's memory with the update on
+// its CPU (DeepSpeed's ZeRO-Offload: each GPU's gradient shard copied out as its bucket is reduced, CPU Adam, the
+// updated 16-bit shard copied back before the parameters are gathered).
+enum class OffloadDevice { NONE, CPU };
+
+inline constexpr std::array<core::Choice<OffloadDevice>, 2> offload_device_choices{
+    {{"none", OffloadDevice::NONE}, {"cpu", OffloadDevice::CPU}}};
+
 struct ParallelPlan {
   int tp = 1;
   int pp = 1;
@@ -158,6 +166,7 @@ struct ParallelPlan {
   int lora_rank = 0;
   LoraTargets lora_targets;
   BaseQuantization base_quantization = BaseQuantization::NONE;
+  OffloadDevice offload_optimizer = OffloadDevice::NONE;
   // Hybrid sharding: the data-parallel ranks (CP with them) that one copy of the sharded state is split over, in
   // consecutive groups; the groups replicate each other (PyTorch FSDP's HYBRID_SHARD, torchtitan's and MaxText's
   // HSDP, Megatron-core's num_distributed_optimizer_instances = dp_cp / shard_group). 0: all of them.

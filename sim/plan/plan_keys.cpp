@@ -366,6 +366,7 @@ std::vector<PlanKey> make_plan_keys()
       integer("lora_rank", &P::lora_rank, 0, 0, 1 << 16),
       lora_targets_key(),
       choice("base_quantization", &P::base_quantization, base_quantization_choices, BaseQuantization::NONE),
+      choice("offload_optimizer", &P::offload_optimizer, offload_device_choices, OffloadDevice::NONE),
       shard_group_key(),
       flag("ideal", &P::ideal, false),
       choice("recompute", &P::recompute, model::recompute_choices, model::Recompute::NONE),

@@ -191,6 +191,23 @@ void check_lora(const ParallelPlan& p, const core::Node& node, const model::Mode
     warn("lora_targets", fmt::format("gate_proj: model '{}' has no gated FFN; no adapter there", m.name));
 }
 
+// ZeRO-Offload as simulated: optimizer state sharded by ZeRO, in the memory of a host the topology describes.
+void check_offload(const ParallelPlan& p, const core::Node& node, const topology::ClusterSpec& cluster)
+{
+  if (p.offload_optimizer == OffloadDevice::NONE)
+    return;
+  if (p.zero_stage == 0)
+    infeasible(node, "offload_optimizer",
+               "DeepSpeed offloads the optimizer state ZeRO partitions; the plan has zero_stage 0",
+               "zero_stage 1-3 with offload_optimizer cpu");
+  if (!cluster.node.pcie || cluster.node.host.memory_bandwidth <= 0 || cluster.node.host.memory_bytes <= 0)
+    infeasible(node, "offload_optimizer",
+               fmt::format("topology '{}' does not describe its hosts (node.pcie and node.host with memory and "
+                           "memory_bandwidth), which offload runs on",
+                           cluster.name),
+               "a topology with node.pcie and node.host, or offload_optimizer none");
+}
+
 std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& node, const model::ModelSpec& m,
                                       const topology::ClusterSpec& cluster, int gpus)
 {
@@ -274,6 +291,7 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
     check_shard_group(p, node, m);
 
   check_lora(p, node, m, warn);
+  check_offload(p, node, cluster);
 
   if (p.skipped_steps > 0 && p.precision != hardware::Precision::FP16)
     infeasible(node, "skipped_steps",

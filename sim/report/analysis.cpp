@@ -98,7 +98,31 @@ std::string training_text(const plan::ParallelPlan& p)
   }
   if (p.optimizer_algorithm != plan::OptimizerAlgorithm::ADAM)
     out += fmt::format(", {} optimizer", name_of(p.optimizer_algorithm, plan::optimizer_algorithm_choices));
+  if (p.offload_optimizer == plan::OffloadDevice::CPU)
+    out += ", optimizer offloaded to the CPU (ZeRO-Offload)";
   return out;
+}
+
+core::Json host_memory_json(const memory::MemoryEstimate& m)
+{
+  return {{"node_bytes", m.host_node_bytes}, {"capacity_bytes", m.host_capacity_bytes}, {"oom", m.host_oom}};
+}
+
+std::string host_memory_line(const memory::MemoryEstimate& m)
+{
+  const auto& worst = *std::max_element(m.per_stage.begin(), m.per_stage.end(),
+                                        [](const auto& a, const auto& b) { return a.host_bytes < b.host_bytes; });
+  const std::string per_gpu = fmt::format("{} per GPU (stage {})", core::format_bytes(worst.host_bytes), worst.stage);
+  if (m.host_capacity_bytes <= 0)
+    return fmt::format("host     offloaded {}, {} per node; the topology gives no host memory", per_gpu,
+                       core::format_bytes(m.host_node_bytes));
+  if (m.host_oom)
+    return fmt::format("host     OUT OF HOST MEMORY: offloaded {}, {} per node of {} ({} over)", per_gpu,
+                       core::format_bytes(m.host_node_bytes), core::format_bytes(m.host_capacity_bytes),
+                       core::format_bytes(m.host_node_bytes - m.host_capacity_bytes));
+  return fmt::format("host     fits: offloaded {}, {} per node of {} ({:.0f}%)", per_gpu,
+                     core::format_bytes(m.host_node_bytes), core::format_bytes(m.host_capacity_bytes),
+                     100.0 * m.host_node_bytes / m.host_capacity_bytes);
 }
 
 core::Json plan_json(const plan::ParallelPlan& p)
@@ -151,6 +175,7 @@ core::Json analysis_json(const scenario::Scenario& s, const Analysis& a)
                       {"layer_activations_bytes", st.layer_activations_bytes},
                       {"microbatches_in_flight", st.in_flight.per_chunk},
                       {"buffers_bytes", st.buffers_bytes},
+                      {"host_bytes", st.host_bytes},
                       {"peak_bytes", st.peak_bytes},
                       {"free_bytes", st.capacity_bytes - st.peak_bytes},
                       {"oom", st.oom}});
@@ -161,6 +186,7 @@ core::Json analysis_json(const scenario::Scenario& s, const Analysis& a)
                  {"layer_activation_bytes", a.memory.layer_activation_bytes},
                  {"peak_stage", a.memory.peak_stage},
                  {"oom", a.memory.oom},
+                 {"host", host_memory_json(a.memory)},
                  {"per_stage", stages}};
 
   const auto& l = a.layer_forward;
@@ -267,6 +293,8 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
                      worst.stage, core::format_bytes(worst.peak_bytes), core::format_bytes(capacity),
                      100.0 * worst.peak_bytes / capacity, core::format_bytes(capacity - worst.peak_bytes)));
   }
+  if (a.memory.host_node_bytes > 0)
+    line(host_memory_line(a.memory));
   line(fmt::format("         activations per layer per micro-batch: {}; the CUDA context and allocator slack "
                    "are not counted",
                    core::format_bytes(a.memory.layer_activation_bytes)));

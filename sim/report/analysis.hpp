@@ -31,6 +31,11 @@ std::string sharding_text(const plan::ParallelPlan& p);
 // optimizer", or "" for every weight under Adam.
 std::string training_text(const plan::ParallelPlan& p);
 
+// The host tier of a memory estimate: the node holding the most offloaded state, against its DRAM, as JSON
+// ({node_bytes, capacity_bytes, oom}) and as the summaries' line.
+core::Json host_memory_json(const memory::MemoryEstimate& m);
+std::string host_memory_line(const memory::MemoryEstimate& m);
+
 // "none", "full", "selective", or "selective (layernorm, moe_act)" where the modules are not the attention core alone.
 std::string recompute_text(const plan::ParallelPlan& p);
 

@@ -41,10 +41,12 @@ tr.unranked td { color: #999; }
 // What every page's script starts with: element and number helpers, and the pipeline timeline.
 constexpr std::string_view library = R"js(const NS = "http://www.w3.org/2000/svg";
 const colors = { compute: "#6baed6", tp_exposed: "#fd8d3c", pp_exposed: "#9e9ac8", dp_exposed: "#e7969c",
-  ep_exposed: "#8c6d31", cp_exposed: "#d6616b", bubble: "#d9d9d9", optimizer: "#74c476", host: "#bcbddc" };
+  ep_exposed: "#8c6d31", cp_exposed: "#d6616b", bubble: "#d9d9d9", optimizer: "#74c476", host: "#bcbddc",
+  offload_exposed: "#969696" };
 const labels = { compute: "compute", tp_exposed: "exposed TP communication", pp_exposed: "exposed PP communication",
   dp_exposed: "exposed DP communication", ep_exposed: "exposed EP all-to-all", cp_exposed: "exposed CP communication",
-  bubble: "pipeline bubble", optimizer: "optimizer", host: "waiting for the host" };
+  bubble: "pipeline bubble", optimizer: "optimizer", host: "waiting for the host",
+  offload_exposed: "exposed offload (host)" };
 
 function el(tag, attrs, parent) {
   const e = tag === "svg" || ["rect", "text", "line", "g", "polyline", "title", "path", "circle"].includes(tag)

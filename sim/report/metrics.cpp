@@ -263,6 +263,15 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
   // step ends: the last transfer it sends or receives tells which.
   std::vector<double> last_comm(static_cast<std::size_t>(g.gpus), 0.0);
   std::vector<Category> last_comm_category(static_cast<std::size_t>(g.gpus), Category::DP);
+  // Offload: from the host's update starting to the updated parameters' arrival.
+  std::vector<std::pair<double, double>> host_update(static_cast<std::size_t>(g.gpus), {0.0, 0.0});
+  for (TaskId t = 0; t < g.size(); ++t) {
+    auto& span = host_update[static_cast<std::size_t>(std::max(g[t].rank, 0))];
+    if (g[t].kind == TaskKind::HOST_COMPUTE)
+      span.first = tl.tasks[t].start_s;
+    else if (g[t].kind == TaskKind::HOST_COPY && g[t].peer == workload::copy_from_host)
+      span.second = std::max(span.second, tl.tasks[t].end_s);
+  }
   for (TaskId t = 0; t < g.size(); ++t) {
     if (g[t].kind != TaskKind::TRANSFER)
       continue;
@@ -275,8 +284,12 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
   for (int r : g.simulated) {
     Breakdown& b = per_gpu[static_cast<std::size_t>(r)];
     const double busy_until = last_kernel_end[static_cast<std::size_t>(r)];
-    const double comm_until = std::max(busy_until, std::min(last_comm[static_cast<std::size_t>(r)], m.step_time_s));
-    const double trailing = comm_until - busy_until;
+    const auto [update_start, update_end] = host_update[static_cast<std::size_t>(r)];
+    const double comm_until =
+        std::max(busy_until, std::min(std::max(last_comm[static_cast<std::size_t>(r)], update_end), m.step_time_s));
+    const double offload = std::max(0.0, std::min(update_end, comm_until) - std::max(update_start, busy_until));
+    b.offload_exposed += offload;
+    const double trailing = comm_until - busy_until - offload;
     if (last_comm_category[static_cast<std::size_t>(r)] == Category::PP)
       b.pp_exposed += trailing;
     else if (last_comm_category[static_cast<std::size_t>(r)] == Category::TP)
@@ -301,6 +314,7 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
     m.breakdown.bubble += b.bubble / simulated;
     m.breakdown.optimizer += b.optimizer / simulated;
     m.breakdown.host += b.host / simulated;
+    m.breakdown.offload_exposed += b.offload_exposed / simulated;
   }
 
   // Communication in flight per GPU and kind: collectives from their first flow's issue to their last flow's end.

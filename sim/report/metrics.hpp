@@ -27,6 +27,9 @@ struct Breakdown {
   double bubble = 0;     // waiting for other stages, nothing in flight for this GPU
   double optimizer = 0;
   double host = 0; // waiting for the host to launch kernels (ready, the GPU free)
+  // Waiting, after its last kernel, for what its host does with the offloaded optimizer: the CPU update and the
+  // copy of the updated parameters back.
+  double offload_exposed = 0;
 };
 
 // How long a GPU's communication of each kind was in flight (overlapped or not): the union of its collectives'

@@ -303,8 +303,14 @@ void write_trace(std::ostream& out, const scenario::Scenario& s, const workload:
     out << (first ? "" : ",\n") << e.dump();
     first = false;
   };
-  const std::array<std::pair<int, const char*>, 6> streams{
-      {{0, "compute"}, {1, "tp comm"}, {2, "pp comm"}, {3, "dp comm"}, {4, "ep comm"}, {5, "cp comm"}}};
+  const bool offload = p.offload_optimizer != plan::OffloadDevice::NONE;
+  const std::array<std::pair<int, const char*>, 7> streams{{{0, "compute"},
+                                                            {1, "tp comm"},
+                                                            {2, "pp comm"},
+                                                            {3, "dp comm"},
+                                                            {4, "ep comm"},
+                                                            {5, "cp comm"},
+                                                            {6, "host (offload)"}}};
   for (int r = 0; r < g.gpus; ++r) {
     if (!shown(r))
       continue;
@@ -315,7 +321,8 @@ void write_trace(std::ostream& out, const scenario::Scenario& s, const workload:
           {"args", {{"name", fmt::format("GPU {} (stage {}, tp {}, dp {})", r, c.pp, c.tp, c.dp)}}}});
     emit({{"ph", "M"}, {"name", "process_sort_index"}, {"pid", r}, {"args", {{"sort_index", r}}}});
     for (const auto& [tid, name] : streams)
-      emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", tid}, {"args", {{"name", name}}}});
+      if (tid < 6 || offload)
+        emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", r}, {"tid", tid}, {"args", {{"name", name}}}});
   }
   for (TaskId t = 0; t < g.size(); ++t) {
     const auto& task = g[t];
@@ -336,6 +343,12 @@ void write_trace(std::ostream& out, const scenario::Scenario& s, const workload:
     if (task.kind == TaskKind::COMPUTE) {
       e["tid"] = 0;
       args["flops"] = task.flops;
+    } else if (task.kind == TaskKind::HOST_COMPUTE || task.kind == TaskKind::HOST_COPY) {
+      e["tid"] = 6;
+      if (task.kind == TaskKind::HOST_COPY) {
+        args["to"] = task.peer == workload::copy_to_host ? "host memory" : "gpu";
+        args["bytes"] = task.bytes;
+      }
     } else {
       e["tid"] = task.category == Category::TP   ? 1
                  : task.category == Category::PP ? 2
@@ -345,7 +358,7 @@ void write_trace(std::ostream& out, const scenario::Scenario& s, const workload:
       args["to"] = g.gpu_of(task.peer);
       args["bytes"] = task.bytes;
     }
-    e["args"] = args;
+    e["args"] = args.is_null() ? core::Json::object() : args;
     emit(e);
   }
   // Counters: the utilisation over time of the measured links that carried traffic (both directions summed).

@@ -14,9 +14,16 @@ namespace {
 
 core::Json breakdown_json(const Breakdown& b)
 {
-  return {{"compute", b.compute},       {"tp_exposed", b.tp_exposed}, {"pp_exposed", b.pp_exposed},
-          {"dp_exposed", b.dp_exposed}, {"ep_exposed", b.ep_exposed}, {"cp_exposed", b.cp_exposed},
-          {"bubble", b.bubble},         {"optimizer", b.optimizer},   {"host", b.host}};
+  return {{"compute", b.compute},
+          {"tp_exposed", b.tp_exposed},
+          {"pp_exposed", b.pp_exposed},
+          {"dp_exposed", b.dp_exposed},
+          {"ep_exposed", b.ep_exposed},
+          {"cp_exposed", b.cp_exposed},
+          {"bubble", b.bubble},
+          {"optimizer", b.optimizer},
+          {"host", b.host},
+          {"offload_exposed", b.offload_exposed}};
 }
 
 std::string percent(double x)
@@ -255,10 +262,14 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
                    {"optimizer_bytes", st.optimizer_bytes},
                    {"activations_bytes", st.activations_bytes},
                    {"buffers_bytes", st.buffers_bytes},
+                   {"host_bytes", st.host_bytes},
                    {"peak_bytes", st.peak_bytes},
                    {"capacity_bytes", st.capacity_bytes},
                    {"oom", st.oom}});
-  j["memory"] = {{"per_stage", mem}, {"oom", m.memory.oom}, {"capacity_bytes", m.memory.capacity_bytes}};
+  j["memory"] = {{"per_stage", mem},
+                 {"oom", m.memory.oom},
+                 {"capacity_bytes", m.memory.capacity_bytes},
+                 {"host", host_memory_json(m.memory)}};
   j["cost"] = cost_json(cost_metrics(s.economics, s.cluster, s.gpus, m.tokens_per_s));
   j["tasks"] = cost.tasks;
   j["folded"] = cost.folded;
@@ -337,6 +348,8 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
     rows.insert(rows.begin() + 4, {"exposed CP communication", b.cp_exposed});
   if (s.model.moe)
     rows.insert(rows.begin() + 4, {"exposed EP all-to-all", b.ep_exposed});
+  if (s.plan.offload_optimizer != plan::OffloadDevice::NONE)
+    rows.insert(rows.end() - 1, {"exposed offload (host)", b.offload_exposed});
   for (const auto& [name, seconds] : rows)
     line(fmt::format("  {:<26} {:>12} {:>7}", name, core::format_time(seconds), percent(seconds / m.step_time_s)));
   line(fmt::format("  one layer on stage 0: forward {}, backward {}{}", core::format_time(m.layer_forward_s),
@@ -393,6 +406,8 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
                    m.memory.oom
                        ? fmt::format("OUT OF MEMORY by {}", core::format_bytes(worst.peak_bytes - worst.capacity_bytes))
                        : "fits"));
+  if (m.memory.host_node_bytes > 0)
+    line("memory: " + host_memory_line(m.memory).substr(9));
   for (const auto& l : cost_lines(cost_metrics(s.economics, s.cluster, s.gpus, m.tokens_per_s), s))
     line(l);
   line(fmt::format("simulated {} tasks in {} (peak memory {}){}", cost.tasks, core::format_time(cost.wall_s),

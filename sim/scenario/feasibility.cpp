@@ -40,6 +40,18 @@ std::optional<double> read_number(const std::string& path)
 void refuse_out_of_memory(const Scenario& s, const std::string& set_by)
 {
   const memory::MemoryEstimate m = memory::estimate_memory(s.model, s.plan, s.cluster);
+  if (m.host_oom && !m.oom) {
+    core::Location where = plan_location(s);
+    where.set_by = set_by;
+    throw core::InfeasiblePlan(
+        where,
+        fmt::format("does not fit in host memory: a node's GPUs offload {} to its {} of DRAM, {} over",
+                    core::format_bytes(m.host_node_bytes), core::format_bytes(m.host_capacity_bytes),
+                    core::format_bytes(m.host_node_bytes - m.host_capacity_bytes)),
+        {},
+        "more nodes, ZeRO over more GPUs, a topology with more host memory, or offload_optimizer none; "
+        "`simtrain memory` shows each stage; --allow-oom simulates it anyway");
+  }
   if (!m.oom)
     return;
   const memory::StageMemory& st = m.per_stage.at(static_cast<std::size_t>(m.peak_stage));

@@ -78,7 +78,8 @@ const std::vector<std::pair<std::string, std::string>>& parts()
                                                                   {"cp_exposed", "exposed CP communication"},
                                                                   {"bubble", "pipeline bubble"},
                                                                   {"optimizer", "optimizer"},
-                                                                  {"host", "waiting for the host"}};
+                                                                  {"host", "waiting for the host"},
+                                                                  {"offload_exposed", "exposed offload (host)"}};
   return p;
 }
 

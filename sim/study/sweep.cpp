@@ -148,6 +148,14 @@ class Sweep {
                                core::format_bytes(tightest.capacity_bytes), core::format_bytes(row.memory_over_bytes));
       return false;
     }
+    if (memory.host_oom) {
+      row.outcome = Outcome::OUT_OF_MEMORY;
+      row.memory_over_bytes = memory.host_node_bytes - memory.host_capacity_bytes;
+      row.reason = fmt::format(
+          "offloads {} per node to {} of host memory (over by {})", core::format_bytes(memory.host_node_bytes),
+          core::format_bytes(memory.host_capacity_bytes), core::format_bytes(row.memory_over_bytes));
+      return false;
+    }
     // With GPUs of several kinds, the bound of the fastest everywhere (a bound still).
     const auto graph = topology::build_graph(s.cluster, s.nodes);
     row.bound_s = std::numeric_limits<double>::infinity();

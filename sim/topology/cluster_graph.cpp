@@ -322,6 +322,15 @@ std::vector<EdgeId> route_to_network(const ClusterGraph& cg, int gpu)
   return path;
 }
 
+std::vector<EdgeId> route_to_host_memory(const ClusterGraph& cg, int gpu)
+{
+  const auto& memory = cg.host_memory.at(static_cast<std::size_t>(gpu / cg.gpus_per_node));
+  const int socket = cg.socket_of_gpu[static_cast<std::size_t>(gpu % cg.gpus_per_node)];
+  if (static_cast<std::size_t>(socket) >= memory.size())
+    throw std::logic_error("node " + std::to_string(gpu / cg.gpus_per_node) + " has no host memory to offload to");
+  return path_in_node(cg, cg.gpu[static_cast<std::size_t>(gpu)], memory[static_cast<std::size_t>(socket)]);
+}
+
 std::vector<bool> link_directions(const ClusterGraph& cg, VertexId from, const std::vector<EdgeId>& links)
 {
   std::vector<bool> forward;

@@ -95,6 +95,8 @@ ClusterGraph build_graph(const ClusterSpec& spec, int nodes);
 std::vector<EdgeId> route(const ClusterGraph& g, int src_gpu, int dst_gpu);
 // From a GPU to its leaf switch: to its NIC, then the NIC's cable.
 std::vector<EdgeId> route_to_network(const ClusterGraph& g, int gpu);
+// From a GPU to the memory of its CPU socket (what it offloads there): up its PCIe tree, then the socket's DRAM link.
+std::vector<EdgeId> route_to_host_memory(const ClusterGraph& g, int gpu);
 // Whether `links`, walked from `from`, crosses each link from its source to its target (true) or back.
 std::vector<bool> link_directions(const ClusterGraph& g, VertexId from, const std::vector<EdgeId>& links);
 double route_latency(const ClusterGraph& g, const std::vector<EdgeId>& links);

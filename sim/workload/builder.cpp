@@ -53,6 +53,7 @@ BuildState::BuildState(const model::ModelSpec& model_spec, const plan::ParallelP
   tail.resize(static_cast<std::size_t>(gpus));
   reduce_tail.assign(static_cast<std::size_t>(gpus), no_task);
   gather_tail.assign(static_cast<std::size_t>(gpus), no_task);
+  offload_tail.assign(static_cast<std::size_t>(gpus), no_task);
   grad_ready.resize(static_cast<std::size_t>(gpus));
   params_ready.resize(static_cast<std::size_t>(gpus));
   g.gpus = gpus;
@@ -187,6 +188,40 @@ TaskId BuildState::transfer(const Flow& f, Category category, std::uint32_t coll
   t.chunk = static_cast<std::int16_t>(w.chunk);
   t.microbatch = w.microbatch;
   t.layer = w.layer;
+  return add(t, deps);
+}
+
+TaskId BuildState::host_copy(int gpu, double bytes, std::int32_t direction, const std::string& label, const Where& w,
+                             const std::vector<TaskId>& deps)
+{
+  Task t;
+  t.kind = TaskKind::HOST_COPY;
+  t.category = Category::OFFLOAD;
+  t.rank = gpu;
+  t.peer = direction;
+  t.bytes = bytes;
+  t.latency_s = p.ideal ? 0.0 : graph_latency_to_host(gpu);
+  t.label = g.label(label);
+  t.stage = static_cast<std::int16_t>(w.stage);
+  t.microbatch = w.microbatch;
+  return add(t, deps);
+}
+
+double BuildState::graph_latency_to_host(int gpu) const
+{
+  return topology::route_latency(graph, topology::route_to_host_memory(graph, gpu));
+}
+
+TaskId BuildState::host_compute(int gpu, double seconds, const std::string& label, const Where& w,
+                                const std::vector<TaskId>& deps)
+{
+  Task t;
+  t.kind = TaskKind::HOST_COMPUTE;
+  t.category = w.category;
+  t.rank = gpu;
+  t.duration_s = seconds;
+  t.label = g.label(label);
+  t.stage = static_cast<std::int16_t>(w.stage);
   return add(t, deps);
 }
 
@@ -454,6 +489,7 @@ class Builder {
         all.push_back(t);
       all.push_back(state_.reduce_tail[r]);
       all.push_back(state_.gather_tail[r]);
+      all.push_back(state_.offload_tail[r]);
     }
     state_.g.step_end = state_.sync(Category::OPTIMIZER, all);
   }

@@ -83,6 +83,7 @@ class BuildState {
   std::vector<std::vector<TaskId>> tail; // per GPU: what its next compute waits for
   std::vector<TaskId> reduce_tail;       // per GPU: the last gradient reduction on its data-parallel stream
   std::vector<TaskId> gather_tail;       // per GPU: the last ZeRO-3 parameter gather
+  std::vector<TaskId> offload_tail;      // per GPU: the last copy to or from host memory (one copy engine each way)
   std::vector<std::unordered_map<int, TaskId>> grad_ready;   // per GPU: item -> its gradient is complete
   std::vector<std::unordered_map<int, TaskId>> params_ready; // per GPU: item -> its parameters are gathered
   double act_bytes = 0;                                      // a micro-batch's activations between stages, on one GPU
@@ -135,6 +136,12 @@ class BuildState {
   }
   TaskId transfer(const Flow& f, Category category, std::uint32_t collective, std::uint32_t label, const Where& w,
                   const std::vector<TaskId>& deps);
+  // A copy of `bytes` (on the PCIe wire) between a GPU and its socket's memory (workload::copy_to_host or
+  // copy_from_host), and work on the CPU of a GPU's process.
+  TaskId host_copy(int gpu, double bytes, std::int32_t direction, const std::string& label, const Where& w,
+                   const std::vector<TaskId>& deps);
+  TaskId host_compute(int gpu, double seconds, const std::string& label, const Where& w,
+                      const std::vector<TaskId>& deps);
   // A collective over `ranks` once every task in `deps` is done; returns the sync that marks its end.
   TaskId collective(CollectiveKind kind, const std::vector<int>& ranks, double bytes, Category category,
                     const std::string& label, const Where& w, const std::vector<TaskId>& deps,
@@ -151,6 +158,7 @@ class BuildState {
   // Folded, one GPU stands for each class (workload/fold).
   int representative(int r) const { return representative_[static_cast<std::size_t>(r)]; }
   int shifted(int x, int y) const;
+  double graph_latency_to_host(int gpu) const;
   bool simulated(int r) const { return representative(r) == r; }
   static std::vector<int> all(int n);
   TaskId lower(std::span<const CollectivePhase> phases, Category category, std::uint32_t id, std::uint32_t text,

@@ -1,4 +1,5 @@
 #include "workload/builder_rooms.hpp"
+#include "workload/optimizer_step.hpp"
 
 #include <fmt/format.h>
 
@@ -114,10 +115,27 @@ void DataParallel::check_gradient_reductions()
   }
 }
 
+void DataParallel::offload_gradients(int s, const std::vector<int>& items, double shard, const std::string& label,
+                                     const Where& w)
+{
+  for (int r : b_.stage_gpus(s)) {
+    auto& copies = b_.offload_tail[static_cast<std::size_t>(r)];
+    std::vector<TaskId> deps{b_.reduce_tail[static_cast<std::size_t>(r)], copies};
+    for (int item : items)
+      deps.push_back(b_.grad_ready[static_cast<std::size_t>(r)].at(item));
+    copies = b_.host_copy(r, shard * offload_copy_bytes_per_param, copy_to_host, label + " to host", w, deps);
+  }
+}
+
 void DataParallel::reduce_gradients(int s, int mb)
 {
-  if (p_.dp_cp() == 1)
+  const bool offload = p_.offload_optimizer != plan::OffloadDevice::NONE;
+  if (p_.dp_cp() == 1) {
+    if (offload) // nothing to reduce: each bucket goes to the host as its gradients are done
+      for (const auto& [items, params] : buckets(gradient_order(s), s))
+        offload_gradients(s, items, params, "gradient bucket", {Category::DP, s, -1, mb, -1});
     return;
+  }
   const std::vector<int> order = gradient_order(s);
   const CollectiveKind kind = gradient_reduction();
   const bool after_flush = !p_.overlap_grad_reduce || b_.deepspeed_engine();
@@ -161,6 +179,8 @@ void DataParallel::reduce_gradients(int s, int mb)
         for (int r : members)
           b_.reduce_tail[static_cast<std::size_t>(r)] = end;
       }
+    if (offload) // each GPU's shard of the reduced bucket to host memory
+      offload_gradients(s, items, params / (expert ? p_.edp() : p_.shards()), label, w);
     ++(expert ? ei : di);
   }
 }
@@ -210,7 +230,8 @@ std::vector<std::pair<std::vector<int>, double>> DataParallel::buckets(const std
 
 bool DataParallel::gathers_before_forward() const
 {
-  return p_.overlap_param_gather && b_.sharded_optimizer() && p_.zero_stage < 3 && p_.shards() > 1;
+  return p_.offload_optimizer == plan::OffloadDevice::NONE && p_.overlap_param_gather && b_.sharded_optimizer() &&
+         p_.zero_stage < 3 && p_.shards() > 1;
 }
 
 void DataParallel::gather_updated_parameters(int s)

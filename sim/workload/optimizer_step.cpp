@@ -72,6 +72,19 @@ double fp8_weight_cast_bytes_per_param(const plan::ParallelPlan& p)
   return p.fp8_param_gather ? 2.0 : e + 2.0;
 }
 
+double cpu_optimizer_bytes_per_param(const plan::ParallelPlan& p)
+{
+  return plan::optimizer_update_bytes(p.optimizer_algorithm) + (p.precision == hardware::Precision::FP16 ? 8.0 : 0.0);
+}
+
+double cpu_optimizer_seconds_per_param(const plan::ParallelPlan& p, const topology::ClusterSpec& cluster)
+{
+  const int sockets = cluster.node.pcie ? cluster.node.pcie->sockets : 1;
+  const double bandwidth = cpu_optimizer_memory_efficiency * sockets * cluster.node.host.memory_bandwidth;
+  const int updating = std::min(cluster.node.gpus, p.gpus()); // the node's GPUs, every one updating at once
+  return bandwidth > 0 ? cpu_optimizer_bytes_per_param(p) * updating / bandwidth : 0.0;
+}
+
 ParameterPassTimes parameter_pass_times(const plan::ParallelPlan& p, const hardware::GpuSpec& gpu)
 {
   ParameterPassTimes out;
@@ -132,13 +145,28 @@ void OptimizerStep::step(int s)
   const Where w{Category::OPTIMIZER, s, -1, -1, -1};
   for (int r : b_.stage_gpus(s))
     b_.tail[static_cast<std::size_t>(r)].push_back(b_.reduce_tail[static_cast<std::size_t>(r)]);
-  b_.on_stage(s, w, [&](const LayerPrograms& programs, const hardware::GpuSpec&) {
-    Step step;
-    step.label = "optimizer";
-    step.duration_s = updated * programs.per_param.optimizer_s;
-    step.memory_s = step.duration_s;
-    return step;
-  });
+  if (p_.offload_optimizer != plan::OffloadDevice::NONE) {
+    // ZeRO-Offload: once its gradients are on the host, each GPU's process updates its shard on the CPU and copies
+    // it back; its GPU does nothing meanwhile.
+    const double seconds = updated * cpu_optimizer_seconds_per_param(p_, b_.cluster);
+    for (int r : b_.stage_gpus(s)) {
+      auto& tail = b_.tail[static_cast<std::size_t>(r)];
+      auto& copies = b_.offload_tail[static_cast<std::size_t>(r)];
+      tail.push_back(copies);
+      const TaskId update = b_.host_compute(r, seconds, "cpu optimizer", w, tail);
+      copies = b_.host_copy(r, updated * offload_copy_bytes_per_param, copy_from_host, "updated parameters from host",
+                            w, {update});
+      tail = {copies};
+    }
+  } else {
+    b_.on_stage(s, w, [&](const LayerPrograms& programs, const hardware::GpuSpec&) {
+      Step step;
+      step.label = "optimizer";
+      step.duration_s = updated * programs.per_param.optimizer_s;
+      step.memory_s = step.duration_s;
+      return step;
+    });
+  }
   if (b_.sharded_optimizer() && p_.zero_stage < 3 && p_.shards() > 1 && !dp_.gathers_before_forward()) {
     auto gather = [&](const std::vector<std::vector<int>>& groups, double bytes, const char* label) {
       for (const auto& group : groups) {

@@ -4,6 +4,7 @@
 
 #include "hardware/compute_model.hpp"
 #include "plan/parallel_plan.hpp"
+#include "topology/cluster_spec.hpp"
 
 namespace sim::workload {
 
@@ -23,5 +24,23 @@ double fp8_weight_cast_bytes_per_param(const plan::ParallelPlan& p);
 
 // Those passes' times on `gpu` (as the layer programs pace it: workload/layer_program).
 ParameterPassTimes parameter_pass_times(const plan::ParallelPlan& p, const hardware::GpuSpec& gpu);
+
+// ZeRO-Offload's copies (DeepSpeed runtime/zero/stage_1_and_2.py): each gradient element is cast to fp32 on the GPU
+// before it is copied to the host (async_inplace_copy_grad_to_fp32_buffer_from_gpu), and the updated fp32 shard is
+// copied back and cast to 16 bits there (bit16_partitions[...].copy_(fp32_partition.to(device))): 4 bytes each way.
+// Pinned copies reach 0.762 of a PCIe link's rate (ZeRO-Infinity, Rajbhandari et al. 2021, Fig. 2b: 12.0 GB/s from
+// CPU memory to one V100 over PCIe Gen3 x16, 15.75 GB/s): counted as bytes on the wire.
+inline constexpr double pinned_copy_efficiency = 12.0 / 15.754;
+inline constexpr double offload_copy_bytes_per_param = 4.0 / pinned_copy_efficiency;
+
+// DeepSpeed's CPU optimizer streams its state through host memory: the update's bytes per parameter (Adam: fp32
+// weight, gradient and moments read, written back but the gradient: 28), and under fp16 the unscale pass over the fp32
+// gradient (read and write, unscale_and_clip_grads). It reaches 0.426 of the sockets' DRAM bandwidth: ZeRO-Offload
+// (Ren et al. 2021) Table 4 times CPU-Adam at 0.22-2.57 s for 1-10B parameters on a DGX-2 (2 Xeon Platinum 8168,
+// 6 channels of DDR4-2666 each, 256 GB/s), a median 3.89G parameters/s, x 28 bytes.
+inline constexpr double cpu_optimizer_memory_efficiency = 3.89e9 * 28.0 / (2.0 * 6.0 * 21.328e9);
+double cpu_optimizer_bytes_per_param(const plan::ParallelPlan& p);
+// Seconds per parameter one GPU's process takes to update on its host, every GPU of the node updating at once.
+double cpu_optimizer_seconds_per_param(const plan::ParallelPlan& p, const topology::ClusterSpec& cluster);
 
 } // namespace sim::workload

@@ -18,19 +18,27 @@ namespace sim::workload {
 using TaskId = std::uint32_t;
 inline constexpr TaskId no_task = std::numeric_limits<TaskId>::max();
 
-enum class TaskKind : std::uint8_t { COMPUTE, TRANSFER, SYNC };
+// HOST_COPY: a copy between a GPU (`rank`) and the memory of its CPU socket, by the GPU's copy engine (no SMs), the
+// way `peer` says (copy_to_host, copy_from_host); HOST_COMPUTE: work on the CPU of `rank`'s process (CPU Adam),
+// `duration_s` long, beside whatever its GPU does.
+enum class TaskKind : std::uint8_t { COMPUTE, TRANSFER, SYNC, HOST_COPY, HOST_COMPUTE };
+inline constexpr std::int32_t copy_to_host = 0;
+inline constexpr std::int32_t copy_from_host = 1;
 
 // What a task is for: the forward, backward and recomputed passes and the optimizer on the compute stream;
 // tensor-, pipeline-, data-, expert- and context-parallel communication; the weight gradients a zero-bubble backward
-// pass left for later (DualPipe).
-enum class Category : std::uint8_t { FORWARD, BACKWARD, RECOMPUTE, OPTIMIZER, TP, PP, DP, EP, CP, WEIGHT };
+// pass left for later (DualPipe); copies to and from host memory (offload).
+enum class Category : std::uint8_t { FORWARD, BACKWARD, RECOMPUTE, OPTIMIZER, TP, PP, DP, EP, CP, WEIGHT, OFFLOAD };
 
 // The collectives lowered into transfers (workload/collectives).
 enum class CollectiveKind : std::uint8_t { ALL_REDUCE, REDUCE_SCATTER, ALL_GATHER, ALL_TO_ALL };
 
-inline constexpr std::array<core::Choice<TaskKind>, 3> task_kind_choices{
-    {{"compute", TaskKind::COMPUTE}, {"transfer", TaskKind::TRANSFER}, {"sync", TaskKind::SYNC}}};
-inline constexpr std::array<core::Choice<Category>, 10> category_choices{{{"forward", Category::FORWARD},
+inline constexpr std::array<core::Choice<TaskKind>, 5> task_kind_choices{{{"compute", TaskKind::COMPUTE},
+                                                                          {"transfer", TaskKind::TRANSFER},
+                                                                          {"sync", TaskKind::SYNC},
+                                                                          {"host_copy", TaskKind::HOST_COPY},
+                                                                          {"host_compute", TaskKind::HOST_COMPUTE}}};
+inline constexpr std::array<core::Choice<Category>, 11> category_choices{{{"forward", Category::FORWARD},
                                                                           {"backward", Category::BACKWARD},
                                                                           {"recompute", Category::RECOMPUTE},
                                                                           {"optimizer", Category::OPTIMIZER},
@@ -39,7 +47,8 @@ inline constexpr std::array<core::Choice<Category>, 10> category_choices{{{"forw
                                                                           {"dp", Category::DP},
                                                                           {"ep", Category::EP},
                                                                           {"cp", Category::CP},
-                                                                          {"weight_gradient", Category::WEIGHT}}};
+                                                                          {"weight_gradient", Category::WEIGHT},
+                                                                          {"offload", Category::OFFLOAD}}};
 inline constexpr std::array<core::Choice<CollectiveKind>, 4> collective_kind_choices{
     {{"all_reduce", CollectiveKind::ALL_REDUCE},
      {"reduce_scatter", CollectiveKind::REDUCE_SCATTER},

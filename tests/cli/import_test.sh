@@ -61,10 +61,11 @@ simulates "$out/zero3.json"
 "$simtrain" import deepspeed "$data/deepspeed/autotp_ds_config.json" --model llama2-7b --topology dgx-h100 --gpus 16 \
   --micro-batch 1 --global-batch 64 --out "$out/autotp.json" 2>/dev/null
 simulates "$out/autotp.json"
-"$simtrain" import deepspeed "$data/deepspeed/zenflow_zf_config.json" --model llama2-7b --topology dgx-a100 --gpus 8 \
-  --out "$out/zenflow.json" 2>"$out/zenflow.err"
+"$simtrain" import deepspeed "$data/deepspeed/zenflow_zf_config.json" --model llama2-7b --topology pcie-4090 --gpus 8 \
+  --seq-length 512 --out "$out/zenflow.json" 2>"$out/zenflow.err"
 simulates "$out/zenflow.json"
-grep -q "offload_optimizer" "$out/zenflow.err" || fail "the optimizer offload was not reported"
+grep -q '"offload_optimizer": "cpu"' "$out/zenflow.json" || fail "the optimizer offload was not imported"
+grep -q "zenflow" "$out/zenflow.err" || fail "ZenFlow was not reported as not simulated"
 "$simtrain" import deepspeed "$data/deepspeed/bing_bert_lamb_seq512.json" --model sc21-gpt-1.7b --seq-length 512 \
   --topology dgx-a100 --gpus 64 --out "$out/lamb.json" 2>/dev/null
 simulates "$out/lamb.json"
@@ -112,10 +113,10 @@ grep -q "does not fit in GPU memory" "$out/dsv3.err" || fail "no memory verdict:
 simulates "$out/dsv3.json" --allow-oom
 
 # Standard output, --strict, and the JSON log format.
-"$simtrain" import deepspeed "$data/deepspeed/zenflow_zf_config.json" --model llama2-7b --topology dgx-a100 --gpus 8 \
-  2>/dev/null | grep -q '"schema": "scenario/v1"' || fail "nothing on standard output"
-if "$simtrain" import deepspeed "$data/deepspeed/zenflow_zf_config.json" --model llama2-7b --topology dgx-a100 \
-  --gpus 8 --strict >/dev/null 2>"$out/strict.err"; then
+"$simtrain" import deepspeed "$data/deepspeed/zenflow_zf_config.json" --model llama2-7b --topology pcie-4090 --gpus 8 \
+  --seq-length 512 2>/dev/null | grep -q '"schema": "scenario/v1"' || fail "nothing on standard output"
+if "$simtrain" import deepspeed "$data/deepspeed/zenflow_zf_config.json" --model llama2-7b --topology pcie-4090 \
+  --gpus 8 --seq-length 512 --strict >/dev/null 2>"$out/strict.err"; then
   fail "--strict accepted settings that did not carry over"
 fi
 grep -q "(--strict)" "$out/strict.err" || fail "--strict gave no reason"

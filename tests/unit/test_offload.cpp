@@ -1,0 +1,108 @@
+// ZeRO-Offload: the optimizer's state in host memory (its verdict per node), the plan's checks, and the copies and the
+// CPU's update in the step's task graph.
+#include "memory/memory_model.hpp"
+#include "scenario/feasibility.hpp"
+#include "scenario/scenario.hpp"
+#include "workload/optimizer_step.hpp"
+
+#include "build_support.hpp"
+#include "support.hpp"
+
+namespace {
+
+using sim::workload::TaskKind;
+
+sim::scenario::Scenario llama7b(nlohmann::json plan, const std::string& topology = "pcie-4090",
+                                std::vector<std::string> overrides = {})
+{
+  nlohmann::json doc = {
+      {"schema", "scenario/v1"}, {"model", "llama2-7b"}, {"topology", topology}, {"gpus", 8}, {"plan", plan}};
+  const auto file = test::write_json(test::scratch_dir() / "offload.json", doc);
+  return sim::scenario::load_scenario(file, test::options(std::move(overrides)));
+}
+
+const nlohmann::json zero2 = {{"dp", 8},         {"global_batch", 8},          {"seq_length", 512},
+                              {"zero_stage", 2}, {"offload_optimizer", "cpu"}, {"recompute", "full"}};
+
+} // namespace
+
+TEST_CASE("ZeRO-Offload keeps each GPU's Adam shard and an fp32 gradient shard in its node's memory")
+{
+  const auto s = llama7b(zero2);
+  const auto m = sim::memory::estimate_memory(s.model, s.plan, s.cluster);
+  const auto& st = m.per_stage.front();
+  const double shard = st.params / 8;
+  CHECK(st.optimizer_bytes == 0);
+  CHECK(st.grads_bytes == 0); // ZeRO-2: the GPU keeps only the bucket being reduced
+  CHECK(st.host_bytes == Approx((12.0 + 4.0) * shard));
+  CHECK(m.host_node_bytes == Approx(8 * st.host_bytes));
+  CHECK(m.host_capacity_bytes == s.cluster.node.host.memory_bytes);
+  CHECK_FALSE(m.host_oom);
+  // On the GPU: the 16-bit weights, which ZeRO-2 does not shard.
+  CHECK(st.weights_bytes == Approx(2.0 * st.params));
+  // Without offload the same state is on the GPU.
+  auto on_gpu = zero2;
+  on_gpu["offload_optimizer"] = "none";
+  const auto g = sim::memory::estimate_memory(s.model, llama7b(on_gpu).plan, s.cluster);
+  CHECK(g.per_stage.front().optimizer_bytes == Approx(12.0 * shard));
+  CHECK(g.per_stage.front().host_bytes == 0);
+  CHECK(g.host_node_bytes == 0);
+}
+
+TEST_CASE("a plan whose offloaded state overflows the node's memory is refused with the numbers")
+{
+  const auto s = llama7b(zero2, "pcie-4090", {"topology.node.host.memory=64GB"});
+  const auto m = sim::memory::estimate_memory(s.model, s.plan, s.cluster);
+  CHECK(m.host_oom);
+  CHECK_FALSE(m.oom);
+  const auto error = test::error_of([&] { sim::scenario::refuse_out_of_memory(s, ""); });
+  CHECK_THAT(error, Catch::Contains("does not fit in host memory"));
+  CHECK_THAT(error, Catch::Contains("100.41 GiB"));
+}
+
+TEST_CASE("offloading the optimizer needs ZeRO and a topology that describes its hosts")
+{
+  auto no_zero = zero2;
+  no_zero["zero_stage"] = 0;
+  CHECK_THAT(test::error_of([&] { llama7b(no_zero); }), Catch::Contains("zero_stage 0"));
+  CHECK_THAT(test::error_of([&] { llama7b(zero2, "dgx-a100"); }), Catch::Contains("does not describe its hosts"));
+}
+
+TEST_CASE("ZeRO-Offload's step: each reduced bucket's shard to the host, the CPU's update, the shard back, the gather")
+{
+  const nlohmann::json tiny = {
+      {"schema", "model/v1"},      {"name", "tiny"},      {"num_layers", 4},   {"hidden_size", 1024},
+      {"num_attention_heads", 16}, {"vocab_size", 32000}, {"seq_length", 1024}};
+  nlohmann::json plan{{"dp", 8}, {"global_batch", 8}, {"zero_stage", 1}, {"offload_optimizer", "cpu"}};
+  const auto b = test::build(plan, tiny, "pcie-4090", true);
+  CHECK_FALSE(b.tasks.folded); // copies to host memory are simulated on every GPU
+  const auto& s = b.scenario;
+  const double params = sim::memory::estimate_memory(s.model, s.plan, s.cluster).per_stage.front().params;
+  std::vector<double> out(8, 0.0);
+  std::vector<double> back(8, 0.0);
+  std::vector<double> cpu(8, 0.0);
+  int gpu_optimizer = 0;
+  for (sim::workload::TaskId t = 0; t < b.tasks.size(); ++t) {
+    const auto& task = b.tasks[t];
+    if (task.kind == TaskKind::HOST_COPY)
+      (task.peer == sim::workload::copy_to_host ? out : back)[static_cast<std::size_t>(task.rank)] += task.bytes;
+    if (task.kind == TaskKind::HOST_COMPUTE)
+      cpu[static_cast<std::size_t>(task.rank)] += task.duration_s;
+    if (task.kind == TaskKind::COMPUTE && task.category == sim::workload::Category::OPTIMIZER)
+      ++gpu_optimizer;
+  }
+  const double shard = params / 8;
+  // 28 bytes of Adam per parameter, eight GPUs' processes at once on two sockets' DRAM at CPU Adam's share of it.
+  const double cpu_s =
+      shard * 28.0 * 8 / (sim::workload::cpu_optimizer_memory_efficiency * 2 * s.cluster.node.host.memory_bandwidth);
+  for (int r = 0; r < 8; ++r) {
+    CHECK(out[static_cast<std::size_t>(r)] == Approx(shard * sim::workload::offload_copy_bytes_per_param));
+    CHECK(back[static_cast<std::size_t>(r)] == Approx(shard * sim::workload::offload_copy_bytes_per_param));
+    CHECK(cpu[static_cast<std::size_t>(r)] == Approx(cpu_s));
+  }
+  CHECK(gpu_optimizer == 0);
+  // fp16 adds the unscale pass over the fp32 gradient on the CPU.
+  plan["precision"] = "fp16";
+  CHECK(sim::workload::cpu_optimizer_bytes_per_param(test::build(plan, tiny, "pcie-4090", false).scenario.plan) ==
+        36.0);
+}
