@@ -112,16 +112,15 @@ std::string host_memory_line(const memory::MemoryEstimate& m)
 {
   const auto& worst = *std::max_element(m.per_stage.begin(), m.per_stage.end(),
                                         [](const auto& a, const auto& b) { return a.host_bytes < b.host_bytes; });
-  const std::string per_gpu = fmt::format("{} per GPU (stage {})", core::format_bytes(worst.host_bytes), worst.stage);
+  const std::string offloaded =
+      fmt::format("offloaded {} per GPU (stage {}), {} per node", core::format_bytes(worst.host_bytes), worst.stage,
+                  core::format_bytes(m.host_node_bytes));
   if (m.host_capacity_bytes <= 0)
-    return fmt::format("host     offloaded {}, {} per node; the topology gives no host memory", per_gpu,
-                       core::format_bytes(m.host_node_bytes));
+    return offloaded + "; the topology gives no host memory";
   if (m.host_oom)
-    return fmt::format("host     OUT OF HOST MEMORY: offloaded {}, {} per node of {} ({} over)", per_gpu,
-                       core::format_bytes(m.host_node_bytes), core::format_bytes(m.host_capacity_bytes),
+    return fmt::format("{} of {}: OUT OF HOST MEMORY by {}", offloaded, core::format_bytes(m.host_capacity_bytes),
                        core::format_bytes(m.host_node_bytes - m.host_capacity_bytes));
-  return fmt::format("host     fits: offloaded {}, {} per node of {} ({:.0f}%)", per_gpu,
-                     core::format_bytes(m.host_node_bytes), core::format_bytes(m.host_capacity_bytes),
+  return fmt::format("{} of {} ({:.0f}%): fits", offloaded, core::format_bytes(m.host_capacity_bytes),
                      100.0 * m.host_node_bytes / m.host_capacity_bytes);
 }
 
@@ -294,7 +293,7 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
                      100.0 * worst.peak_bytes / capacity, core::format_bytes(capacity - worst.peak_bytes)));
   }
   if (a.memory.host_node_bytes > 0)
-    line(host_memory_line(a.memory));
+    line("host     " + host_memory_line(a.memory));
   line(fmt::format("         activations per layer per micro-batch: {}; the CUDA context and allocator slack "
                    "are not counted",
                    core::format_bytes(a.memory.layer_activation_bytes)));

@@ -32,7 +32,7 @@ std::string sharding_text(const plan::ParallelPlan& p);
 std::string training_text(const plan::ParallelPlan& p);
 
 // The host tier of a memory estimate: the node holding the most offloaded state, against its DRAM, as JSON
-// ({node_bytes, capacity_bytes, oom}) and as the summaries' line.
+// ({node_bytes, capacity_bytes, oom}) and as the summaries' line ("offloaded ... of ...: fits").
 core::Json host_memory_json(const memory::MemoryEstimate& m);
 std::string host_memory_line(const memory::MemoryEstimate& m);
 

@@ -407,7 +407,7 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
                        ? fmt::format("OUT OF MEMORY by {}", core::format_bytes(worst.peak_bytes - worst.capacity_bytes))
                        : "fits"));
   if (m.memory.host_node_bytes > 0)
-    line("memory: " + host_memory_line(m.memory).substr(9));
+    line("host memory: " + host_memory_line(m.memory));
   for (const auto& l : cost_lines(cost_metrics(s.economics, s.cluster, s.gpus, m.tokens_per_s), s))
     line(l);
   line(fmt::format("simulated {} tasks in {} (peak memory {}){}", cost.tasks, core::format_time(cost.wall_s),

@@ -127,7 +127,9 @@ double compute_lower_bound_s(const model::ModelSpec& model, const plan::Parallel
     const double params =
         memory.per_stage[static_cast<std::size_t>(s)].trainable_params / (sharded ? plan.shards() : 1);
     const double work = microbatches * per_microbatch;
-    const double optimizer = params * programs.per_param.optimizer_s;
+    // (Offloaded, the GPU runs no optimizer kernel: its host's update, after its last kernel, is left out.)
+    const double optimizer =
+        plan.offload_optimizer == plan::OffloadDevice::NONE ? params * programs.per_param.optimizer_s : 0.0;
     busiest = std::max(busiest, fill_and_drain ? before_forward + std::max(work + optimizer, work + before_backward)
                                                : work + optimizer);
     before_forward += first_forward;

@@ -1247,3 +1247,31 @@ TEST_CASE("DualPipe and DualPipeV shrink the teaching pipeline's bubble near the
     CHECK(folded["layer_s"]["forward"].get<double>() == Approx(one["layer_s"]["forward"].get<double>()));
   }
 }
+
+TEST_CASE("ZeRO-Offload: the optimizer's state on the host with its verdict, the GPU waiting for the CPU's update")
+{
+  const std::string offload = (test::source_dir() / "scenarios/finetune/offload-8x4090-zero2.json").string();
+  const auto report = run_json(offload);
+  CHECK(report["plan"]["offload_optimizer"] == "cpu");
+  CHECK(report["breakdown_s"]["optimizer"].get<double>() == 0); // no optimizer kernel on the GPU
+  CHECK(report["breakdown_s"]["offload_exposed"].get<double>() > 0);
+  CHECK(report["memory"]["host"]["node_bytes"].get<double>() > 0);
+  const auto on_gpu = run_json(offload + " --set plan.offload_optimizer=none --set plan.zero_stage=3");
+  CHECK(on_gpu["memory"]["host"]["node_bytes"].get<double>() == 0);
+  CHECK(run("memory " + offload).out.find("host     offloaded") != std::string::npos);
+  // A host too small for the offloaded state is refused like an HBM that is too small, unless --allow-oom.
+  const std::string small = offload + " --set topology.node.host.memory=64GB";
+  const auto refused = run("run " + small, Streams::WITH_ERRORS);
+  CHECK(refused.status == 1);
+  CHECK(refused.out.find("does not fit in host memory") != std::string::npos);
+  const auto allowed = run("run " + small + " --allow-oom --quiet");
+  CHECK(allowed.status == 0);
+  CHECK(allowed.out.find("OUT OF HOST MEMORY") != std::string::npos);
+  // The trace shows the host's work on its own track.
+  const auto trace_dir = test::scratch_dir() / "offload-trace";
+  REQUIRE(run("run " + offload + " --quiet --out " + trace_dir.string()).status == 0);
+  std::ifstream in(trace_dir / "trace.json");
+  const std::string trace((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(trace.find("\"cpu optimizer\"") != std::string::npos);
+  CHECK(trace.find("host (offload)") != std::string::npos);
+}
