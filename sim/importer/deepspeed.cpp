@@ -142,10 +142,12 @@ class DeepSpeedImport {
         // Elements of the 16-bit gradients (DeepSpeed's default 5e8).
         if (!is_auto(v))
           bucket_elements_ = v.as_number(1.0, 1e12);
-      } else if (key == "offload_optimizer" && value.is_object() && value.contains("device") &&
-                 v.element_of("device").as_string() == "cpu") {
-        plan["offload_optimizer"] = "cpu"; // ZeRO-Offload
-        out_.origins.emplace_back("/plan/offload_optimizer", v.pointer() + "/device");
+      } else if ((key == "offload_optimizer" || key == "offload_param") && value.is_object() &&
+                 value.contains("device") && v.element_of("device").as_string() == "cpu") {
+        // ZeRO-Offload; ZeRO-Infinity's parameters on the CPU
+        const std::string to = key == "offload_param" ? "offload_params" : "offload_optimizer";
+        plan[to] = "cpu";
+        out_.origins.emplace_back("/plan/" + to, v.pointer() + "/device");
       } else if (key == "cpu_offload" && value.is_boolean() && value.get<bool>()) {
         plan["offload_optimizer"] = "cpu"; // ZeRO-Offload as DeepSpeed 0.3 spelt it
         out_.origins.emplace_back("/plan/offload_optimizer", v.pointer());

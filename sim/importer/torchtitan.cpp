@@ -390,8 +390,14 @@ Imported import_torchtitan(const core::Node& job, const Target& target, const st
   if (t.text("optimizer", "implementation", "fused") != "fused")
     out.assumptions.emplace_back("optimizer implementation \"" + t.text("optimizer", "implementation", "") +
                                  "\": simulated as fused AdamW");
-  if (const auto offload = use("training", "enable_cpu_offload"); offload && offload->as_bool())
-    out.not_simulated.push_back(Setting{spelt(*offload), "offload to the CPU is not simulated"});
+  if (const auto offload = use("training", "enable_cpu_offload"); offload && offload->as_bool()) {
+    // FSDP2's CPUOffloadPolicy: sharded parameters, gradients and the optimizer's step on the CPU.
+    plan["offload_params"] = "cpu";
+    plan["offload_optimizer"] = "cpu";
+    plan["cpu_optimizer"] = "pytorch";
+    out.assumptions.emplace_back("enable_cpu_offload: FSDP2's CPU offload, the PyTorch optimizer stepping on the CPU "
+                                 "at its 2020 pace (ZeRO-Offload's Table 4)");
+  }
   t.sort_out(used);
 
   OrderedJson s;

@@ -246,8 +246,9 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
     s.grads_bytes = bytes(gpu_grad_bytes, 2, dense_all);
     s.optimizer_bytes = bytes(gpu_optimizer_bytes, 1, dense_all);
     s.host_bytes = host(dense_all);
-    s.layer_state_bytes = bytes(element_bytes, 3, dense_params) + bytes(gpu_grad_bytes, 2, dense_params) +
-                          bytes(gpu_optimizer_bytes, 1, dense_params);
+    double layer_weights = bytes(element_bytes, 3, dense_params);
+    s.layer_state_bytes =
+        layer_weights + bytes(gpu_grad_bytes, 2, dense_params) + bytes(gpu_optimizer_bytes, 1, dense_params);
     s.trainable_params = s.params;
     if (p.lora()) {
       // Only the adapters train (gradients, optimizer state); the base is frozen, its linear layers' weights at the
@@ -262,9 +263,15 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
       s.grads_bytes = bytes(gpu_grad_bytes, 2, adapters);
       s.optimizer_bytes = bytes(gpu_optimizer_bytes, 1, adapters);
       s.host_bytes = host(adapters);
-      s.layer_state_bytes = bytes(base, 3, linear) + bytes(element_bytes, 3, dense_params - linear) +
-                            bytes(element_bytes, 3, adapters) + bytes(gpu_grad_bytes, 2, adapters) +
-                            bytes(gpu_optimizer_bytes, 1, adapters);
+      layer_weights =
+          bytes(base, 3, linear) + bytes(element_bytes, 3, dense_params - linear) + bytes(element_bytes, 3, adapters);
+      s.layer_state_bytes =
+          layer_weights + bytes(gpu_grad_bytes, 2, adapters) + bytes(gpu_optimizer_bytes, 1, adapters);
+    }
+    if (p.offload_params == plan::OffloadDevice::CPU) { // ZeRO-3's weight shard lives on the host
+      s.host_bytes += s.weights_bytes;
+      s.layer_state_bytes -= layer_weights;
+      s.weights_bytes = 0;
     }
     double extras = 0;
     if (embedding_chunk >= 0) { // embedding dropout mask (and BLOOM's embedding norm input)

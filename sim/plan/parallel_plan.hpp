@@ -125,6 +125,13 @@ enum class OffloadDevice { NONE, CPU };
 inline constexpr std::array<core::Choice<OffloadDevice>, 2> offload_device_choices{
     {{"none", OffloadDevice::NONE}, {"cpu", OffloadDevice::CPU}}};
 
+// What updates an offloaded optimizer's state on the CPU: DeepSpeed's CPU Adam (AVX, OpenMP; ZeRO-Offload), or the
+// PyTorch optimizer itself on CPU tensors (FSDP's CPUOffload, torchtitan).
+enum class CpuOptimizer { DEEPSPEED, PYTORCH };
+
+inline constexpr std::array<core::Choice<CpuOptimizer>, 2> cpu_optimizer_choices{
+    {{"deepspeed", CpuOptimizer::DEEPSPEED}, {"pytorch", CpuOptimizer::PYTORCH}}};
+
 struct ParallelPlan {
   int tp = 1;
   int pp = 1;
@@ -167,6 +174,10 @@ struct ParallelPlan {
   LoraTargets lora_targets;
   BaseQuantization base_quantization = BaseQuantization::NONE;
   OffloadDevice offload_optimizer = OffloadDevice::NONE;
+  // ZeRO-3's parameter shards in host memory (DeepSpeed's offload_param, FSDP's CPUOffload): each gather first copies
+  // the GPU's shard up from the host; the CPU's update writes the shard there, so nothing is copied back.
+  OffloadDevice offload_params = OffloadDevice::NONE;
+  CpuOptimizer cpu_optimizer = CpuOptimizer::DEEPSPEED;
   // Hybrid sharding: the data-parallel ranks (CP with them) that one copy of the sharded state is split over, in
   // consecutive groups; the groups replicate each other (PyTorch FSDP's HYBRID_SHARD, torchtitan's and MaxText's
   // HSDP, Megatron-core's num_distributed_optimizer_instances = dp_cp / shard_group). 0: all of them.

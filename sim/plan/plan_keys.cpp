@@ -367,6 +367,8 @@ std::vector<PlanKey> make_plan_keys()
       lora_targets_key(),
       choice("base_quantization", &P::base_quantization, base_quantization_choices, BaseQuantization::NONE),
       choice("offload_optimizer", &P::offload_optimizer, offload_device_choices, OffloadDevice::NONE),
+      choice("offload_params", &P::offload_params, offload_device_choices, OffloadDevice::NONE),
+      choice("cpu_optimizer", &P::cpu_optimizer, cpu_optimizer_choices, CpuOptimizer::DEEPSPEED),
       shard_group_key(),
       flag("ideal", &P::ideal, false),
       choice("recompute", &P::recompute, model::recompute_choices, model::Recompute::NONE),

@@ -194,6 +194,19 @@ void check_lora(const ParallelPlan& p, const core::Node& node, const model::Mode
 // ZeRO-Offload as simulated: optimizer state sharded by ZeRO, in the memory of a host the topology describes.
 void check_offload(const ParallelPlan& p, const core::Node& node, const topology::ClusterSpec& cluster)
 {
+  if (p.offload_params != OffloadDevice::NONE) {
+    if (p.zero_stage < 3)
+      infeasible(
+          node, "offload_params",
+          fmt::format("parameters are offloaded in shards, which ZeRO-3 / FSDP makes; the plan has zero_stage {}",
+                      p.zero_stage),
+          "zero_stage 3 with offload_params cpu");
+    if (p.offload_optimizer == OffloadDevice::NONE)
+      infeasible(node, "offload_params",
+                 "parameters offloaded with the optimizer on the GPU are not simulated yet (FSDP's CPUOffload and "
+                 "ZeRO-Infinity's configurations offload both)",
+                 "offload_optimizer cpu with offload_params cpu");
+  }
   if (p.offload_optimizer == OffloadDevice::NONE)
     return;
   if (p.zero_stage == 0)

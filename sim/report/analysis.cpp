@@ -99,7 +99,10 @@ std::string training_text(const plan::ParallelPlan& p)
   if (p.optimizer_algorithm != plan::OptimizerAlgorithm::ADAM)
     out += fmt::format(", {} optimizer", name_of(p.optimizer_algorithm, plan::optimizer_algorithm_choices));
   if (p.offload_optimizer == plan::OffloadDevice::CPU)
-    out += ", optimizer offloaded to the CPU (ZeRO-Offload)";
+    out +=
+        fmt::format(", {} offloaded to the CPU ({})",
+                    p.offload_params == plan::OffloadDevice::CPU ? "parameters and optimizer" : "optimizer",
+                    p.cpu_optimizer == plan::CpuOptimizer::DEEPSPEED ? "DeepSpeed's CPU Adam" : "PyTorch's optimizer");
   return out;
 }
 

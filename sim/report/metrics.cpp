@@ -71,10 +71,10 @@ class Attribution {
         blame(latest_dependency(start), from, exposed_from, b, depth + 1);
       return;
     }
-    if (task.kind == TaskKind::TRANSFER) {
+    if (task.kind == TaskKind::TRANSFER || task.kind == TaskKind::HOST_COPY || task.kind == TaskKind::HOST_COMPUTE) {
       const double issued = tl_.tasks[d].start_s;
       const double exposed_from = std::max(from, issued);
-      add(task.category, to - exposed_from, b);
+      add(task.kind == TaskKind::HOST_COMPUTE ? Category::OFFLOAD : task.category, to - exposed_from, b);
       if (exposed_from > from)
         b.bubble += exposed_from - from; // the sender had not finished yet
       return;
@@ -116,6 +116,9 @@ class Attribution {
         break;
       case Category::CP:
         b.cp_exposed += seconds;
+        break;
+      case Category::OFFLOAD:
+        b.offload_exposed += seconds;
         break;
       default:
         b.bubble += seconds;
@@ -265,11 +268,13 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
   std::vector<Category> last_comm_category(static_cast<std::size_t>(g.gpus), Category::DP);
   // Offload: from the host's update starting to the updated parameters' arrival.
   std::vector<std::pair<double, double>> host_update(static_cast<std::size_t>(g.gpus), {0.0, 0.0});
-  for (TaskId t = 0; t < g.size(); ++t) {
-    auto& span = host_update[static_cast<std::size_t>(std::max(g[t].rank, 0))];
+  for (TaskId t = 0; t < g.size(); ++t)
     if (g[t].kind == TaskKind::HOST_COMPUTE)
-      span.first = tl.tasks[t].start_s;
-    else if (g[t].kind == TaskKind::HOST_COPY && g[t].peer == workload::copy_from_host)
+      host_update[static_cast<std::size_t>(g[t].rank)] = {tl.tasks[t].start_s, tl.tasks[t].end_s};
+  for (TaskId t = 0; t < g.size(); ++t) { // and the parameters copied back after it
+    auto& span = host_update[static_cast<std::size_t>(std::max(g[t].rank, 0))];
+    if (g[t].kind == TaskKind::HOST_COPY && g[t].peer == workload::copy_from_host && span.second > 0 &&
+        tl.tasks[t].start_s >= span.second)
       span.second = std::max(span.second, tl.tasks[t].end_s);
   }
   for (TaskId t = 0; t < g.size(); ++t) {

@@ -54,6 +54,7 @@ BuildState::BuildState(const model::ModelSpec& model_spec, const plan::ParallelP
   reduce_tail.assign(static_cast<std::size_t>(gpus), no_task);
   gather_tail.assign(static_cast<std::size_t>(gpus), no_task);
   offload_tail.assign(static_cast<std::size_t>(gpus), no_task);
+  fetch_tail.assign(static_cast<std::size_t>(gpus), no_task);
   grad_ready.resize(static_cast<std::size_t>(gpus));
   params_ready.resize(static_cast<std::size_t>(gpus));
   g.gpus = gpus;
@@ -490,6 +491,7 @@ class Builder {
       all.push_back(state_.reduce_tail[r]);
       all.push_back(state_.gather_tail[r]);
       all.push_back(state_.offload_tail[r]);
+      all.push_back(state_.fetch_tail[r]);
     }
     state_.g.step_end = state_.sync(Category::OPTIMIZER, all);
   }

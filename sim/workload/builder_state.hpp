@@ -83,7 +83,8 @@ class BuildState {
   std::vector<std::vector<TaskId>> tail; // per GPU: what its next compute waits for
   std::vector<TaskId> reduce_tail;       // per GPU: the last gradient reduction on its data-parallel stream
   std::vector<TaskId> gather_tail;       // per GPU: the last ZeRO-3 parameter gather
-  std::vector<TaskId> offload_tail;      // per GPU: the last copy to or from host memory (one copy engine each way)
+  std::vector<TaskId> offload_tail;      // per GPU: the last copy to host memory (a copy engine each way)
+  std::vector<TaskId> fetch_tail;        // per GPU: the last copy from host memory
   std::vector<std::unordered_map<int, TaskId>> grad_ready;   // per GPU: item -> its gradient is complete
   std::vector<std::unordered_map<int, TaskId>> params_ready; // per GPU: item -> its parameters are gathered
   double act_bytes = 0;                                      // a micro-batch's activations between stages, on one GPU

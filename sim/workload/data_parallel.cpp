@@ -18,8 +18,18 @@ DataParallel::Gathered DataParallel::gather_parameters(int s, int item, const Wh
   auto gather = [&](const std::vector<int>& group, double bytes, const char* label) {
     const auto members = b_.simulated_of(group);
     std::vector<TaskId> deps = b_.tails_of(members);
-    for (int r : members)
-      deps.push_back(b_.gather_tail[static_cast<std::size_t>(r)]);
+    for (int r : members) {
+      auto& gathered = b_.gather_tail[static_cast<std::size_t>(r)];
+      deps.push_back(gathered);
+      if (p_.offload_params != plan::OffloadDevice::NONE) {
+        // The GPU's shard comes up from host memory first, once the gather before has ended (one ahead).
+        auto& fetched = b_.fetch_tail[static_cast<std::size_t>(r)];
+        const double shard = bytes / static_cast<double>(group.size());
+        fetched = b_.host_copy(r, shard / pinned_copy_efficiency, copy_from_host,
+                               std::string(label) + ": shard from host", w, {fetched, gathered});
+        deps.push_back(fetched);
+      }
+    }
     const TaskId end = b_.collective(CollectiveKind::ALL_GATHER, group, bytes, Category::DP, label, w, deps);
     for (int r : members)
       b_.gather_tail[static_cast<std::size_t>(r)] = end;

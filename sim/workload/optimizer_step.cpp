@@ -80,7 +80,9 @@ double cpu_optimizer_bytes_per_param(const plan::ParallelPlan& p)
 double cpu_optimizer_seconds_per_param(const plan::ParallelPlan& p, const topology::ClusterSpec& cluster)
 {
   const int sockets = cluster.node.pcie ? cluster.node.pcie->sockets : 1;
-  const double bandwidth = cpu_optimizer_memory_efficiency * sockets * cluster.node.host.memory_bandwidth;
+  const double efficiency = p.cpu_optimizer == plan::CpuOptimizer::DEEPSPEED ? cpu_optimizer_memory_efficiency
+                                                                             : pytorch_cpu_optimizer_memory_efficiency;
+  const double bandwidth = efficiency * sockets * cluster.node.host.memory_bandwidth;
   const int updating = std::min(cluster.node.gpus, p.gpus()); // the node's GPUs, every one updating at once
   return bandwidth > 0 ? cpu_optimizer_bytes_per_param(p) * updating / bandwidth : 0.0;
 }
@@ -147,16 +149,20 @@ void OptimizerStep::step(int s)
     b_.tail[static_cast<std::size_t>(r)].push_back(b_.reduce_tail[static_cast<std::size_t>(r)]);
   if (p_.offload_optimizer != plan::OffloadDevice::NONE) {
     // ZeRO-Offload: once its gradients are on the host, each GPU's process updates its shard on the CPU and copies
-    // it back; its GPU does nothing meanwhile.
+    // it back (offloaded parameters stay on the host: the next gather fetches them); its GPU does nothing meanwhile.
     const double seconds = updated * cpu_optimizer_seconds_per_param(p_, b_.cluster);
     for (int r : b_.stage_gpus(s)) {
       auto& tail = b_.tail[static_cast<std::size_t>(r)];
-      auto& copies = b_.offload_tail[static_cast<std::size_t>(r)];
-      tail.push_back(copies);
+      tail.push_back(b_.offload_tail[static_cast<std::size_t>(r)]);
       const TaskId update = b_.host_compute(r, seconds, "cpu optimizer", w, tail);
-      copies = b_.host_copy(r, updated * offload_copy_bytes_per_param, copy_from_host, "updated parameters from host",
-                            w, {update});
-      tail = {copies};
+      if (p_.offload_params != plan::OffloadDevice::NONE) {
+        tail = {update};
+        continue;
+      }
+      auto& fetched = b_.fetch_tail[static_cast<std::size_t>(r)];
+      fetched = b_.host_copy(r, updated * offload_copy_bytes_per_param, copy_from_host, "updated parameters from host",
+                             w, {update, fetched});
+      tail = {fetched};
     }
   } else {
     b_.on_stage(s, w, [&](const LayerPrograms& programs, const hardware::GpuSpec&) {

@@ -33,12 +33,15 @@ ParameterPassTimes parameter_pass_times(const plan::ParallelPlan& p, const hardw
 inline constexpr double pinned_copy_efficiency = 12.0 / 15.754;
 inline constexpr double offload_copy_bytes_per_param = 4.0 / pinned_copy_efficiency;
 
-// DeepSpeed's CPU optimizer streams its state through host memory: the update's bytes per parameter (Adam: fp32
-// weight, gradient and moments read, written back but the gradient: 28), and under fp16 the unscale pass over the fp32
-// gradient (read and write, unscale_and_clip_grads). It reaches 0.426 of the sockets' DRAM bandwidth: ZeRO-Offload
-// (Ren et al. 2021) Table 4 times CPU-Adam at 0.22-2.57 s for 1-10B parameters on a DGX-2 (2 Xeon Platinum 8168,
-// 6 channels of DDR4-2666 each, 256 GB/s), a median 3.89G parameters/s, x 28 bytes.
-inline constexpr double cpu_optimizer_memory_efficiency = 3.89e9 * 28.0 / (2.0 * 6.0 * 21.328e9);
+// A CPU optimizer streams its state through host memory: the update's bytes per parameter (Adam: fp32 weight,
+// gradient and moments read, written back but the gradient: 28), and under fp16 the unscale pass over the fp32
+// gradient (read and write, unscale_and_clip_grads). ZeRO-Offload (Ren et al. 2021) Table 4 times Adam for 1-10B
+// parameters on a DGX-2 (2 Xeon Platinum 8168, 6 channels of DDR4-2666 each, 256 GB/s): DeepSpeed's CPU-Adam at
+// 0.22-2.57 s, a median 3.89G parameters/s (x 28 bytes: 0.426 of the DRAM bandwidth), PyTorch's CPU Adam of 2020 at
+// 1.39-14.76 s, a median 0.70G parameters/s (0.077).
+inline constexpr double dgx2_memory_bandwidth = 2.0 * 6.0 * 21.328e9;
+inline constexpr double cpu_optimizer_memory_efficiency = 3.89e9 * 28.0 / dgx2_memory_bandwidth;
+inline constexpr double pytorch_cpu_optimizer_memory_efficiency = 0.70e9 * 28.0 / dgx2_memory_bandwidth;
 double cpu_optimizer_bytes_per_param(const plan::ParallelPlan& p);
 // Seconds per parameter one GPU's process takes to update on its host, every GPU of the node updating at once.
 double cpu_optimizer_seconds_per_param(const plan::ParallelPlan& p, const topology::ClusterSpec& cluster);

@@ -737,3 +737,47 @@ TEST_CASE("LLaMA-Factory: named targets and what is not simulated said so")
   CHECK(listed(out.not_simulated, "/use_dora"));
   CHECK(listed(out.not_simulated, "/stage"));
 }
+
+TEST_CASE("FSDP's CPU offload, from Trainer's arguments and torchtitan's job, offloads parameters and the optimizer")
+{
+  sim::core::Provenance provenance;
+  provenance.add_source("", "args");
+  const auto args = sim::importer::hf_arguments_json({"--bf16", "--fsdp", "full_shard offload auto_wrap"});
+  const Imported trainer =
+      sim::importer::import_hf_trainer(sim::core::Node(args, "", provenance), target(8), {"llama2-7b", 1024, {}});
+  const auto& plan = trainer.scenario["plan"];
+  CHECK(plan["zero_stage"] == 3);
+  CHECK(plan["offload_params"] == "cpu");
+  CHECK(plan["offload_optimizer"] == "cpu");
+  CHECK(plan["cpu_optimizer"] == "pytorch"); // the PyTorch optimizer steps on the CPU tensors
+  CHECK(trainer.not_simulated.empty());
+
+  std::ifstream in(fixtures / "torchtitan" / "llama3_8b.toml");
+  std::string toml((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  toml.insert(toml.find("[training]\n") + 11, "enable_cpu_offload = true\n");
+  const auto file = test::write_text(test::scratch_dir() / "offload.toml", toml);
+  static sim::core::Provenance titan_provenance;
+  static std::vector<sim::core::Json> documents;
+  titan_provenance.add_source("", file.string());
+  documents.push_back(sim::importer::read_toml_file(file));
+  const Imported titan = sim::importer::import_torchtitan(sim::core::Node(documents.back(), "", titan_provenance),
+                                                          target(8, "pcie-4090"), "");
+  CHECK(titan.scenario["plan"]["offload_params"] == "cpu");
+  CHECK(titan.scenario["plan"]["cpu_optimizer"] == "pytorch");
+  const auto s = load(titan);
+  CHECK(s.plan.offload_optimizer == sim::plan::OffloadDevice::CPU);
+
+  // ZeRO-Infinity's parameters and optimizer on the CPU, as DeepSpeed's config names them.
+  const sim::core::Json ds = {{"train_batch_size", 8},
+                              {"bf16", {{"enabled", true}}},
+                              {"zero_optimization",
+                               {{"stage", 3},
+                                {"offload_optimizer", {{"device", "cpu"}, {"pin_memory", true}}},
+                                {"offload_param", {{"device", "cpu"}}}}}};
+  const Imported infinity = sim::importer::import_deepspeed(sim::core::Node(ds, "", provenance), target(8),
+                                                            {"llama2-7b", 1024, std::nullopt, std::nullopt});
+  CHECK(infinity.scenario["plan"]["offload_params"] == "cpu");
+  CHECK(infinity.scenario["plan"]["offload_optimizer"] == "cpu");
+  CHECK_FALSE(infinity.scenario["plan"].contains("cpu_optimizer")); // DeepSpeed's CPU Adam, the default
+  CHECK(infinity.not_simulated.empty());
+}

@@ -106,3 +106,50 @@ TEST_CASE("ZeRO-Offload's step: each reduced bucket's shard to the host, the CPU
   CHECK(sim::workload::cpu_optimizer_bytes_per_param(test::build(plan, tiny, "pcie-4090", false).scenario.plan) ==
         36.0);
 }
+
+TEST_CASE("offloaded ZeRO-3 parameters: the shard lives on the host and comes up before every gather")
+{
+  nlohmann::json plan = zero2;
+  plan["zero_stage"] = 3;
+  plan["offload_params"] = "cpu";
+  const auto s = llama7b(plan);
+  const auto m = sim::memory::estimate_memory(s.model, s.plan, s.cluster);
+  const auto& st = m.per_stage.front();
+  CHECK(st.weights_bytes == 0);
+  CHECK(st.host_bytes == Approx((12.0 + 4.0 + 2.0) * st.params / 8));
+
+  const nlohmann::json tiny = {
+      {"schema", "model/v1"},      {"name", "tiny"},      {"num_layers", 4},   {"hidden_size", 1024},
+      {"num_attention_heads", 16}, {"vocab_size", 32000}, {"seq_length", 1024}};
+  nlohmann::json small{{"dp", 8},
+                       {"global_batch", 8},
+                       {"zero_stage", 3},
+                       {"zero3_per_tensor", false},
+                       {"offload_optimizer", "cpu"},
+                       {"offload_params", "cpu"}};
+  const auto b = test::build(small, tiny, "pcie-4090", false);
+  // Per GPU: every ZeRO-3 gather's whole buffer over the shard group, one eighth of it fetched from the host first.
+  double gathered = 0;
+  for (const auto& c : b.tasks.collectives())
+    if (c.kind == sim::workload::CollectiveKind::ALL_GATHER)
+      gathered += c.bytes;
+  double fetched = 0;
+  int copies_back = 0;
+  for (sim::workload::TaskId t = 0; t < b.tasks.size(); ++t) {
+    const auto& task = b.tasks[t];
+    if (task.kind == TaskKind::HOST_COPY && task.peer == sim::workload::copy_from_host && task.rank == 0)
+      fetched += task.bytes;
+    if (task.kind == TaskKind::HOST_COPY && b.tasks.label_text(task.label) == "updated parameters from host")
+      ++copies_back;
+  }
+  CHECK(gathered > 0);
+  CHECK(fetched == Approx(gathered / 8 / sim::workload::pinned_copy_efficiency));
+  CHECK(copies_back == 0); // the CPU's update writes the host's shard
+
+  auto stage2 = plan;
+  stage2["zero_stage"] = 2;
+  CHECK_THAT(test::error_of([&] { llama7b(stage2); }), Catch::Contains("ZeRO-3 / FSDP makes"));
+  auto gpu_optimizer = plan;
+  gpu_optimizer["offload_optimizer"] = "none";
+  CHECK_THAT(test::error_of([&] { llama7b(gpu_optimizer); }), Catch::Contains("offload_optimizer cpu"));
+}
