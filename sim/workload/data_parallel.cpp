@@ -128,12 +128,25 @@ void DataParallel::check_gradient_reductions()
 void DataParallel::offload_gradients(int s, const std::vector<int>& items, double shard, const std::string& label,
                                      const Where& w)
 {
+  // Reduced every micro-batch (ZeRO-2/3), the gradients accumulate on the host through the GPU, as DeepSpeed's
+  // async_accumulate_grad_in_cpu_via_gpu does: before the last micro-batch each copies its 16-bit gradients out, from
+  // the second on after adding the host's sum copied back in; the last micro-batch's sum goes out in fp32.
+  const int mb = w.microbatch;
+  const bool first = mb <= 0;
+  const bool last = mb < 0 || mb == p_.microbatches() - 1;
   for (int r : b_.stage_gpus(s)) {
     auto& copies = b_.offload_tail[static_cast<std::size_t>(r)];
     std::vector<TaskId> deps{b_.reduce_tail[static_cast<std::size_t>(r)], copies};
     for (int item : items)
       deps.push_back(b_.grad_ready[static_cast<std::size_t>(r)].at(item));
-    copies = b_.host_copy(r, shard * offload_copy_bytes_per_param, copy_to_host, label + " to host", w, deps);
+    if (!first) {
+      auto& fetched = b_.fetch_tail[static_cast<std::size_t>(r)];
+      fetched = b_.host_copy(r, shard * element_bytes / pinned_copy_efficiency, copy_from_host,
+                             label + ": accumulated gradients from host", w, {deps.front(), fetched});
+      deps.push_back(fetched);
+    }
+    const double bytes = last ? offload_copy_bytes_per_param : element_bytes / pinned_copy_efficiency;
+    copies = b_.host_copy(r, shard * bytes, copy_to_host, label + " to host", w, deps);
   }
 }
 

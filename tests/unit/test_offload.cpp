@@ -153,3 +153,26 @@ TEST_CASE("offloaded ZeRO-3 parameters: the shard lives on the host and comes up
   gpu_optimizer["offload_optimizer"] = "none";
   CHECK_THAT(test::error_of([&] { llama7b(gpu_optimizer); }), Catch::Contains("offload_optimizer cpu"));
 }
+
+TEST_CASE("ZeRO-2 offload over micro-batches accumulates on the host through the GPU, as DeepSpeed does")
+{
+  const nlohmann::json tiny = {
+      {"schema", "model/v1"},      {"name", "tiny"},      {"num_layers", 4},   {"hidden_size", 1024},
+      {"num_attention_heads", 16}, {"vocab_size", 32000}, {"seq_length", 1024}};
+  const nlohmann::json plan{
+      {"dp", 8}, {"global_batch", 24}, {"zero_stage", 2}, {"dp_bucket_size", "1GB"}, {"offload_optimizer", "cpu"}};
+  const auto b = test::build(plan, tiny, "pcie-4090", false);
+  const auto& s = b.scenario;
+  const double shard = sim::memory::estimate_memory(s.model, s.plan, s.cluster).per_stage.front().params / 8;
+  double out = 0;
+  double in = 0;
+  for (sim::workload::TaskId t = 0; t < b.tasks.size(); ++t) {
+    const auto& task = b.tasks[t];
+    if (task.kind == TaskKind::HOST_COPY && task.rank == 0)
+      (task.peer == sim::workload::copy_to_host ? out : in) += task.bytes;
+  }
+  // Three micro-batches: out in 16 bits twice and in fp32 once; the sum so far back in twice, then the update's fp32.
+  const double eff = sim::workload::pinned_copy_efficiency;
+  CHECK(out == Approx(shard * (2 + 2 + 4) / eff));
+  CHECK(in == Approx(shard * (2 + 2 + 4) / eff));
+}
