@@ -242,9 +242,15 @@ class PlanReader : MegatronReader {
                             "plan.zero_stage 3 for FSDP's sharding)");
     if (a_.flag("nemo-sharp"))
       not_simulated("nemo-sharp", "InfiniBand SHARP is not simulated: collectives run as NCCL's rings");
-    for (const char* offload : {"optimizer-cpu-offload", "use-precision-aware-optimizer"})
-      if (a_.flag(offload))
-        not_simulated(offload, "not simulated: the optimizer runs on the GPU in mixed precision");
+    if (a_.flag("optimizer-cpu-offload")) { // Megatron-core's HybridDeviceOptimizer: torch's AdamW on the CPU
+      p["offload_optimizer"] = "cpu";
+      p["cpu_optimizer"] = "pytorch";
+      if (const auto fraction = a_.number("optimizer-offload-fraction", 0.0, 1.0))
+        p["offload_fraction"] = *fraction;
+    }
+    if (a_.flag("use-precision-aware-optimizer"))
+      not_simulated("use-precision-aware-optimizer",
+                    "not simulated: the optimizer keeps fp32 master weights and moments in mixed precision");
   }
 };
 

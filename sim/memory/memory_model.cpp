@@ -241,8 +241,9 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
     // only the bucket being reduced (in the buffers), under ZeRO-1 its full 16-bit gradients.
     const bool offload = p.offload_optimizer == plan::OffloadDevice::CPU;
     const double gpu_grad_bytes = offload && p.zero_stage >= 2 ? 0.0 : grad_bytes;
-    const double gpu_optimizer_bytes = offload ? 0.0 : optimizer_bytes;
-    auto host = [&](double trained) { return offload ? bytes(optimizer_bytes + 4.0, 1, trained) : 0.0; };
+    const double offloaded = offload ? p.offload_fraction : 0.0; // the share of the state on the host
+    const double gpu_optimizer_bytes = (1.0 - offloaded) * optimizer_bytes;
+    auto host = [&](double trained) { return offloaded * bytes(optimizer_bytes + 4.0, 1, trained); };
     s.grads_bytes = bytes(gpu_grad_bytes, 2, dense_all);
     s.optimizer_bytes = bytes(gpu_optimizer_bytes, 1, dense_all);
     s.host_bytes = host(dense_all);

@@ -198,6 +198,9 @@ struct ParallelPlan {
   // fp16's dynamic loss scaling: the share of steps whose gradients overflow, which the scaler skips (their tokens do
   // not train) while it lowers the scale.
   double skipped_steps = 0;
+  // The share of each GPU's optimizer shard that is offloaded and updated on the CPU, the rest staying on the GPU
+  // (Megatron-core's HybridDeviceOptimizer, --optimizer-offload-fraction).
+  double offload_fraction = 1.0;
   bool fp8_param_gather = false;      // fp8: parameters kept and all-gathered in FP8 (Megatron-core --fp8-param-gather)
   bool fp32_grad_accumulation = true; // gradients accumulated and reduced in fp32 (Megatron does this for bf16)
   bool pp_scatter_gather = true;      // without SP, a stage sends 1/tp of its activations per TP rank, then gathers

@@ -369,6 +369,7 @@ std::vector<PlanKey> make_plan_keys()
       choice("offload_optimizer", &P::offload_optimizer, offload_device_choices, OffloadDevice::NONE),
       choice("offload_params", &P::offload_params, offload_device_choices, OffloadDevice::NONE),
       choice("cpu_optimizer", &P::cpu_optimizer, cpu_optimizer_choices, CpuOptimizer::DEEPSPEED),
+      number("offload_fraction", &P::offload_fraction, 1.0, 0.0, 1.0),
       shard_group_key(),
       flag("ideal", &P::ideal, false),
       choice("recompute", &P::recompute, model::recompute_choices, model::Recompute::NONE),

@@ -209,10 +209,16 @@ void check_offload(const ParallelPlan& p, const core::Node& node, const topology
   }
   if (p.offload_optimizer == OffloadDevice::NONE)
     return;
-  if (p.zero_stage == 0)
+  if (p.zero_stage == 0 && !p.distributed_optimizer)
     infeasible(node, "offload_optimizer",
-               "DeepSpeed offloads the optimizer state ZeRO partitions; the plan has zero_stage 0",
-               "zero_stage 1-3 with offload_optimizer cpu");
+               "the optimizer state offloaded is a shard of ZeRO's or of the distributed optimizer; the plan has "
+               "neither",
+               "zero_stage 1-3 or distributed_optimizer true, with offload_optimizer cpu");
+  if (p.offload_fraction < 1 && p.offload_params != OffloadDevice::NONE)
+    infeasible(node, "offload_fraction",
+               fmt::format("{:g} of the optimizer offloaded with the parameters on the host is not simulated",
+                           p.offload_fraction),
+               "offload_fraction 1 with offload_params cpu");
   if (!cluster.node.pcie || cluster.node.host.memory_bandwidth <= 0 || cluster.node.host.memory_bytes <= 0)
     infeasible(node, "offload_optimizer",
                fmt::format("topology '{}' does not describe its hosts (node.pcie and node.host with memory and "

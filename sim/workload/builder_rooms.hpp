@@ -53,8 +53,8 @@ class DataParallel {
   CollectiveKind gradient_reduction() const;
   Dim reduction_dim() const;
   std::vector<TaskId> reduce_tails(const std::vector<int>& gpus) const;
-  // ZeRO-Offload: each simulated GPU of stage s copies its `shard` of a bucket's gradients to host memory once they
-  // are reduced (or done, without data parallelism), one copy after another.
+  // ZeRO-Offload: each simulated GPU of stage s copies the offloaded share of its `shard` of a bucket's gradients to
+  // host memory once they are reduced (or done, without data parallelism), one copy after another.
   void offload_gradients(int s, const std::vector<int>& items, double shard, const std::string& label, const Where& w);
   std::vector<std::pair<std::vector<int>, double>> buckets(const std::vector<int>& order, int s,
                                                            const BucketOptions& options = {}) const;

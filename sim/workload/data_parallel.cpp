@@ -128,6 +128,7 @@ void DataParallel::check_gradient_reductions()
 void DataParallel::offload_gradients(int s, const std::vector<int>& items, double shard, const std::string& label,
                                      const Where& w)
 {
+  shard *= p_.offload_fraction;
   // Reduced every micro-batch (ZeRO-2/3), the gradients accumulate on the host through the GPU, as DeepSpeed's
   // async_accumulate_grad_in_cpu_via_gpu does: before the last micro-batch each copies its 16-bit gradients out, from
   // the second on after adding the host's sum copied back in; the last micro-batch's sum goes out in fp32.
@@ -152,7 +153,7 @@ void DataParallel::offload_gradients(int s, const std::vector<int>& items, doubl
 
 void DataParallel::reduce_gradients(int s, int mb)
 {
-  const bool offload = p_.offload_optimizer != plan::OffloadDevice::NONE;
+  const bool offload = p_.offload_optimizer != plan::OffloadDevice::NONE && !offload_at_step(p_);
   if (p_.dp_cp() == 1) {
     if (offload) // nothing to reduce: each bucket goes to the host as its gradients are done
       for (const auto& [items, params] : buckets(gradient_order(s), s))

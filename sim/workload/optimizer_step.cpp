@@ -72,6 +72,11 @@ double fp8_weight_cast_bytes_per_param(const plan::ParallelPlan& p)
   return p.fp8_param_gather ? 2.0 : e + 2.0;
 }
 
+bool offload_at_step(const plan::ParallelPlan& p)
+{
+  return p.offload_optimizer != plan::OffloadDevice::NONE && p.distributed_optimizer;
+}
+
 double cpu_optimizer_bytes_per_param(const plan::ParallelPlan& p)
 {
   return plan::optimizer_update_bytes(p.optimizer_algorithm) + (p.precision == hardware::Precision::FP16 ? 8.0 : 0.0);
@@ -147,31 +152,54 @@ void OptimizerStep::step(int s)
   const Where w{Category::OPTIMIZER, s, -1, -1, -1};
   for (int r : b_.stage_gpus(s))
     b_.tail[static_cast<std::size_t>(r)].push_back(b_.reduce_tail[static_cast<std::size_t>(r)]);
-  if (p_.offload_optimizer != plan::OffloadDevice::NONE) {
-    // ZeRO-Offload: once its gradients are on the host, each GPU's process updates its shard on the CPU and copies
-    // it back (offloaded parameters stay on the host: the next gather fetches them); its GPU does nothing meanwhile.
-    const double seconds = updated * cpu_optimizer_seconds_per_param(p_, b_.cluster);
+  const double offloaded = p_.offload_optimizer != plan::OffloadDevice::NONE ? p_.offload_fraction : 0.0;
+  if (offloaded > 0) {
+    // Offload: once its gradients are on the host, each GPU's process updates its share of the shard on the CPU and
+    // copies it back (offloaded parameters stay on the host: the next gather fetches them). ZeRO-Offload's copies
+    // left bucket by bucket during the backward pass (DataParallel); Megatron-core's HybridDeviceOptimizer copies them
+    // at the step, after the last reduction.
+    const double cpu_params = offloaded * updated;
+    const double seconds = cpu_params * cpu_optimizer_seconds_per_param(p_, b_.cluster);
     for (int r : b_.stage_gpus(s)) {
       auto& tail = b_.tail[static_cast<std::size_t>(r)];
-      tail.push_back(b_.offload_tail[static_cast<std::size_t>(r)]);
+      auto& copies = b_.offload_tail[static_cast<std::size_t>(r)];
+      if (offload_at_step(p_))
+        copies = b_.host_copy(r, cpu_params * offload_copy_bytes_per_param, copy_to_host, "gradients to host", w,
+                              {copies, b_.reduce_tail[static_cast<std::size_t>(r)]});
+      tail.push_back(copies);
       const TaskId update = b_.host_compute(r, seconds, "cpu optimizer", w, tail);
       if (p_.offload_params != plan::OffloadDevice::NONE) {
         tail = {update};
         continue;
       }
       auto& fetched = b_.fetch_tail[static_cast<std::size_t>(r)];
-      fetched = b_.host_copy(r, updated * offload_copy_bytes_per_param, copy_from_host, "updated parameters from host",
-                             w, {update, fetched});
+      fetched = b_.host_copy(r, cpu_params * offload_copy_bytes_per_param, copy_from_host,
+                             "updated parameters from host", w, {update, fetched});
       tail = {fetched};
     }
-  } else {
+  }
+  if (offloaded < 1) {
+    std::vector<std::vector<TaskId>> host_side; // the offloaded share's end, which the GPU's share runs beside
+    for (int r : b_.stage_gpus(s))
+      host_side.push_back(offloaded > 0 ? b_.tail[static_cast<std::size_t>(r)] : std::vector<TaskId>{});
+    if (offloaded > 0) // the GPU's own share starts with the reductions, not after the host's
+      for (int r : b_.stage_gpus(s))
+        b_.tail[static_cast<std::size_t>(r)] = {b_.reduce_tail[static_cast<std::size_t>(r)]};
     b_.on_stage(s, w, [&](const LayerPrograms& programs, const hardware::GpuSpec&) {
       Step step;
       step.label = "optimizer";
-      step.duration_s = updated * programs.per_param.optimizer_s;
+      step.duration_s = (1.0 - offloaded) * updated * programs.per_param.optimizer_s;
       step.memory_s = step.duration_s;
       return step;
     });
+    if (offloaded > 0) {
+      std::size_t i = 0;
+      for (int r : b_.stage_gpus(s)) {
+        auto& tail = b_.tail[static_cast<std::size_t>(r)];
+        tail.insert(tail.end(), host_side[i].begin(), host_side[i].end());
+        ++i;
+      }
+    }
   }
   if (b_.sharded_optimizer() && p_.zero_stage < 3 && p_.shards() > 1 && !dp_.gathers_before_forward()) {
     auto gather = [&](const std::vector<std::vector<int>>& groups, double bytes, const char* label) {

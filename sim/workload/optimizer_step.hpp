@@ -43,6 +43,9 @@ inline constexpr double dgx2_memory_bandwidth = 2.0 * 6.0 * 21.328e9;
 inline constexpr double cpu_optimizer_memory_efficiency = 3.89e9 * 28.0 / dgx2_memory_bandwidth;
 inline constexpr double pytorch_cpu_optimizer_memory_efficiency = 0.70e9 * 28.0 / dgx2_memory_bandwidth;
 double cpu_optimizer_bytes_per_param(const plan::ParallelPlan& p);
+// Whether the offloaded share's gradients leave at the optimizer step (Megatron-core's HybridDeviceOptimizer, under the
+// distributed optimizer) rather than bucket by bucket as they are reduced (DeepSpeed's ZeRO-Offload).
+bool offload_at_step(const plan::ParallelPlan& p);
 // Seconds per parameter one GPU's process takes to update on its host, every GPU of the node updating at once.
 double cpu_optimizer_seconds_per_param(const plan::ParallelPlan& p, const topology::ClusterSpec& cluster);
 

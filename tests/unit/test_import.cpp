@@ -781,3 +781,40 @@ TEST_CASE("FSDP's CPU offload, from Trainer's arguments and torchtitan's job, of
   CHECK_FALSE(infinity.scenario["plan"].contains("cpu_optimizer")); // DeepSpeed's CPU Adam, the default
   CHECK(infinity.not_simulated.empty());
 }
+
+TEST_CASE(
+    "Megatron-LM's --optimizer-cpu-offload: a fraction of the distributed optimizer on the CPU under torch's AdamW")
+{
+  const std::vector<std::string> args{"--num-layers",
+                                      "4",
+                                      "--hidden-size",
+                                      "1024",
+                                      "--num-attention-heads",
+                                      "16",
+                                      "--seq-length",
+                                      "1024",
+                                      "--max-position-embeddings",
+                                      "1024",
+                                      "--vocab-size",
+                                      "32000",
+                                      "--micro-batch-size",
+                                      "1",
+                                      "--global-batch-size",
+                                      "8",
+                                      "--bf16",
+                                      "--use-distributed-optimizer",
+                                      "--optimizer-cpu-offload",
+                                      "--optimizer-offload-fraction",
+                                      "0.5",
+                                      "--use-precision-aware-optimizer"};
+  const Imported imported = sim::importer::import_megatron(args, target(8, "pcie-4090"));
+  const auto& p = imported.scenario["plan"];
+  CHECK(p["offload_optimizer"] == "cpu");
+  CHECK(p["cpu_optimizer"] == "pytorch");
+  CHECK(p["offload_fraction"] == 0.5);
+  CHECK(listed(imported.not_simulated, "use-precision-aware-optimizer"));
+  CHECK_FALSE(listed(imported.not_simulated, "optimizer-cpu-offload"));
+  const auto s = load(imported);
+  CHECK(s.plan.distributed_optimizer);
+  CHECK(s.plan.offload_fraction == 0.5);
+}

@@ -64,7 +64,7 @@ TEST_CASE("offloading the optimizer needs ZeRO and a topology that describes its
 {
   auto no_zero = zero2;
   no_zero["zero_stage"] = 0;
-  CHECK_THAT(test::error_of([&] { llama7b(no_zero); }), Catch::Contains("zero_stage 0"));
+  CHECK_THAT(test::error_of([&] { llama7b(no_zero); }), Catch::Contains("the plan has neither"));
   CHECK_THAT(test::error_of([&] { llama7b(zero2, "dgx-a100"); }), Catch::Contains("does not describe its hosts"));
 }
 
@@ -175,4 +175,65 @@ TEST_CASE("ZeRO-2 offload over micro-batches accumulates on the host through the
   const double eff = sim::workload::pinned_copy_efficiency;
   CHECK(out == Approx(shard * (2 + 2 + 4) / eff));
   CHECK(in == Approx(shard * (2 + 2 + 4) / eff));
+}
+
+TEST_CASE("Megatron-core's optimizer CPU offload: a fraction of the distributed optimizer's shard on the CPU")
+{
+  nlohmann::json plan{{"dp", 8},
+                      {"global_batch", 8},
+                      {"seq_length", 512},
+                      {"recompute", "full"},
+                      {"distributed_optimizer", true},
+                      {"offload_optimizer", "cpu"},
+                      {"cpu_optimizer", "pytorch"},
+                      {"offload_fraction", 0.25}};
+  const auto s = llama7b(plan);
+  const auto m = sim::memory::estimate_memory(s.model, s.plan, s.cluster);
+  const auto& st = m.per_stage.front();
+  const double shard = st.params / 8;
+  CHECK(st.optimizer_bytes == Approx(0.75 * 12.0 * shard));
+  CHECK(st.host_bytes == Approx(0.25 * 16.0 * shard));
+
+  const nlohmann::json tiny = {
+      {"schema", "model/v1"},      {"name", "tiny"},      {"num_layers", 4},   {"hidden_size", 1024},
+      {"num_attention_heads", 16}, {"vocab_size", 32000}, {"seq_length", 1024}};
+  plan.erase("seq_length");
+  plan.erase("recompute");
+  const auto b = test::build(plan, tiny, "pcie-4090", false);
+  const auto& t = b.scenario;
+  const double tiny_shard = sim::memory::estimate_memory(t.model, t.plan, t.cluster).per_stage.front().params / 8;
+  int out = 0;
+  double out_bytes = 0;
+  double cpu_s = 0;
+  double gpu_optimizer_s = 0;
+  for (sim::workload::TaskId id = 0; id < b.tasks.size(); ++id) {
+    const auto& task = b.tasks[id];
+    if (task.rank != 0)
+      continue;
+    if (task.kind == TaskKind::HOST_COPY && task.peer == sim::workload::copy_to_host) {
+      ++out;
+      out_bytes += task.bytes;
+    }
+    if (task.kind == TaskKind::HOST_COMPUTE)
+      cpu_s += task.duration_s;
+    if (task.kind == TaskKind::COMPUTE && task.category == sim::workload::Category::OPTIMIZER)
+      gpu_optimizer_s += task.duration_s;
+  }
+  // One copy at the step (HybridDeviceOptimizer's), of the CPU's quarter; PyTorch's pace on the CPU for it, the GPU's
+  // fused step for the rest.
+  CHECK(out == 1);
+  CHECK(out_bytes == Approx(0.25 * tiny_shard * sim::workload::offload_copy_bytes_per_param));
+  CHECK(cpu_s == Approx(0.25 * tiny_shard * sim::workload::cpu_optimizer_seconds_per_param(t.plan, t.cluster)));
+  CHECK(sim::workload::cpu_optimizer_seconds_per_param(t.plan, t.cluster) ==
+        Approx(28.0 * 8 /
+               (sim::workload::pytorch_cpu_optimizer_memory_efficiency * 2 * t.cluster.node.host.memory_bandwidth)));
+  CHECK(gpu_optimizer_s > 0);
+  const auto full =
+      test::build({{"dp", 8}, {"global_batch", 8}, {"distributed_optimizer", true}}, tiny, "pcie-4090", false);
+  double full_s = 0;
+  for (sim::workload::TaskId id = 0; id < full.tasks.size(); ++id)
+    if (full.tasks[id].rank == 0 && full.tasks[id].kind == TaskKind::COMPUTE &&
+        full.tasks[id].category == sim::workload::Category::OPTIMIZER)
+      full_s += full.tasks[id].duration_s;
+  CHECK(gpu_optimizer_s == Approx(0.75 * full_s));
 }
