@@ -306,6 +306,9 @@ class HfImport {
     }
     plan["norm_impl"] = "torch";
     plan["attention"] = "flash2";
+    // Trainer's bf16/fp16 autocast runs cross_entropy in fp32, as transformers' Llama-family models do themselves
+    // (logits.float()) under DeepSpeed.
+    plan["loss_impl"] = "eager_fp32";
     const auto seq = o_.seq_length ? o_.seq_length : seq_length_;
     if (seq)
       plan["seq_length"] = *seq;
@@ -354,8 +357,8 @@ class HfImport {
         "PyTorch's automatic mixed precision keeps fp32 weights and gradients (16 bytes a parameter with Adam); "
         "simulated in Megatron's layout, 16-bit weights beside fp32 gradients and master weights (18)");
     out_.assumptions.emplace_back("a PyTorch model under Trainer: PyTorch's norms, scaled_dot_product_attention's "
-                                  "FlashAttention-2 kernels, the optimizer's update in one fused pass (plan "
-                                  "norm_impl, attention, optimizer)");
+                                  "FlashAttention-2 kernels, the optimizer's update in one fused pass, the cross "
+                                  "entropy in fp32 under autocast (plan norm_impl, attention, optimizer, loss_impl)");
     return plan;
   }
 

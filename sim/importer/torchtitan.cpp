@@ -385,8 +385,10 @@ Imported import_torchtitan(const core::Node& job, const Target& target, const st
   plan["norm_impl"] = "torch";
   plan["attention"] = "flash2";
   plan["optimizer"] = "fused";
-  out.assumptions.emplace_back("PyTorch's kernels: its norms, scaled_dot_product_attention's FlashAttention-2 kernels "
-                               "and fused AdamW (plan norm_impl, attention, optimizer)");
+  plan["loss_impl"] = "eager_fp32";
+  out.assumptions.emplace_back("PyTorch's kernels: its norms, scaled_dot_product_attention's FlashAttention-2 kernels, "
+                               "fused AdamW, and cross_entropy on the logits upcast to fp32 (plan norm_impl, "
+                               "attention, optimizer, loss_impl)");
   if (t.text("optimizer", "implementation", "fused") != "fused")
     out.assumptions.emplace_back("optimizer implementation \"" + t.text("optimizer", "implementation", "") +
                                  "\": simulated as fused AdamW");

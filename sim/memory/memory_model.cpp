@@ -12,10 +12,38 @@
 namespace sim::memory {
 namespace {
 
-constexpr double element_bytes = 2.0;      // 16-bit activations
-constexpr double mask_bytes = 1.0;         // dropout masks are bytes
-constexpr double loss_element_bytes = 4.0; // the vocabulary-parallel cross entropy works in fp32
+constexpr double element_bytes = 2.0; // 16-bit activations
+constexpr double mask_bytes = 1.0;    // dropout masks are bytes
+constexpr double fp32_bytes = 4.0;    // router scores
 constexpr double fp8_bytes = 1.0;
+
+// Bytes per logit the cross entropy keeps from its forward to its backward, and the bytes more it holds at its busiest
+// moment (in its forward and again in its backward).
+struct LossBytes {
+  double held = 0;
+  double working = 0;
+};
+
+LossBytes loss_bytes(plan::LossImpl impl)
+{
+  switch (impl) {
+    case plan::LossImpl::FUSED: // Megatron-core's vocab-parallel cross entropy: the 16-bit logits upcast to fp32
+      // inside the function, exponentiated in place and kept as the softmax for the backward (4); the 16-bit logits
+      // alive beside that copy, and in backward the 16-bit gradient cast from the fp32 one (2)
+      return {4.0, 2.0};
+    case plan::LossImpl::EAGER: // CrossEntropyLoss on the 16-bit logits: log_softmax's output kept (2); beside it the
+      // logits and their shifted contiguous copy in forward, the output and input gradients in backward (4)
+      return {2.0, 4.0};
+    case plan::LossImpl::EAGER_FP32: // the same computed in fp32 (autocast upcasts cross_entropy's input;
+      // transformers' Llama calls logits.float()): log_softmax's fp32 output kept (4); beside it the 16-bit logits,
+      // their shifted copy and its fp32 upcast in forward, the fp32 gradients and the 16-bit one in backward (8)
+      return {4.0, 8.0};
+    case plan::LossImpl::CHUNKED: // torchtune's compiled chunked cross entropy: the 16-bit logit chunks kept, from
+      // which the backward recomputes the softmax (2); one of 8 chunks upcast to fp32 with its softmax at a time (1)
+      return {2.0, 1.0};
+  }
+  return {4.0, 2.0};
+}
 
 } // namespace
 
@@ -101,7 +129,7 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
     if (!recomputes(model::RecomputeModule::MOE)) {
       if (!recomputes(model::RecomputeModule::SHARED_EXPERTS))
         split += ffn(sb, static_cast<double>(e.shared_expert_ffn_hidden_size));
-      unsplit += loss_element_bytes * sb * static_cast<double>(e.num_experts);
+      unsplit += fp32_bytes * sb * static_cast<double>(e.num_experts);
       split += t * pairs * ((element_bytes + saved) * h + ffn(1.0, expert_width));
       if (recomputes(model::RecomputeModule::MOE_ACT))
         split -= t * pairs * expert_width * saved;
@@ -163,6 +191,16 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
   e.capacity_bytes = *std::min_element(capacity.begin(), capacity.end());
   for (std::int64_t l = 0; l < m.num_layers; ++l)
     e.layer_activation_bytes = std::max(e.layer_activation_bytes, layer_activation_bytes(m, p, l));
+  // Under full recomputation a layer's backward first re-runs its forward keeping every activation
+  // (torch.utils.checkpoint, Megatron's CheckpointFunction): the largest layer's, as if nothing were recomputed.
+  double recomputed_layer_bytes = 0;
+  if (p.recompute == model::Recompute::FULL) {
+    plan::ParallelPlan kept = p;
+    kept.recompute = model::Recompute::NONE;
+    for (std::int64_t l = 0; l < m.num_layers; ++l)
+      recomputed_layer_bytes = std::max(recomputed_layer_bytes, layer_activation_bytes(m, kept, l));
+  }
+  const LossBytes loss = loss_bytes(p.software.loss);
 
   const double t = p.tp;
   const double d = p.shards(); // CP ranks shard the optimizer with the DP ranks (all, or a hybrid shard group)
@@ -281,9 +319,9 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
         per_microbatch += element_bytes * sb * h / sp_divisor;
       extras += per_microbatch * s.in_flight.per_chunk[static_cast<std::size_t>(embedding_chunk)];
     }
-    if (head_chunk >= 0) { // final norm and output-layer inputs, fp32 softmax of the cross entropy
-      double per_microbatch =
-          2.0 * element_bytes * sb * h / sp_divisor + loss_element_bytes * sb * static_cast<double>(m.vocab_size) / t;
+    const double logits = sb * static_cast<double>(m.vocab_size) / t;
+    if (head_chunk >= 0) { // final norm and output-layer inputs, what the cross entropy keeps
+      double per_microbatch = 2.0 * element_bytes * sb * h / sp_divisor + loss.held * logits;
       // Each MTP module: its own output (the same again) and the inputs of its two norms and its projection.
       per_microbatch *= 1.0 + static_cast<double>(m.mtp_layers);
       per_microbatch += static_cast<double>(m.mtp_layers) * 4.0 * element_bytes * sb * h / sp_divisor;
@@ -304,7 +342,12 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
     if (m.moe && s.expert_params > 0)
       s.buffers_bytes += 2.0 * element_bytes * h * expert_tokens_per_rank(m, p) / p.etp;
 
-    s.peak_bytes = s.weights_bytes + s.grads_bytes + s.optimizer_bytes + s.activations_bytes + s.buffers_bytes;
+    // Working memory at the stage's busiest moment, beside all it holds: the cross entropy's copies of the logits
+    // where the output layer is, or the layer being recomputed.
+    s.working_bytes = std::max(head_chunk >= 0 ? loss.working * logits : 0.0, recomputed_layer_bytes);
+
+    s.peak_bytes =
+        s.weights_bytes + s.grads_bytes + s.optimizer_bytes + s.activations_bytes + s.buffers_bytes + s.working_bytes;
     s.capacity_bytes = capacity[static_cast<std::size_t>(stage)];
     s.oom = s.peak_bytes > s.capacity_bytes;
     e.oom = e.oom || s.oom;

@@ -55,7 +55,8 @@ struct StageMemory {
   double layer_activations_bytes = 0; // of which in transformer layers
   InFlight in_flight;
   double buffers_bytes = 0;
-  double host_bytes = 0; // what one GPU of this stage keeps in its host's memory (offloaded optimizer state)
+  double working_bytes = 0; // held only at the busiest moment: the loss's logit copies, or a layer being recomputed
+  double host_bytes = 0;    // what one GPU of this stage keeps in its host's memory (offloaded optimizer state)
   double peak_bytes = 0;
   double capacity_bytes = 0; // HBM of the stage's part with the least (every stage's is the same on one part)
   bool oom = false;

@@ -402,6 +402,7 @@ std::vector<PlanKey> make_plan_keys()
              from_generation(&S::backward_prefetch)),
       flag("zero3_per_tensor", &S::zero3_per_tensor, from_generation(&S::zero3_per_tensor)),
       flag("host_launch", &S::host_launch, from_generation(&S::host_launch)),
+      choice("loss_impl", &S::loss, loss_impl_choices, from_generation(&S::loss)),
       bucket_key(),
       layer_split_key(),
   };

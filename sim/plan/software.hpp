@@ -81,6 +81,18 @@ enum class BackwardPrefetch { PRE, POST };
 inline constexpr std::array<core::Choice<BackwardPrefetch>, 2> backward_prefetch_choices{
     {{"pre", BackwardPrefetch::PRE}, {"post", BackwardPrefetch::POST}}};
 
+// The cross entropy over the vocabulary, by what it keeps from forward to backward and what it holds at its
+// busiest moment, per logit (Megatron-core tensor_parallel/cross_entropy.py; Hugging Face's GPT-2-style
+// CrossEntropyLoss on the model's 16-bit logits, as Qwen-1's modeling_qwen.py; the same in fp32, under autocast or
+// after transformers' Llama `logits.float()`; torchtune's CEWithChunkedOutputLoss with its compute_cross_entropy
+// compiled, modules/loss/ce_chunked_output_loss.py).
+enum class LossImpl { FUSED, EAGER, EAGER_FP32, CHUNKED };
+
+inline constexpr std::array<core::Choice<LossImpl>, 4> loss_impl_choices{{{"fused", LossImpl::FUSED},
+                                                                          {"eager", LossImpl::EAGER},
+                                                                          {"eager_fp32", LossImpl::EAGER_FP32},
+                                                                          {"chunked", LossImpl::CHUNKED}}};
+
 struct Software {
   Generation generation = Generation::MEGATRON_CORE;
   NormImpl norm = NormImpl::TE;
@@ -94,6 +106,7 @@ struct Software {
   BackwardPrefetch backward_prefetch = BackwardPrefetch::PRE;
   bool zero3_per_tensor = false; // ZeRO-3 gathers and reduces each parameter tensor separately (DeepSpeed of 2021)
   bool host_launch = true;       // the host launches each kernel (hardware/host_launch): a GPU may wait for it
+  LossImpl loss = LossImpl::FUSED;
 
   bool operator==(const Software&) const = default;
 };

@@ -177,6 +177,7 @@ core::Json analysis_json(const scenario::Scenario& s, const Analysis& a)
                       {"layer_activations_bytes", st.layer_activations_bytes},
                       {"microbatches_in_flight", st.in_flight.per_chunk},
                       {"buffers_bytes", st.buffers_bytes},
+                      {"working_bytes", st.working_bytes},
                       {"host_bytes", st.host_bytes},
                       {"peak_bytes", st.peak_bytes},
                       {"free_bytes", st.capacity_bytes - st.peak_bytes},
@@ -267,8 +268,9 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
                    p.sequence_parallel ? ", sequence parallel" : "", sharding_text(p), training_text(p)));
   line("");
   line("Memory per GPU, one GPU of each pipeline stage (GiB)");
-  line(fmt::format("{:>5} {:>6} {:>9} {:>8} {:>8} {:>9} {:>11} {:>7} {:>8} {:>8}  {}", "stage", "layers", "params",
-                   "weights", "grads", "optimizer", "activations", "buffers", "peak", "free", "mb in flight"));
+  line(fmt::format("{:>5} {:>6} {:>9} {:>8} {:>8} {:>9} {:>11} {:>7} {:>7} {:>8} {:>8}  {}", "stage", "layers",
+                   "params", "weights", "grads", "optimizer", "activations", "buffers", "working", "peak", "free",
+                   "mb in flight"));
   for (const auto& st : a.memory.per_stage) {
     std::string held;
     for (std::size_t c = 0; c < st.in_flight.per_chunk.size(); ++c) {
@@ -276,9 +278,9 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
         held += '+';
       held += std::to_string(st.in_flight.per_chunk[c]);
     }
-    line(fmt::format("{:>5} {:>6} {:>9} {:>8} {:>8} {:>9} {:>11} {:>7} {:>8} {:>8}  {}{}", st.stage, st.layers,
+    line(fmt::format("{:>5} {:>6} {:>9} {:>8} {:>8} {:>9} {:>11} {:>7} {:>7} {:>8} {:>8}  {}{}", st.stage, st.layers,
                      core::format_count(st.params), gib(st.weights_bytes), gib(st.grads_bytes), gib(st.optimizer_bytes),
-                     gib(st.activations_bytes), gib(st.buffers_bytes), gib(st.peak_bytes),
+                     gib(st.activations_bytes), gib(st.buffers_bytes), gib(st.working_bytes), gib(st.peak_bytes),
                      gib(st.capacity_bytes - st.peak_bytes), held, st.oom ? "  OUT OF MEMORY" : ""));
   }
   const auto& worst = a.memory.per_stage[static_cast<std::size_t>(a.memory.peak_stage)];

@@ -199,7 +199,7 @@ reset</span></div>
 <svg id="links" width="1200" height="260"></svg>
 <table id="link-table"><thead><tr><th>class</th><th>links</th><th>bytes</th><th>mean</th><th>peak</th><th>busiest</th></tr></thead><tbody></tbody></table>
 <h2>Memory per GPU, by stage</h2>
-<table id="memory"><thead><tr><th>stage</th><th>weights</th><th>gradients</th><th>optimizer</th><th>activations</th><th>buffers</th><th>peak</th><th>of HBM</th><th></th></tr></thead><tbody></tbody></table>
+<table id="memory"><thead><tr><th>stage</th><th>weights</th><th>gradients</th><th>optimizer</th><th>activations</th><th>buffers</th><th>working</th><th>peak</th><th>of HBM</th><th></th></tr></thead><tbody></tbody></table>
 <h2>Scenario</h2>
 <p class="sub" id="scenario-file"></p>
 <pre id="scenario"></pre>
@@ -295,10 +295,11 @@ for (const st of report.memory.per_stage) {
   const capacity = st.capacity_bytes;
   const stack = el("span", {});
   for (const [k, c] of [["weights_bytes", "#6baed6"], ["grads_bytes", "#fd8d3c"], ["optimizer_bytes", "#74c476"],
-    ["activations_bytes", "#9e9ac8"], ["buffers_bytes", "#bdbdbd"]])
+    ["activations_bytes", "#9e9ac8"], ["buffers_bytes", "#bdbdbd"], ["working_bytes", "#fcbba1"]])
     stack.appendChild(bar(st[k] / capacity, c, 260));
   row(memory, ["stage " + st.stage, bytes(st.weights_bytes), bytes(st.grads_bytes), bytes(st.optimizer_bytes),
-    bytes(st.activations_bytes), bytes(st.buffers_bytes), bytes(st.peak_bytes), percent(st.peak_bytes / capacity),
+    bytes(st.activations_bytes), bytes(st.buffers_bytes), bytes(st.working_bytes), bytes(st.peak_bytes),
+    percent(st.peak_bytes / capacity),
     stack], { "data-stage": st.stage, "data-value": String(st.peak_bytes), class: st.oom ? "oom" : "" });
 }
 

@@ -262,6 +262,7 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
                    {"optimizer_bytes", st.optimizer_bytes},
                    {"activations_bytes", st.activations_bytes},
                    {"buffers_bytes", st.buffers_bytes},
+                   {"working_bytes", st.working_bytes},
                    {"host_bytes", st.host_bytes},
                    {"peak_bytes", st.peak_bytes},
                    {"capacity_bytes", st.capacity_bytes},

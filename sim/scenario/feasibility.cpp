@@ -61,11 +61,12 @@ void refuse_out_of_memory(const Scenario& s, const std::string& set_by)
   throw core::InfeasiblePlan(
       where,
       fmt::format("does not fit in GPU memory: stage {} needs {} of {} per GPU, {} ({:.0f}%) over (weights {}, "
-                  "gradients {}, optimizer {}, activations {})",
+                  "gradients {}, optimizer {}, activations {}, buffers {}, working {})",
                   st.stage, core::format_bytes(st.peak_bytes), core::format_bytes(st.capacity_bytes),
                   core::format_bytes(over), 100.0 * over / st.capacity_bytes, core::format_bytes(st.weights_bytes),
                   core::format_bytes(st.grads_bytes), core::format_bytes(st.optimizer_bytes),
-                  core::format_bytes(st.activations_bytes)),
+                  core::format_bytes(st.activations_bytes), core::format_bytes(st.buffers_bytes),
+                  core::format_bytes(st.working_bytes)),
       {},
       "a plan that fits: recomputation, a smaller micro-batch, more tensor or pipeline stages, ZeRO or the "
       "distributed optimizer; `simtrain memory` shows each stage; --allow-oom simulates it anyway");

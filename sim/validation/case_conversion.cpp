@@ -59,14 +59,16 @@ std::string_view quantity_name(Quantity q)
       return "layers' activation memory";
     case Quantity::ACTIVATION_SHARE:
       return "layers' activations vs baseline";
+    case Quantity::PEAK_MEMORY:
+      return "peak GPU memory";
   }
   return "?";
 }
 
 Aspect aspect_of(Quantity q)
 {
-  const bool memory =
-      q == Quantity::STATE_MEMORY || q == Quantity::ACTIVATION_MEMORY || q == Quantity::ACTIVATION_SHARE;
+  const bool memory = q == Quantity::STATE_MEMORY || q == Quantity::ACTIVATION_MEMORY ||
+                      q == Quantity::ACTIVATION_SHARE || q == Quantity::PEAK_MEMORY;
   return memory ? Aspect::MEMORY : Aspect::TIME;
 }
 
@@ -92,6 +94,8 @@ std::string short_source(const std::string& source)
       {std::regex("Primus"), "AMD Primus"},
       {std::regex("torchtitan"), "torchtitan"},
       {std::regex("Llama 3 Herd"), "Llama 3 paper"},
+      {std::regex("QwenLM/Qwen"), "Qwen fine-tuning"},
+      {std::regex("torchtune"), "torchtune"},
   };
   for (const auto& [pattern, name] : known)
     if (std::regex_search(source, pattern))

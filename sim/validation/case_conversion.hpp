@@ -27,6 +27,7 @@ enum class Quantity {
   STATE_MEMORY,      // bytes of the transformer layers' weights, gradients and optimizer state on the first stage
   ACTIVATION_MEMORY, // bytes of the transformer layers' activations held there
   ACTIVATION_SHARE,  // those activations relative to a baseline run's
+  PEAK_MEMORY,       // bytes at the fullest GPU's peak (fine-tuning sources: what PyTorch's allocator reported)
 };
 
 std::string_view quantity_name(Quantity q);

@@ -34,6 +34,8 @@ int rank_of(Quantity q)
     case Quantity::LAYER_TOTAL:
     case Quantity::HFU:
       return 9;
+    case Quantity::PEAK_MEMORY: // ranked on its own: a case's peak memory counts beside its time
+      return 0;
   }
   return 9;
 }
@@ -198,6 +200,10 @@ void add_runs(Conversion& conv, const Json& scenario)
       add(Quantity::MODEL_FLOPS, v * 1e12, key);
     else if (key == "tokens_per_s_per_gpu")
       add(Quantity::TOKENS_PER_GPU, v, key);
+    else if (key == "peak_memory_gib")
+      add(Quantity::PEAK_MEMORY, v * 1073741824.0, key);
+    else if (key == "peak_memory_gb")
+      add(Quantity::PEAK_MEMORY, v * 1e9, key);
     else if (key == "tokens_per_s" && !number(measured, "tokens_per_s_per_gpu"))
       add(Quantity::TOKENS_PER_GPU, v / gpus, key);
     else
@@ -209,19 +215,20 @@ void add_runs(Conversion& conv, const Json& scenario)
   // second, which need no convention, come first.
   const bool moe = scenario["model"].is_object() && scenario["model"].contains("moe");
   const auto rank = [moe](Quantity q) { return moe && q == Quantity::TOKENS_PER_GPU ? 2 : rank_of(q); };
+  // A peak memory is its own comparison, counted beside the best-ranked of the others.
   int best = 9;
   for (const auto& e : base.expectations)
-    best = std::min(best, rank(e.quantity));
+    if (e.quantity != Quantity::PEAK_MEMORY)
+      best = std::min(best, rank(e.quantity));
   for (const auto& run : variants)
     for (const auto& e : run.expectations)
-      best = std::min(best, rank(e.quantity));
+      if (e.quantity != Quantity::PEAK_MEMORY)
+        best = std::min(best, rank(e.quantity));
   const auto mark = [best, &rank](SimulationRun& run) {
     for (auto& e : run.expectations)
-      e.primary = rank(e.quantity) == best;
-    run.simulate = std::any_of(run.expectations.begin(), run.expectations.end(), [](const Expectation& e) {
-      return e.quantity != Quantity::STATE_MEMORY && e.quantity != Quantity::ACTIVATION_MEMORY &&
-             e.quantity != Quantity::ACTIVATION_SHARE;
-    });
+      e.primary = e.quantity == Quantity::PEAK_MEMORY || rank(e.quantity) == best;
+    run.simulate = std::any_of(run.expectations.begin(), run.expectations.end(),
+                               [](const Expectation& e) { return aspect_of(e.quantity) == Aspect::TIME; });
   };
   mark(base);
   for (auto& run : variants)

@@ -193,9 +193,15 @@ std::optional<Json> convert_architecture(Conversion& conv)
       return std::nullopt;
     m["position_embedding"] = *pos;
   }
+  // "bias": "qkv" — biases on the query, key and value projections alone (Qwen, Qwen2).
+  const bool qkv_bias_only = lower(text(model, "bias")) == "qkv";
+  if (qkv_bias_only) {
+    m["qkv_bias"] = true;
+    m["linear_bias"] = false;
+  }
   for (const auto& [field, key] :
        {std::pair{"tie_embeddings", "tie_embeddings"}, {"bias", "linear_bias"}, {"dropout", "dropout"}})
-    if (member(model, field)) {
+    if (member(model, field) && !(qkv_bias_only && std::string_view(field) == "bias")) {
       const auto b = flag(model, field);
       if (!b) {
         conv.refuse(fmt::format("model.{} \"{}\" is not a true/false value", field, text(model, field)));

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
 #include <regex>
 
 namespace sim::validation {
@@ -86,6 +87,102 @@ bool experts_of(Conversion& conv, const Json& plan, Json& p)
   return true;
 }
 
+// Fine-tuning (this project's extension of the case schema): LoRA adapters over a frozen base, the base's
+// quantization, the optimizer's algorithm, and what the frameworks add around them (torch.compile, packed sequences).
+bool fine_tuning_of(Conversion& conv, const Json& plan, Json& p)
+{
+  const auto rank = integer(plan, "lora_rank");
+  if (rank && *rank > 0)
+    p["lora_rank"] = *rank;
+  if (const Json* targets = member(plan, "lora_targets")) {
+    // Hugging Face's names, torchtune's output_proj, and PEFT's "all-linear" (every projection: simtrain's default).
+    static const std::map<std::string, std::string> names{
+        {"q_proj", "q_proj"},      {"k_proj", "k_proj"},       {"v_proj", "v_proj"},   {"o_proj", "o_proj"},
+        {"output_proj", "o_proj"}, {"gate_proj", "gate_proj"}, {"up_proj", "up_proj"}, {"down_proj", "down_proj"}};
+    const bool all = targets->is_string() && lower(targets->get<std::string>()) == "all-linear";
+    if (!all) {
+      if (!targets->is_array() || targets->empty()) {
+        conv.refuse(
+            fmt::format("plan.lora_targets {} is neither \"all-linear\" nor a list of projections", targets->dump()));
+        return false;
+      }
+      Json list = Json::array();
+      for (const auto& t : *targets) {
+        const auto name = t.is_string() ? names.find(lower(t.get<std::string>())) : names.end();
+        if (name == names.end()) {
+          conv.refuse(fmt::format("plan.lora_targets: {} is not a projection simtrain knows (q_proj, k_proj, v_proj, "
+                                  "o_proj or output_proj, gate_proj, up_proj, down_proj)",
+                                  t.dump()));
+          return false;
+        }
+        list.push_back(name->second);
+      }
+      p["lora_targets"] = list;
+    }
+  }
+  if (member(plan, "base_quantization")) {
+    const auto q = conv.choice(plan, "base_quantization",
+                               {{"none", "none"},
+                                {"bf16", "none"},
+                                {"nf4", "nf4"},
+                                {"gptq", ""},
+                                {"int8", ""},
+                                {"llm.int8", ""},
+                                {"awq", ""},
+                                {"hqq", ""}});
+    if (!q)
+      return false;
+    if (q->empty()) {
+      conv.refuse(fmt::format("base_quantization \"{}\" is not modelled (bitsandbytes' NF4 is)",
+                              text(plan, "base_quantization")));
+      return false;
+    }
+    if (*q == "nf4" && mentions(lower(text(plan, "base_quantization")), "torchao"))
+      conv.assume("torchao's NF4 tensor simulated as bitsandbytes' NF4 (the same 4.127 bits a weight; a "
+                  "dequantization kernel before each GEMM)");
+    p["base_quantization"] = *q;
+  }
+  if (member(plan, "optimizer")) {
+    const std::string said = lower(text(plan, "optimizer"));
+    const auto algorithm = conv.choice(plan, "optimizer",
+                                       {{"pagedadamw8bit", "adam_8bit"},
+                                        {"paged_adamw_8bit", "adam_8bit"},
+                                        {"adamw8bit", "adam_8bit"},
+                                        {"adamw_8bit", "adam_8bit"},
+                                        {"adam8bit", "adam_8bit"},
+                                        {"adamw", "adam"},
+                                        {"adam", "adam"},
+                                        {"sgd", "sgd"},
+                                        {"lion", "lion"},
+                                        {"adafactor", "adafactor"}});
+    if (!algorithm)
+      return false;
+    if (*algorithm != "adam")
+      p["optimizer_algorithm"] = *algorithm;
+    if (mentions(said, "paged"))
+      conv.assume("bitsandbytes' paged optimizer simulated with its state resident in HBM (paging to host memory, "
+                  "which only happens when the GPU runs short, is not modelled)");
+  }
+  if (flag(plan, "compile").value_or(false))
+    conv.assume("torch.compile not modelled: the eager kernels are simulated (compile's fusions would shorten the "
+                "elementwise work)");
+  if (const auto packed = flag(plan, "packed"); packed && *packed)
+    conv.assume("sequences packed to the full length: every token counts");
+  else if (packed)
+    conv.assume("sequences padded to the full length, padding counted as the source counts it");
+  const std::string precision = lower(text(plan, "precision"));
+  if (mentions(precision, "pure") || mentions(precision, "bf16-true")) {
+    if (!p.contains("lora_rank")) {
+      conv.refuse("pure bf16 training (weights, gradients and optimizer state all in bf16, no fp32 master copy) is "
+                  "not modelled");
+      return false;
+    }
+    conv.assume("pure bf16 under LoRA: the adapters' state simulated in mixed precision (they are a fraction of a "
+                "percent of the weights)");
+  }
+  return true;
+}
+
 // The software generation and what the case's framework, date, scripts and notes say about it.
 void software_of(Conversion& conv, const Json& plan, Json& p)
 {
@@ -125,7 +222,9 @@ const std::set<std::string>& plan_fields()
        "scatter_gather_p2p", "model_parallel_size", "overlap", "fsdp_sharding", "activation_cpu_offload", "framework",
        "attention",
        // case schema v2
-       "local_batch", "fsdp_degree", "fp8_recipe", "cp_comm_type"});
+       "local_batch", "fsdp_degree", "fp8_recipe", "cp_comm_type",
+       // fine-tuning (this project's extension)
+       "lora_rank", "lora_targets", "base_quantization", "optimizer", "compile", "packed"});
   return fields;
 }
 
@@ -177,7 +276,7 @@ std::optional<Json> convert_plan(Conversion& conv, std::int64_t seq)
     if (cp > 1)
       p["cp_kind"] = *kind;
   }
-  if (!experts_of(conv, plan, p))
+  if (!experts_of(conv, plan, p) || !fine_tuning_of(conv, plan, p))
     return std::nullopt;
 
   auto micro = integer(plan, "micro_batch");

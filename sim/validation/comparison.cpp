@@ -55,6 +55,7 @@ std::string format_value(Quantity q, double v)
       return fmt::format("{:.2f} ms", v * 1e3);
     case Quantity::STATE_MEMORY:
     case Quantity::ACTIVATION_MEMORY:
+    case Quantity::PEAK_MEMORY:
       return fmt::format("{:.2f} GiB", v / 1073741824.0);
   }
   return fmt::format("{}", v);
@@ -103,6 +104,8 @@ std::vector<ErrorStats> statistics(const std::vector<Comparison>& comparisons, G
           groups[{kind, ""}].push_back(step_time_error(c));
       continue;
     }
+    if (!by_source && aspect_of(c.quantity) != Aspect::TIME) // a GPU's accuracy is its step times' (reports quote it)
+      continue;
     groups[{by_source ? c.source : c.gpu, by_source ? std::string(quantity_name(c.quantity)) : ""}].push_back(c.error);
   }
   std::vector<ErrorStats> out;
@@ -199,6 +202,12 @@ double predicted_value(const Expectation& e, const Json& report, const Json* bas
       return first_stage(report).at("layer_state_bytes").get<double>();
     case Quantity::ACTIVATION_MEMORY:
       return first_stage(report).at("layer_activations_bytes").get<double>();
+    case Quantity::PEAK_MEMORY: {
+      double peak = 0;
+      for (const auto& stage : report.at("memory").at("per_stage"))
+        peak = std::max(peak, stage.at("peak_bytes").get<double>());
+      return peak;
+    }
     case Quantity::ACTIVATION_SHARE:
       if (!baseline)
         throw std::runtime_error("no baseline run");
@@ -297,7 +306,7 @@ std::string render_text(const ValidationResult& r)
                        target_text(s)));
   };
   table("absolute error per source (each case's primary comparison)", r.by_source, Grouping::BY_SOURCE);
-  table("absolute error per GPU", r.by_gpu, Grouping::BY_GPU);
+  table("absolute error per GPU (times and throughputs)", r.by_gpu, Grouping::BY_GPU);
   table("step-time error per kind of run (throughputs as step times, < 0 too short; a run counts in each kind it is)",
         r.by_kind, Grouping::BY_KIND);
   return out;
@@ -314,7 +323,7 @@ std::string render_markdown(const ValidationResult& r, const MarkdownOptions& op
       line(fmt::format("| {} | {} | {} | {} | {} |", s.group, s.count, percent(s.median), signed_percent(s.bias),
                        percent(s.worst)));
     line("");
-    line("| GPU | cases | median error (each case's primary quantity) | worst |");
+    line("| GPU | cases | median error (each case's primary time or throughput) | worst |");
     line("| --- | ---: | ---: | ---: |");
     for (const auto& s : r.by_gpu)
       line(fmt::format("| {} | {} | {} | {} |", s.group, s.count, percent(s.median), percent(s.worst)));

@@ -72,6 +72,9 @@ SoftwareChoice choose_software(const CaseText& t)
   else if (mentions(all, "megatron-deepspeed") || mentions(all, "megatron-turing") || mentions(all, "mt-nlg") ||
            mentions(all, "bigscience") || mentions(all, "bloom"))
     c.framework = Framework::MEGATRON_DEEPSPEED;
+  else if (mentions(all, "torchtune") || mentions(all, "hugging face") || mentions(all, "peft") ||
+           mentions(all, "llama-factory") || mentions(all, "litgpt") || mentions(all, "qwenlm/qwen"))
+    c.framework = Framework::PYTORCH;
   else if (t.zero_stage == 3 && mentions(all, "deepspeed"))
     c.framework = Framework::DEEPSPEED_ZERO3;
   else if (mentions(all, "megatron") || mentions(all, "nemo") || mentions(all, "narayanan") ||
@@ -108,6 +111,31 @@ SoftwareChoice choose_software(const CaseText& t)
         plan["software"] = "megatron-core";
         assume(fmt::format("software: DeepSpeed ZeRO-3 from v0.6 on (dated {}): coalesced gathers per layer",
                            format_date(c.date)));
+      }
+      return c;
+    case Framework::PYTORCH:
+      // The Hugging Face Trainer importer's choices (importer/hf_trainer.cpp): PyTorch's norms,
+      // scaled_dot_product_attention's FlashAttention-2 kernels, one fused optimizer pass, autograd accumulating the
+      // gradients; every kernel launched by the eager host.
+      plan["norm_impl"] = "torch";
+      plan["attention"] = "flash2";
+      plan["optimizer"] = "fused";
+      plan["grad_accumulation"] = "autograd";
+      assume("software: a PyTorch model in eager mode (PyTorch's norms, scaled_dot_product_attention's "
+             "FlashAttention-2, a fused optimizer step, autograd's gradient accumulation, every kernel launched by the "
+             "host)");
+      if (mentions(all, "torchtune")) {
+        plan["loss_impl"] = "chunked";
+        assume("loss: torchtune's CEWithChunkedOutputLoss with its cross entropy compiled (the recipes' loss; the "
+               "16-bit logit chunks kept, one chunk upcast at a time)");
+      } else if (t.zero_stage >= 1 && mentions(all, "deepspeed")) {
+        plan["loss_impl"] = "eager";
+        assume("loss: Hugging Face's CrossEntropyLoss on the model's 16-bit logits under DeepSpeed's bf16 (no "
+               "autocast: the shifted contiguous copy and log_softmax's 16-bit output)");
+      } else {
+        plan["loss_impl"] = "eager_fp32";
+        assume("loss: Hugging Face's CrossEntropyLoss under Trainer's bf16 autocast, which computes it in fp32 (the "
+               "16-bit logits, their shifted copy, its fp32 upcast and log_softmax's fp32 output)");
       }
       return c;
     case Framework::MEGATRON:

@@ -11,7 +11,9 @@
 
 namespace sim::validation {
 
-enum class Framework { MEGATRON, MEGATRON_DEEPSPEED, DEEPSPEED_ZERO3, COMPOSER, UNKNOWN };
+// PYTORCH: a PyTorch model in eager mode under a fine-tuning framework (torchtune, Hugging Face Trainer with PEFT,
+// LLaMA-Factory, LitGPT, the Qwen repository's finetune.py).
+enum class Framework { MEGATRON, MEGATRON_DEEPSPEED, DEEPSPEED_ZERO3, COMPOSER, PYTORCH, UNKNOWN };
 
 // Year and month; months of a bare year count as June.
 struct YearMonth {

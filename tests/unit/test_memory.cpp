@@ -238,9 +238,53 @@ TEST_CASE("the OOM verdict compares each stage's peak with HBM")
   CHECK(e.memory.oom); // 70B on one node without sharding: 18 B/param / 8 > 80 GiB
   const auto& s = e.memory.per_stage[0];
   CHECK(s.peak_bytes > 80 * GiB);
-  CHECK(s.peak_bytes ==
-        Approx(s.weights_bytes + s.grads_bytes + s.optimizer_bytes + s.activations_bytes + s.buffers_bytes));
+  CHECK(s.peak_bytes == Approx(s.weights_bytes + s.grads_bytes + s.optimizer_bytes + s.activations_bytes +
+                               s.buffers_bytes + s.working_bytes));
   e = estimate(scenario_json("llama2-70b",
                              {{"tp", 8}, {"pp", 4}, {"dp", 2}, {"distributed_optimizer", true}, {"global_batch", 16}}));
   CHECK_FALSE(e.memory.oom);
+}
+
+TEST_CASE("the busiest moment adds the loss's logit copies or the layer being recomputed, by the loss's "
+          "implementation")
+{
+  // Llama-2 7B, one GPU, 2 x 4096 tokens: the logits are 8192 x 32000 16-bit values.
+  const double logits = 2.0 * 4096 * 32000;
+  const auto stage = [](const nlohmann::json& plan) {
+    return estimate(scenario_json("llama2-7b", plan)).memory.per_stage.at(0);
+  };
+  const nlohmann::json base{{"micro_batch", 2}, {"global_batch", 2}};
+  const auto fused = stage(base);
+  // Megatron's vocab-parallel cross entropy keeps the fp32 softmax (4 bytes a logit) and briefly holds the 16-bit
+  // logits beside it (2).
+  CHECK(fused.working_bytes == Approx(2.0 * logits));
+  auto with = [&](const char* key, const char* value) {
+    auto p = base;
+    p[key] = value;
+    return stage(p);
+  };
+  const auto eager = with("loss_impl", "eager");     // keeps 2, holds 4 more
+  const auto fp32 = with("loss_impl", "eager_fp32"); // keeps 4, holds 8 more
+  const auto chunked = with("loss_impl", "chunked"); // keeps 2, one fp32 chunk of 8 at a time: 1 more
+  CHECK(eager.working_bytes == Approx(4.0 * logits));
+  CHECK(fused.activations_bytes - eager.activations_bytes == Approx(2.0 * logits));
+  CHECK(fp32.working_bytes == Approx(8.0 * logits));
+  CHECK(fp32.activations_bytes == Approx(fused.activations_bytes));
+  CHECK(chunked.working_bytes == Approx(logits));
+  CHECK(chunked.peak_bytes - fused.peak_bytes == Approx((2.0 + 1.0 - 4.0 - 2.0) * logits));
+  // Full recomputation: the layer re-run for its backward holds all it would keep without recomputation, here more
+  // than the chunked loss's working copy.
+  auto full_plan = base;
+  full_plan["recompute"] = "full";
+  full_plan["loss_impl"] = "chunked";
+  const auto full = stage(full_plan);
+  const auto none = with("loss_impl", "chunked");
+  const double one_layer = none.layer_activations_bytes / 32; // 32 identical layers, one micro-batch in flight
+  CHECK(full.working_bytes == Approx(one_layer));
+  CHECK(full.working_bytes > logits);
+  // Other stages of a pipeline have no loss: only the recomputed layer, if any.
+  auto piped = base;
+  piped["pp"] = 2;
+  const auto first = estimate(scenario_json("llama2-7b", piped)).memory.per_stage.at(0);
+  CHECK(first.working_bytes == 0);
 }

@@ -193,10 +193,12 @@ TEST_CASE("a MoE case converts its expert layout, dispatcher and all-to-all over
   for (const auto& e : converted.runs.at(0).expectations)
     CHECK(e.primary == (e.quantity == Quantity::TOKENS_PER_GPU));
   CHECK(convert_case(cases.at(0), test::source_dir()).runs.at(0).scenario["plan"]["moe_dispatcher"] == "deepep");
-  const auto deepseek = convert_case(cases.back(), test::source_dir());
+  const auto& deepseek_case = *std::find_if(cases.begin(), cases.end(),
+                                            [](const auto& c) { return c["id"] == "deepseek-v3-report-h800-2048gpu"; });
+  const auto deepseek = convert_case(deepseek_case, test::source_dir());
   REQUIRE(deepseek.unsupported.empty());
   CHECK(deepseek.runs.at(0).scenario["plan"]["schedule"] == "dualpipe");
-  auto unknown = cases.back();
+  auto unknown = deepseek_case;
   unknown["plan"]["pipeline_schedule"] = "ZB-V";
   CHECK_THAT(convert_case(unknown, test::source_dir()).unsupported, Catch::Contains("ZB-V"));
   auto bad = qwen;
@@ -467,4 +469,79 @@ TEST_CASE("every ablation effect's overrides apply to a scenario, and the table 
   CHECK(table.find("| effect removed | SC21 Table 1 (TFLOP/s) |") != std::string::npos);
   CHECK(table.find("| none (every effect modelled) | +1.0% (2.0%) |") != std::string::npos);
   CHECK(table.find("| contention | +20.0% (20.0%) |") != std::string::npos);
+}
+
+namespace {
+
+Json qwen_lora_row()
+{
+  return Json::parse(R"json({
+    "id": "qwen", "source": "QwenLM/Qwen README.md, 'Profiling of Memory and Speed' (commit e8e1596, 2023-11-30)",
+    "model": {"name": "Qwen-7B", "params_b": 7.72, "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 32,
+              "ffn_hidden": 11008, "vocab": 151936, "seq_len": 2048, "activation": "SwiGLU", "norm": "RMSNorm",
+              "position_embedding": "rope", "tie_embeddings": false, "bias": "qkv", "dropout": false},
+    "hardware": {"gpu": "A100 SXM4 80GB", "num_gpus": 1},
+    "plan": {"tp": 1, "pp": 1, "dp": 1, "micro_batch": 1, "grad_accum": 8, "global_batch": 8,
+             "recompute": "full (gradient checkpointing)", "precision": "bf16",
+             "framework": "Hugging Face Trainer + PEFT (QwenLM/Qwen finetune.py)", "lora_rank": 64,
+             "lora_targets": "all-linear", "optimizer": "AdamW"},
+    "measured": {"iteration_time_s": 5.2, "peak_memory_gib": 23.8}
+  })json");
+}
+
+} // namespace
+
+TEST_CASE("a LoRA fine-tuning case converts its adapters, base and optimizer, and compares its peak memory beside "
+          "its step time")
+{
+  const auto conv = convert_case(qwen_lora_row(), test::source_dir());
+  REQUIRE(conv.unsupported.empty());
+  const auto& s = conv.runs.at(0).scenario;
+  CHECK(s["plan"]["lora_rank"] == 64);
+  CHECK_FALSE(s["plan"].contains("lora_targets")); // all-linear: simtrain's default, every projection
+  CHECK(s["plan"]["recompute"] == "full");
+  CHECK(s["plan"]["norm_impl"] == "torch"); // a PyTorch model in eager mode
+  CHECK(s["plan"]["attention"] == "flash2");
+  CHECK(s["plan"]["grad_accumulation"] == "autograd");
+  CHECK(s["model"]["qkv_bias"] == true);
+  CHECK(s["model"]["linear_bias"] == false);
+  const auto* step = find(conv, Quantity::STEP_TIME);
+  const auto* memory = find(conv, Quantity::PEAK_MEMORY);
+  REQUIRE(step);
+  REQUIRE(memory);
+  CHECK(step->primary);
+  CHECK(memory->primary); // counted on its own, beside the step time
+  CHECK(memory->measured == Approx(23.8 * 1073741824.0));
+  CHECK(conv.runs.at(0).simulate);
+
+  auto tt = qwen_lora_row(); // torchtune's names, a quantized base, an 8-bit paged optimizer, GB
+  tt["plan"]["lora_targets"] = Json::array({"q_proj", "output_proj"});
+  tt["plan"]["base_quantization"] = "nf4 (torchao)";
+  tt["plan"]["optimizer"] = "PagedAdamW8bit";
+  tt["measured"] = Json{{"peak_memory_gb", 10.0}};
+  const auto quantized = convert_case(tt, test::source_dir());
+  REQUIRE(quantized.unsupported.empty());
+  const auto& p = quantized.runs.at(0).scenario["plan"];
+  CHECK(p["lora_targets"] == Json::array({"q_proj", "o_proj"}));
+  CHECK(p["base_quantization"] == "nf4");
+  CHECK(p["optimizer_algorithm"] == "adam_8bit");
+  CHECK(find(quantized, Quantity::PEAK_MEMORY)->measured == Approx(1e10));
+  CHECK_FALSE(quantized.runs.at(0).simulate); // memory alone: the memory analysis answers it
+  const auto said = [&](const char* what) {
+    return std::any_of(quantized.assumptions.begin(), quantized.assumptions.end(),
+                       [&](const std::string& a) { return a.find(what) != std::string::npos; });
+  };
+  CHECK(said("torchao"));
+  CHECK(said("paged"));
+
+  auto gptq = qwen_lora_row();
+  gptq["plan"]["base_quantization"] = "GPTQ int4";
+  CHECK(convert_case(gptq, test::source_dir()).unsupported.find("GPTQ int4") != std::string::npos);
+  auto target = qwen_lora_row();
+  target["plan"]["lora_targets"] = Json::array({"c_attn"});
+  CHECK(convert_case(target, test::source_dir()).unsupported.find("c_attn") != std::string::npos);
+  auto pure = qwen_lora_row(); // pure bf16 without LoRA: the master-less layout is not modelled
+  pure["plan"].erase("lora_rank");
+  pure["plan"]["precision"] = "bf16 (pure)";
+  CHECK(convert_case(pure, test::source_dir()).unsupported.find("pure bf16") != std::string::npos);
 }
