@@ -16,6 +16,7 @@ class PlatformBuilder {
   {
     p_.gpu.resize(cg.gpu.size());
     p_.host_memory.resize(cg.gpu.size());
+    p_.nvme.resize(cg.gpu.size());
     p_.link.resize(boost::num_edges(cg.graph));
   }
 
@@ -82,13 +83,32 @@ class PlatformBuilder {
         hosts.push_back(zone->create_host(cg_.device_name(v), host_speed)->seal());
       if (hosts.empty())
         continue;
+      // Its NVMe drives, each reached from every socket's memory.
+      std::vector<sg4::Host*> drives;
+      for (auto v : cg_.nvme[static_cast<std::size_t>(n)])
+        drives.push_back(zone->create_host(cg_.device_name(v), host_speed)->seal());
       for (int g = n * per_node; g < (n + 1) * per_node; ++g) {
         const int socket = cg_.socket_of_gpu[static_cast<std::size_t>(g % per_node)];
         auto* memory_host = hosts[static_cast<std::size_t>(socket)];
         p_.host_memory[static_cast<std::size_t>(g)] = memory_host;
+        p_.nvme[static_cast<std::size_t>(g)] = drives;
         zone->add_route(
             p_.gpu[static_cast<std::size_t>(g)]->get_netpoint(), memory_host->get_netpoint(), nullptr, nullptr,
             links_of(zone, cg_.gpu[static_cast<std::size_t>(g)], topology::route_to_host_memory(cg_, g)), true);
+      }
+      for (std::size_t s = 0; s < hosts.size(); ++s) {
+        // A GPU of socket s stands for the socket's memory (its route to a drive starts there).
+        int gpu = -1;
+        for (int g = n * per_node; g < (n + 1) * per_node && gpu < 0; ++g)
+          if (cg_.socket_of_gpu[static_cast<std::size_t>(g % per_node)] == static_cast<int>(s))
+            gpu = g;
+        if (gpu < 0)
+          continue;
+        for (std::size_t d = 0; d < drives.size(); ++d)
+          zone->add_route(hosts[s]->get_netpoint(), drives[d]->get_netpoint(), nullptr, nullptr,
+                          links_of(zone, cg_.host_memory[static_cast<std::size_t>(n)][s],
+                                   topology::route_to_nvme(cg_, gpu, static_cast<int>(d))),
+                          true);
       }
     }
     zone->seal();

@@ -20,6 +20,8 @@ struct Platform {
   std::vector<simgrid::s4u::Host*> gpu; // by GPU index (folded: the simulated GPUs only)
   // Unfolded: by GPU index, the memory of its CPU socket (null where the node's host is not described).
   std::vector<simgrid::s4u::Host*> host_memory;
+  // Unfolded: by GPU index, its node's NVMe drives (empty where it has none).
+  std::vector<std::vector<simgrid::s4u::Host*>> nvme;
   std::vector<simgrid::s4u::SplitDuplexLink*> link; // by graph link id (UP: from -> to); folded: the classes' links
   // Folded: per endpoint (workload::TaskGraph::Endpoint), the two hosts its flows go between.
   std::vector<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>> endpoint;

@@ -326,6 +326,11 @@ class Replayer {
     if (task.kind == TaskKind::HOST_COPY) {
       auto* gpu = platform_.gpu[static_cast<std::size_t>(task.rank)];
       auto* memory = platform_.host_memory[static_cast<std::size_t>(task.rank)];
+      if (workload::is_nvme(task.peer)) {
+        auto* drive = platform_.nvme[static_cast<std::size_t>(task.rank)].at(
+            static_cast<std::size_t>(workload::nvme_drive(task.peer)));
+        return workload::nvme_reads(task.peer) ? std::make_pair(drive, memory) : std::make_pair(memory, drive);
+      }
       return task.peer == workload::copy_to_host ? std::make_pair(gpu, memory) : std::make_pair(memory, gpu);
     }
     if (g_.folded)
@@ -426,15 +431,21 @@ class Replayer {
       return it->second;
     Route r;
     std::vector<topology::EdgeId> path;
-    if (copy) {
+    topology::VertexId start = cluster_.gpu[static_cast<std::size_t>(task.rank)];
+    if (copy && workload::is_nvme(task.peer)) { // walked from the socket's memory to the drive
+      path = topology::route_to_nvme(cluster_, task.rank, workload::nvme_drive(task.peer));
+      const auto node = static_cast<std::size_t>(task.rank / cluster_.gpus_per_node);
+      start = cluster_.host_memory[node][static_cast<std::size_t>(
+          cluster_.socket_of_gpu[static_cast<std::size_t>(task.rank % cluster_.gpus_per_node)])];
+    } else if (copy) {
       path = topology::route_to_host_memory(cluster_, task.rank);
     } else {
       const int target =
           g_.folded ? g_.endpoints[static_cast<std::size_t>(task.peer - g_.cluster_gpus)].target : task.peer;
       path = topology::route(cluster_, task.rank, target);
     }
-    auto forward = topology::link_directions(cluster_, cluster_.gpu[static_cast<std::size_t>(task.rank)], path);
-    if (copy && task.peer == workload::copy_from_host)
+    auto forward = topology::link_directions(cluster_, start, path);
+    if (copy && (task.peer == workload::copy_from_host || workload::nvme_reads(task.peer)))
       forward.flip();
     r.rate = path.empty() ? 0.0 : std::numeric_limits<double>::infinity();
     for (std::size_t k = 0; k < path.size(); ++k) {

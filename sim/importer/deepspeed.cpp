@@ -143,11 +143,17 @@ class DeepSpeedImport {
         if (!is_auto(v))
           bucket_elements_ = v.as_number(1.0, 1e12);
       } else if ((key == "offload_optimizer" || key == "offload_param") && value.is_object() &&
-                 value.contains("device") && v.element_of("device").as_string() == "cpu") {
-        // ZeRO-Offload; ZeRO-Infinity's parameters on the CPU
+                 value.contains("device") && member(v.element_of("device").as_string(), {"cpu", "nvme"})) {
+        // ZeRO-Offload; ZeRO-Infinity's parameters and optimizer state on the CPU or NVMe (its swapper pipelined
+        // when the optimizer's reads or writes are)
         const std::string to = key == "offload_param" ? "offload_params" : "offload_optimizer";
-        plan[to] = "cpu";
+        plan[to] = v.element_of("device").as_string();
         out_.origins.emplace_back("/plan/" + to, v.pointer() + "/device");
+        for (const char* pipelined : {"pipeline_read", "pipeline_write"})
+          if (key == "offload_optimizer" && value.contains(pipelined) && v.element_of(pipelined).as_bool()) {
+            plan["nvme_pipeline"] = true;
+            out_.origins.emplace_back("/plan/nvme_pipeline", v.pointer() + "/" + pipelined);
+          }
       } else if (key == "cpu_offload" && value.is_boolean() && value.get<bool>()) {
         plan["offload_optimizer"] = "cpu"; // ZeRO-Offload as DeepSpeed 0.3 spelt it
         out_.origins.emplace_back("/plan/offload_optimizer", v.pointer());
@@ -159,6 +165,11 @@ class DeepSpeedImport {
               Setting{spelt(v), fmt::format("{} to {} is not simulated yet: the scenario keeps {} on the GPUs",
                                             key == "offload_param" ? "parameter offload" : "optimizer offload", device,
                                             key == "offload_param" ? "the parameters" : "the optimizer")});
+      } else if (key == "sub_group_size") { // ZeRO-Infinity's swapping unit (DeepSpeed's default 1e9)
+        if (!is_auto(v)) {
+          plan["nvme_sub_group"] = static_cast<std::int64_t>(v.as_number(1e6, 1e12));
+          out_.origins.emplace_back("/plan/nvme_sub_group", v.pointer());
+        }
       } else if (member(key, {"zenflow", "zero_hpz_partition_size", "zero_quantized_weights",
                               "zero_quantized_gradients", "zero_quantized_nontrainable_weights", "mics_shard_size",
                               "mics_hierarchical_params_gather", "cpu_offload", "cpu_offload_params"})) {
@@ -170,7 +181,6 @@ class DeepSpeedImport {
                               "allgather_partitions",
                               "allgather_bucket_size",
                               "round_robin_gradients",
-                              "sub_group_size",
                               "stage3_prefetch_bucket_size",
                               "stage3_param_persistence_threshold",
                               "stage3_max_live_parameters",

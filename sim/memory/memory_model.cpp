@@ -16,6 +16,11 @@ constexpr double element_bytes = 2.0; // 16-bit activations
 constexpr double mask_bytes = 1.0;    // dropout masks are bytes
 constexpr double fp32_bytes = 4.0;    // router scores
 constexpr double fp8_bytes = 1.0;
+// DeepSpeed's swap buffers in pinned host memory (runtime/zero/offload_config.py defaults): the optimizer swapper's 4
+// buffers of a sub-group's fp32 elements each; the parameter swapper's 5 of 1e8 16-bit elements.
+constexpr double nvme_optimizer_buffers = 4.0;
+constexpr double nvme_param_buffers = 5.0;
+constexpr double nvme_param_buffer_elements = 1e8;
 
 // Bytes per logit the cross entropy keeps from its forward to its backward, and the bytes more it holds at its busiest
 // moment (in its forward and again in its backward).
@@ -277,14 +282,25 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
     // ZeRO-Offload: the optimizer's shard (its fp32 master weights and moments) and an fp32 gradient shard live in
     // pinned host memory (DeepSpeed's single_partition_of_fp32_groups and their .grad); under ZeRO-2/3 the GPU keeps
     // only the bucket being reduced (in the buffers), under ZeRO-1 its full 16-bit gradients.
-    const bool offload = p.offload_optimizer == plan::OffloadDevice::CPU;
+    // ZeRO-Infinity to NVMe: the state lives on the node's drives, the fp32 gradient shard in host memory beside
+    // the swapper's buffers (DeepSpeed's offload_optimizer.buffer_count, 4, each a sub-group's fp32 elements).
+    const bool offload = p.offload_optimizer != plan::OffloadDevice::NONE;
+    const bool to_nvme = p.offload_optimizer == plan::OffloadDevice::NVME;
     const double gpu_grad_bytes = offload && p.zero_stage >= 2 ? 0.0 : grad_bytes;
     const double offloaded = offload ? p.offload_fraction : 0.0; // the share of the state on the host
     const double gpu_optimizer_bytes = (1.0 - offloaded) * optimizer_bytes;
-    auto host = [&](double trained) { return offloaded * bytes(optimizer_bytes + 4.0, 1, trained); };
+    auto host = [&](double trained) {
+      if (!to_nvme)
+        return offloaded * bytes(optimizer_bytes + 4.0, 1, trained);
+      const double shard = bytes(1.0, 1, trained);
+      return bytes(4.0, 1, trained) +
+             nvme_optimizer_buffers * 4.0 * std::min(shard, static_cast<double>(p.nvme_sub_group));
+    };
+    auto nvme = [&](double trained) { return to_nvme ? bytes(optimizer_bytes, 1, trained) : 0.0; };
     s.grads_bytes = bytes(gpu_grad_bytes, 2, dense_all);
     s.optimizer_bytes = bytes(gpu_optimizer_bytes, 1, dense_all);
     s.host_bytes = host(dense_all);
+    s.nvme_bytes = nvme(dense_all);
     double layer_weights = bytes(element_bytes, 3, dense_params);
     s.layer_state_bytes =
         layer_weights + bytes(gpu_grad_bytes, 2, dense_params) + bytes(gpu_optimizer_bytes, 1, dense_params);
@@ -302,6 +318,7 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
       s.grads_bytes = bytes(gpu_grad_bytes, 2, adapters);
       s.optimizer_bytes = bytes(gpu_optimizer_bytes, 1, adapters);
       s.host_bytes = host(adapters);
+      s.nvme_bytes = nvme(adapters);
       layer_weights =
           bytes(base, 3, linear) + bytes(element_bytes, 3, dense_params - linear) + bytes(element_bytes, 3, adapters);
       s.layer_state_bytes =
@@ -309,6 +326,11 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
     }
     if (p.offload_params == plan::OffloadDevice::CPU) { // ZeRO-3's weight shard lives on the host
       s.host_bytes += s.weights_bytes;
+      s.layer_state_bytes -= layer_weights;
+      s.weights_bytes = 0;
+    } else if (p.offload_params == plan::OffloadDevice::NVME) { // on the drives, through the swapper's host buffers
+      s.nvme_bytes += s.weights_bytes;
+      s.host_bytes += nvme_param_buffers * nvme_param_buffer_elements * element_bytes;
       s.layer_state_bytes -= layer_weights;
       s.weights_bytes = 0;
     }
@@ -388,6 +410,14 @@ MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPl
   e.host_node_bytes = node_bytes.empty() ? 0.0 : *std::max_element(node_bytes.begin(), node_bytes.end());
   e.host_capacity_bytes = cluster.node.host.memory_bytes;
   e.host_oom = e.host_capacity_bytes > 0 && e.host_node_bytes > e.host_capacity_bytes;
+  // And its NVMe drives what they swap.
+  std::fill(node_bytes.begin(), node_bytes.end(), 0.0);
+  for (int gpu = 0; gpu < p.gpus(); ++gpu)
+    node_bytes[static_cast<std::size_t>(gpu / per_node)] +=
+        e.per_stage[static_cast<std::size_t>(plan::coords_of(p, gpu).pp)].nvme_bytes;
+  e.nvme_node_bytes = node_bytes.empty() ? 0.0 : *std::max_element(node_bytes.begin(), node_bytes.end());
+  e.nvme_capacity_bytes = cluster.node.host.nvme.drives * cluster.node.host.nvme.capacity_bytes;
+  e.nvme_oom = e.nvme_node_bytes > 0 && e.nvme_node_bytes > e.nvme_capacity_bytes;
   return e;
 }
 

@@ -57,6 +57,7 @@ struct StageMemory {
   double buffers_bytes = 0;
   double working_bytes = 0; // held only at the busiest moment: the loss's logit copies, or a layer being recomputed
   double host_bytes = 0;    // what one GPU of this stage keeps in its host's memory (offloaded optimizer state)
+  double nvme_bytes = 0;    // what it keeps on its node's NVMe drives (ZeRO-Infinity)
   double peak_bytes = 0;
   double capacity_bytes = 0; // HBM of the stage's part with the least (every stage's is the same on one part)
   bool oom = false;
@@ -74,6 +75,10 @@ struct MemoryEstimate {
   double host_node_bytes = 0;
   double host_capacity_bytes = 0;
   bool host_oom = false;
+  // NVMe: the same for the node's drives (their capacities summed).
+  double nvme_node_bytes = 0;
+  double nvme_capacity_bytes = 0;
+  bool nvme_oom = false;
 };
 
 MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPlan& p, const hardware::GpuSpec& gpu);

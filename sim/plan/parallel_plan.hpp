@@ -119,11 +119,12 @@ inline constexpr std::array<core::Choice<BaseQuantization>, 2> base_quantization
 
 // Where the optimizer's state lives and its update runs: on the GPU, or in the host's memory with the update on
 // its CPU (DeepSpeed's ZeRO-Offload: each GPU's gradient shard copied out as its bucket is reduced, CPU Adam, the
-// updated 16-bit shard copied back before the parameters are gathered).
-enum class OffloadDevice { NONE, CPU };
+// updated 16-bit shard copied back before the parameters are gathered), or on the node's NVMe drives, swapped
+// through host memory for the CPU's update sub-group by sub-group (ZeRO-Infinity).
+enum class OffloadDevice { NONE, CPU, NVME };
 
-inline constexpr std::array<core::Choice<OffloadDevice>, 2> offload_device_choices{
-    {{"none", OffloadDevice::NONE}, {"cpu", OffloadDevice::CPU}}};
+inline constexpr std::array<core::Choice<OffloadDevice>, 3> offload_device_choices{
+    {{"none", OffloadDevice::NONE}, {"cpu", OffloadDevice::CPU}, {"nvme", OffloadDevice::NVME}}};
 
 // What updates an offloaded optimizer's state on the CPU: DeepSpeed's CPU Adam (AVX, OpenMP; ZeRO-Offload), or the
 // PyTorch optimizer itself on CPU tensors (FSDP's CPUOffload, torchtitan).
@@ -201,6 +202,11 @@ struct ParallelPlan {
   // The share of each GPU's optimizer shard that is offloaded and updated on the CPU, the rest staying on the GPU
   // (Megatron-core's HybridDeviceOptimizer, --optimizer-offload-fraction).
   double offload_fraction = 1.0;
+  // ZeRO-Infinity's NVMe swapping: the optimizer's update in sub-groups of this many parameters (DeepSpeed's
+  // sub_group_size), each swapped in, updated and swapped out; with `nvme_pipeline` the next sub-group is read and
+  // the last written while the CPU updates (pipeline_read / pipeline_write), else one after the other.
+  std::int64_t nvme_sub_group = 1000000000;
+  bool nvme_pipeline = false;
   bool fp8_param_gather = false;      // fp8: parameters kept and all-gathered in FP8 (Megatron-core --fp8-param-gather)
   bool fp32_grad_accumulation = true; // gradients accumulated and reduced in fp32 (Megatron does this for bf16)
   bool pp_scatter_gather = true;      // without SP, a stage sends 1/tp of its activations per TP rank, then gathers

@@ -370,6 +370,8 @@ std::vector<PlanKey> make_plan_keys()
       choice("offload_params", &P::offload_params, offload_device_choices, OffloadDevice::NONE),
       choice("cpu_optimizer", &P::cpu_optimizer, cpu_optimizer_choices, CpuOptimizer::DEEPSPEED),
       number("offload_fraction", &P::offload_fraction, 1.0, 0.0, 1.0),
+      integer("nvme_sub_group", &P::nvme_sub_group, 1000000000, 1000000, 1000000000000),
+      flag("nvme_pipeline", &P::nvme_pipeline, false),
       shard_group_key(),
       flag("ideal", &P::ideal, false),
       choice("recompute", &P::recompute, model::recompute_choices, model::Recompute::NONE),

@@ -219,6 +219,23 @@ void check_offload(const ParallelPlan& p, const core::Node& node, const topology
                fmt::format("{:g} of the optimizer offloaded with the parameters on the host is not simulated",
                            p.offload_fraction),
                "offload_fraction 1 with offload_params cpu");
+  if ((p.offload_optimizer == OffloadDevice::NVME || p.offload_params == OffloadDevice::NVME) && p.zero_stage < 3)
+    infeasible(node, p.offload_optimizer == OffloadDevice::NVME ? "offload_optimizer" : "offload_params",
+               fmt::format("offload to NVMe is ZeRO-Infinity's, which runs with ZeRO-3 (DeepSpeed's stage 3 "
+                           "offload); the plan has zero_stage {}{}",
+                           p.zero_stage, p.distributed_optimizer ? " and the distributed optimizer" : ""),
+               "zero_stage 3 with offload to nvme, or offload to cpu");
+  if ((p.offload_optimizer == OffloadDevice::NVME || p.offload_params == OffloadDevice::NVME) &&
+      cluster.node.host.nvme.drives == 0)
+    infeasible(node, p.offload_optimizer == OffloadDevice::NVME ? "offload_optimizer" : "offload_params",
+               fmt::format("topology '{}' has no NVMe drives to offload to (node.host.nvme)", cluster.name),
+               "a topology with node.host.nvme, or offload to cpu");
+  if (p.offload_fraction < 1 && p.offload_optimizer == OffloadDevice::NVME)
+    infeasible(node, "offload_fraction",
+               fmt::format("{:g} of the optimizer on NVMe is not simulated (Megatron-core's fraction offloads to the "
+                           "CPU)",
+                           p.offload_fraction),
+               "offload_fraction 1 with offload_optimizer nvme");
   if (!cluster.node.pcie || cluster.node.host.memory_bandwidth <= 0 || cluster.node.host.memory_bytes <= 0)
     infeasible(node, "offload_optimizer",
                fmt::format("topology '{}' does not describe its hosts (node.pcie and node.host with memory and "

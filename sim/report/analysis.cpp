@@ -98,11 +98,14 @@ std::string training_text(const plan::ParallelPlan& p)
   }
   if (p.optimizer_algorithm != plan::OptimizerAlgorithm::ADAM)
     out += fmt::format(", {} optimizer", name_of(p.optimizer_algorithm, plan::optimizer_algorithm_choices));
-  if (p.offload_optimizer == plan::OffloadDevice::CPU)
-    out +=
-        fmt::format(", {} offloaded to the CPU ({})",
-                    p.offload_params == plan::OffloadDevice::CPU ? "parameters and optimizer" : "optimizer",
-                    p.cpu_optimizer == plan::CpuOptimizer::DEEPSPEED ? "DeepSpeed's CPU Adam" : "PyTorch's optimizer");
+  const auto where = [](plan::OffloadDevice d) { return d == plan::OffloadDevice::NVME ? "NVMe" : "the CPU"; };
+  if (p.offload_optimizer != plan::OffloadDevice::NONE) {
+    const std::string optimizer = fmt::format("optimizer offloaded to {}", where(p.offload_optimizer));
+    out += p.offload_params == plan::OffloadDevice::NONE
+               ? ", " + optimizer
+               : fmt::format(", parameters offloaded to {}, {}", where(p.offload_params), optimizer);
+    out += p.cpu_optimizer == plan::CpuOptimizer::DEEPSPEED ? " (DeepSpeed's CPU Adam)" : " (PyTorch's optimizer)";
+  }
   return out;
 }
 
@@ -125,6 +128,22 @@ std::string host_memory_line(const memory::MemoryEstimate& m)
                        core::format_bytes(m.host_node_bytes - m.host_capacity_bytes));
   return fmt::format("{} of {} ({:.0f}%): fits", offloaded, core::format_bytes(m.host_capacity_bytes),
                      100.0 * m.host_node_bytes / m.host_capacity_bytes);
+}
+
+core::Json nvme_memory_json(const memory::MemoryEstimate& m)
+{
+  return {{"node_bytes", m.nvme_node_bytes}, {"capacity_bytes", m.nvme_capacity_bytes}, {"oom", m.nvme_oom}};
+}
+
+std::string nvme_memory_line(const memory::MemoryEstimate& m)
+{
+  const std::string swapped = fmt::format("swapped {} per node", core::format_bytes(m.nvme_node_bytes));
+  if (m.nvme_oom)
+    return fmt::format("{} to {} of drives: OUT OF NVMe SPACE by {}", swapped,
+                       core::format_bytes(m.nvme_capacity_bytes),
+                       core::format_bytes(m.nvme_node_bytes - m.nvme_capacity_bytes));
+  return fmt::format("{} to {} of drives ({:.0f}%): fits", swapped, core::format_bytes(m.nvme_capacity_bytes),
+                     100.0 * m.nvme_node_bytes / m.nvme_capacity_bytes);
 }
 
 core::Json plan_json(const plan::ParallelPlan& p)
@@ -179,6 +198,7 @@ core::Json analysis_json(const scenario::Scenario& s, const Analysis& a)
                       {"buffers_bytes", st.buffers_bytes},
                       {"working_bytes", st.working_bytes},
                       {"host_bytes", st.host_bytes},
+                      {"nvme_bytes", st.nvme_bytes},
                       {"peak_bytes", st.peak_bytes},
                       {"free_bytes", st.capacity_bytes - st.peak_bytes},
                       {"oom", st.oom}});
@@ -190,6 +210,7 @@ core::Json analysis_json(const scenario::Scenario& s, const Analysis& a)
                  {"peak_stage", a.memory.peak_stage},
                  {"oom", a.memory.oom},
                  {"host", host_memory_json(a.memory)},
+                 {"nvme", nvme_memory_json(a.memory)},
                  {"per_stage", stages}};
 
   const auto& l = a.layer_forward;
@@ -299,6 +320,8 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
   }
   if (a.memory.host_node_bytes > 0)
     line("host     " + host_memory_line(a.memory));
+  if (a.memory.nvme_node_bytes > 0)
+    line("nvme     " + nvme_memory_line(a.memory));
   line(fmt::format("         activations per layer per micro-batch: {}; the CUDA context and allocator slack "
                    "are not counted",
                    core::format_bytes(a.memory.layer_activation_bytes)));

@@ -35,6 +35,9 @@ std::string training_text(const plan::ParallelPlan& p);
 // ({node_bytes, capacity_bytes, oom}) and as the summaries' line ("offloaded ... of ...: fits").
 core::Json host_memory_json(const memory::MemoryEstimate& m);
 std::string host_memory_line(const memory::MemoryEstimate& m);
+// The NVMe tier the same way ({node_bytes, capacity_bytes, oom}; "swapped ... of ...: fits").
+core::Json nvme_memory_json(const memory::MemoryEstimate& m);
+std::string nvme_memory_line(const memory::MemoryEstimate& m);
 
 // "none", "full", "selective", or "selective (layernorm, moe_act)" where the modules are not the attention core alone.
 std::string recompute_text(const plan::ParallelPlan& p);

@@ -266,11 +266,22 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
   // step ends: the last transfer it sends or receives tells which.
   std::vector<double> last_comm(static_cast<std::size_t>(g.gpus), 0.0);
   std::vector<Category> last_comm_category(static_cast<std::size_t>(g.gpus), Category::DP);
-  // Offload: from the host's update starting to the updated parameters' arrival.
+  // Offload: from the host's update starting (its first sub-group's, or the swap from NVMe before it, once the GPU's
+  // kernels are done) to the updated parameters' arrival or the last swap out.
   std::vector<std::pair<double, double>> host_update(static_cast<std::size_t>(g.gpus), {0.0, 0.0});
+  auto widen = [&](TaskId t) {
+    auto& span = host_update[static_cast<std::size_t>(g[t].rank)];
+    span.first = span.second > 0 ? std::min(span.first, tl.tasks[t].start_s) : tl.tasks[t].start_s;
+    span.second = std::max(span.second, tl.tasks[t].end_s);
+  };
   for (TaskId t = 0; t < g.size(); ++t)
     if (g[t].kind == TaskKind::HOST_COMPUTE)
-      host_update[static_cast<std::size_t>(g[t].rank)] = {tl.tasks[t].start_s, tl.tasks[t].end_s};
+      widen(t);
+  for (TaskId t = 0; t < g.size(); ++t)
+    if (g[t].kind == TaskKind::HOST_COPY && workload::is_nvme(g[t].peer) &&
+        host_update[static_cast<std::size_t>(g[t].rank)].second > 0 &&
+        tl.tasks[t].start_s >= last_kernel_end[static_cast<std::size_t>(g[t].rank)])
+      widen(t);
   for (TaskId t = 0; t < g.size(); ++t) { // and the parameters copied back after it
     auto& span = host_update[static_cast<std::size_t>(std::max(g[t].rank, 0))];
     if (g[t].kind == TaskKind::HOST_COPY && g[t].peer == workload::copy_from_host && span.second > 0 &&

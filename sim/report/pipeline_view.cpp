@@ -346,7 +346,11 @@ void write_trace(std::ostream& out, const scenario::Scenario& s, const workload:
     } else if (task.kind == TaskKind::HOST_COMPUTE || task.kind == TaskKind::HOST_COPY) {
       e["tid"] = 6;
       if (task.kind == TaskKind::HOST_COPY) {
-        args["to"] = task.peer == workload::copy_to_host ? "host memory" : "gpu";
+        args["to"] = workload::is_nvme(task.peer) ? (workload::nvme_reads(task.peer) ? "host memory from nvme" : "nvme")
+                     : task.peer == workload::copy_to_host ? "host memory"
+                                                           : "gpu";
+        if (workload::is_nvme(task.peer))
+          args["drive"] = workload::nvme_drive(task.peer);
         args["bytes"] = task.bytes;
       }
     } else {

@@ -264,13 +264,15 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
                    {"buffers_bytes", st.buffers_bytes},
                    {"working_bytes", st.working_bytes},
                    {"host_bytes", st.host_bytes},
+                   {"nvme_bytes", st.nvme_bytes},
                    {"peak_bytes", st.peak_bytes},
                    {"capacity_bytes", st.capacity_bytes},
                    {"oom", st.oom}});
   j["memory"] = {{"per_stage", mem},
                  {"oom", m.memory.oom},
                  {"capacity_bytes", m.memory.capacity_bytes},
-                 {"host", host_memory_json(m.memory)}};
+                 {"host", host_memory_json(m.memory)},
+                 {"nvme", nvme_memory_json(m.memory)}};
   j["cost"] = cost_json(cost_metrics(s.economics, s.cluster, s.gpus, m.tokens_per_s));
   j["tasks"] = cost.tasks;
   j["folded"] = cost.folded;
@@ -409,6 +411,8 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
                        : "fits"));
   if (m.memory.host_node_bytes > 0)
     line("host memory: " + host_memory_line(m.memory));
+  if (m.memory.nvme_node_bytes > 0)
+    line("nvme: " + nvme_memory_line(m.memory));
   for (const auto& l : cost_lines(cost_metrics(s.economics, s.cluster, s.gpus, m.tokens_per_s), s))
     line(l);
   line(fmt::format("simulated {} tasks in {} (peak memory {}){}", cost.tasks, core::format_time(cost.wall_s),

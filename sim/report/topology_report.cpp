@@ -20,6 +20,8 @@ std::string device_label(topology::DeviceKind k)
       return "cpu";
     case topology::DeviceKind::HOST_MEMORY:
       return "host_memory";
+    case topology::DeviceKind::NVME:
+      return "nvme";
     case topology::DeviceKind::NIC:
       return "nic";
     case topology::DeviceKind::LEAF:

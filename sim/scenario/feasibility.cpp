@@ -40,18 +40,26 @@ std::optional<double> read_number(const std::string& path)
 void refuse_out_of_memory(const Scenario& s, const std::string& set_by)
 {
   const memory::MemoryEstimate m = memory::estimate_memory(s.model, s.plan, s.cluster);
-  if (m.host_oom && !m.oom) {
+  // A node's host tier over its capacity (when the GPUs' own memory is not already): refused with its numbers.
+  const auto refuse_tier = [&](const char* where_to, const char* verb, double bytes, double capacity, const char* what,
+                               const char* remedy) {
     core::Location where = plan_location(s);
     where.set_by = set_by;
-    throw core::InfeasiblePlan(
-        where,
-        fmt::format("does not fit in host memory: a node's GPUs offload {} to its {} of DRAM, {} over",
-                    core::format_bytes(m.host_node_bytes), core::format_bytes(m.host_capacity_bytes),
-                    core::format_bytes(m.host_node_bytes - m.host_capacity_bytes)),
-        {},
-        "more nodes, ZeRO over more GPUs, a topology with more host memory, or offload_optimizer none; "
-        "`simtrain memory` shows each stage; --allow-oom simulates it anyway");
-  }
+    throw core::InfeasiblePlan(where,
+                               fmt::format("does not fit {}: a node's GPUs {} {} to its {} of {}, {} over", where_to,
+                                           verb, core::format_bytes(bytes), core::format_bytes(capacity), what,
+                                           core::format_bytes(bytes - capacity)),
+                               {},
+                               fmt::format("more nodes, ZeRO over more GPUs, {}; `simtrain memory` shows each stage; "
+                                           "--allow-oom simulates it anyway",
+                                           remedy));
+  };
+  if (m.host_oom && !m.oom)
+    refuse_tier("in host memory", "offload", m.host_node_bytes, m.host_capacity_bytes, "DRAM",
+                "a topology with more host memory, or offload_optimizer none");
+  if (m.nvme_oom && !m.oom)
+    refuse_tier("on the NVMe drives", "swap", m.nvme_node_bytes, m.nvme_capacity_bytes, "drives",
+                "a topology with more NVMe space, or offload to cpu");
   if (!m.oom)
     return;
   const memory::StageMemory& st = m.per_stage.at(static_cast<std::size_t>(m.peak_stage));

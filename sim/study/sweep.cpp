@@ -156,6 +156,14 @@ class Sweep {
           core::format_bytes(memory.host_capacity_bytes), core::format_bytes(row.memory_over_bytes));
       return false;
     }
+    if (memory.nvme_oom) {
+      row.outcome = Outcome::OUT_OF_MEMORY;
+      row.memory_over_bytes = memory.nvme_node_bytes - memory.nvme_capacity_bytes;
+      row.reason =
+          fmt::format("swaps {} per node to {} of NVMe drives (over by {})", core::format_bytes(memory.nvme_node_bytes),
+                      core::format_bytes(memory.nvme_capacity_bytes), core::format_bytes(row.memory_over_bytes));
+      return false;
+    }
     // With GPUs of several kinds, the bound of the fastest everywhere (a bound still).
     const auto graph = topology::build_graph(s.cluster, s.nodes);
     row.bound_s = std::numeric_limits<double>::infinity();

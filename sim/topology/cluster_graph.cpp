@@ -79,6 +79,16 @@ void build_node(Builder& b, ClusterGraph& cg, const ClusterSpec& spec, int n)
         b.link(cpus[static_cast<std::size_t>(s)], memory.back(), LinkClass::DRAM, ns.host.memory_bandwidth / 2, 0.0);
       }
     cg.host_memory.push_back(memory);
+    // NVMe drives on their sockets' root ports, each link at the faster of the drive's read and write rates (the
+    // slower direction's copies count as more bytes: workload::nvme_wire_bytes).
+    std::vector<VertexId> drives;
+    const NvmeSpec& nvme = ns.host.nvme;
+    for (int d = 0; d < nvme.drives; ++d) {
+      drives.push_back(b.device(DeviceKind::NVME, n, d));
+      b.link(cpus[static_cast<std::size_t>(nvme.sockets[static_cast<std::size_t>(d)])], drives.back(), LinkClass::PCIE,
+             std::max(nvme.read_bandwidth, nvme.write_bandwidth), t.latency / 2);
+    }
+    cg.nvme.push_back(drives);
     for (int s = 0; s < t.sockets; ++s)
       for (int r = s + 1; r < t.sockets; ++r)
         b.link(cpus[static_cast<std::size_t>(s)], cpus[static_cast<std::size_t>(r)], LinkClass::CPU,
@@ -94,6 +104,7 @@ void build_node(Builder& b, ClusterGraph& cg, const ClusterSpec& spec, int n)
     }
   } else {
     cg.host_memory.emplace_back();
+    cg.nvme.emplace_back();
     // No PCIe tree described: each GPU reaches its NIC over its own x16 link.
     const double x16 = pcie_x16_bandwidth(spec.gpu.pcie_generation);
     for (int i = 0; i < ns.gpus; ++i)
@@ -157,8 +168,8 @@ std::vector<EdgeId> path_in_node(const ClusterGraph& cg, VertexId src, VertexId 
   while (!queue.empty() && !seen.count(dst)) {
     const VertexId u = queue.front();
     queue.pop_front();
-    if (u != src &&
-        (g[u].kind == DeviceKind::GPU || g[u].kind == DeviceKind::NIC || g[u].kind == DeviceKind::HOST_MEMORY))
+    if (u != src && (g[u].kind == DeviceKind::GPU || g[u].kind == DeviceKind::NIC ||
+                     g[u].kind == DeviceKind::HOST_MEMORY || g[u].kind == DeviceKind::NVME))
       continue;
     for (auto [e, end] = boost::out_edges(u, g); e != end; ++e) {
       const VertexId v = boost::target(*e, g);
@@ -211,6 +222,8 @@ std::string ClusterGraph::device_name(VertexId v) const
       return fmt::format("n{}.cpu{}", d.node, d.index);
     case DeviceKind::HOST_MEMORY:
       return fmt::format("n{}.mem{}", d.node, d.index);
+    case DeviceKind::NVME:
+      return fmt::format("n{}.nvme{}", d.node, d.index);
     case DeviceKind::NIC:
       return fmt::format("n{}.nic{}", d.node, d.index);
     case DeviceKind::LEAF:
@@ -331,6 +344,17 @@ std::vector<EdgeId> route_to_host_memory(const ClusterGraph& cg, int gpu)
   return path_in_node(cg, cg.gpu[static_cast<std::size_t>(gpu)], memory[static_cast<std::size_t>(socket)]);
 }
 
+std::vector<EdgeId> route_to_nvme(const ClusterGraph& cg, int gpu, int drive)
+{
+  const auto node = static_cast<std::size_t>(gpu / cg.gpus_per_node);
+  const auto& memory = cg.host_memory.at(node);
+  const auto& drives = cg.nvme.at(node);
+  const int socket = cg.socket_of_gpu[static_cast<std::size_t>(gpu % cg.gpus_per_node)];
+  if (static_cast<std::size_t>(socket) >= memory.size() || static_cast<std::size_t>(drive) >= drives.size())
+    throw std::logic_error("node " + std::to_string(node) + " has no NVMe drive " + std::to_string(drive));
+  return path_in_node(cg, memory[static_cast<std::size_t>(socket)], drives[static_cast<std::size_t>(drive)]);
+}
+
 std::vector<bool> link_directions(const ClusterGraph& cg, VertexId from, const std::vector<EdgeId>& links)
 {
   std::vector<bool> forward;
@@ -435,6 +459,7 @@ std::string to_dot(const ClusterGraph& cg, const std::string& title)
       case DeviceKind::CPU:
         return "box, style=filled, fillcolor=\"#d9d9d9\"";
       case DeviceKind::HOST_MEMORY:
+      case DeviceKind::NVME:
         return "box, style=filled, fillcolor=\"#c7e9c0\"";
       default:
         return "ellipse";

@@ -23,7 +23,7 @@ inline constexpr std::array<core::Choice<LinkClass>, 6> link_class_choices{{{"nv
                                                                             {"cpu", LinkClass::CPU},
                                                                             {"dram", LinkClass::DRAM}}};
 
-enum class DeviceKind { GPU, NVSWITCH, PCIE_SWITCH, CPU, HOST_MEMORY, NIC, LEAF, SPINE, CORE };
+enum class DeviceKind { GPU, NVSWITCH, PCIE_SWITCH, CPU, HOST_MEMORY, NVME, NIC, LEAF, SPINE, CORE };
 
 struct Device {
   DeviceKind kind = DeviceKind::GPU;
@@ -65,6 +65,7 @@ struct ClusterGraph {
   // from a NIC is staged in the memory of the NIC's socket (no GPUDirect RDMA).
   bool staged = false;
   std::vector<std::vector<VertexId>> host_memory; // per node, per CPU socket (with a PCIe tree and a host bandwidth)
+  std::vector<std::vector<VertexId>> nvme;        // per node, per NVMe drive
   std::vector<int> socket_of_gpu;                 // local GPU -> its CPU socket (0 without a PCIe tree)
   std::vector<int> socket_of_nic;                 // local NIC -> its CPU socket
   // Per kind of GPU (topology::gpu_kind; 0: the topology's part): the share of its compute rate left to kernels while
@@ -97,6 +98,9 @@ std::vector<EdgeId> route(const ClusterGraph& g, int src_gpu, int dst_gpu);
 std::vector<EdgeId> route_to_network(const ClusterGraph& g, int gpu);
 // From a GPU to the memory of its CPU socket (what it offloads there): up its PCIe tree, then the socket's DRAM link.
 std::vector<EdgeId> route_to_host_memory(const ClusterGraph& g, int gpu);
+// From the memory of a GPU's socket to NVMe drive `drive` of its node (what its process swaps there): the socket's
+// DRAM link, the link between the sockets if the drive hangs on the other, the drive's link.
+std::vector<EdgeId> route_to_nvme(const ClusterGraph& g, int gpu, int drive);
 // Whether `links`, walked from `from`, crosses each link from its source to its target (true) or back.
 std::vector<bool> link_directions(const ClusterGraph& g, VertexId from, const std::vector<EdgeId>& links);
 double route_latency(const ClusterGraph& g, const std::vector<EdgeId>& links);

@@ -72,7 +72,33 @@ double bounded_quantity(const core::Node& node, core::Dimension dimension, doubl
   return value;
 }
 
-HostSpec read_host(const core::Node& node)
+NvmeSpec read_nvme(const core::Node& node, int sockets)
+{
+  core::ObjectReader r(node);
+  NvmeSpec d;
+  d.drives = static_cast<int>(r.integer_or("drives", 1, 1, 64));
+  // From a 16 GB Optane module to a 61.44 TB U.2 drive (and room above); from a Gen3 x2 drive's 1 GB/s to a Gen5
+  // x4's 14 GB/s (and room above).
+  d.capacity_bytes = bounded_quantity(r.at("capacity", "each drive's capacity"), core::Dimension::BYTES, 16e9, 128e12,
+                                      "from 16GB to 128TB per drive");
+  d.read_bandwidth = bounded_quantity(r.at("read_bandwidth", "each drive's sequential read bandwidth"),
+                                      core::Dimension::BANDWIDTH, 0.2e9, 30e9, "from 0.2GBps to 30GBps per drive");
+  d.write_bandwidth = bounded_quantity(r.at("write_bandwidth", "each drive's sequential write bandwidth"),
+                                       core::Dimension::BANDWIDTH, 0.1e9, 30e9, "from 0.1GBps to 30GBps per drive");
+  if (auto list = r.find("sockets")) {
+    if (list->array_size() != static_cast<std::size_t>(d.drives))
+      list->fail_found("not one socket per drive", fmt::format("{} sockets", list->array_size()),
+                       fmt::format("{} sockets, one per drive", d.drives));
+    d.sockets = read_index_list(*list, sockets);
+  } else { // spread evenly over the sockets, in order
+    for (int i = 0; i < d.drives; ++i)
+      d.sockets.push_back(i * sockets / d.drives);
+  }
+  r.finish();
+  return d;
+}
+
+HostSpec read_host(const core::Node& node, const std::optional<PcieTree>& pcie)
 {
   core::ObjectReader r(node);
   HostSpec h;
@@ -83,6 +109,14 @@ HostSpec read_host(const core::Node& node)
   if (auto bandwidth = r.find("memory_bandwidth"))
     h.memory_bandwidth =
         bounded_quantity(*bandwidth, core::Dimension::BANDWIDTH, 10e9, 2e12, "from 10GBps to 2TBps per socket");
+  if (auto nvme = r.find("nvme")) {
+    // A drive hangs on a socket's root port and moves data to and from that socket's memory.
+    if (!pcie || h.memory_bandwidth == 0)
+      nvme->fail_found("NVMe drives with no PCIe tree or no host memory bandwidth",
+                       !pcie ? "no node.pcie" : "no node.host.memory_bandwidth",
+                       "a pcie tree and host.memory_bandwidth: a drive reads and writes its socket's memory");
+    h.nvme = read_nvme(*nvme, pcie->sockets);
+  }
   r.finish();
   return h;
 }
@@ -297,7 +331,7 @@ ClusterSpec read_cluster(const core::Node& node)
   if (auto pcie = n.find("pcie"))
     c.node.pcie = read_pcie(*pcie, c.gpu, c.node.gpus, c.node.nics.count);
   if (auto host = n.find("host"))
-    c.node.host = read_host(*host);
+    c.node.host = read_host(*host, c.node.pcie);
   if (!c.node.nvlink && !c.node.pcie)
     n.node().fail_found("no fabric between the node's GPUs", "neither nvlink nor pcie",
                         "an nvlink object (switch or mesh), a pcie object, or both");

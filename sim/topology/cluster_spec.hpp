@@ -69,9 +69,20 @@ struct NicSpec {
 
 // The node's host: its DRAM. GPUs whose driver allows no peer-to-peer (GeForce) stage what they send to another GPU
 // or a NIC in it, so each socket's memory is a device of the PCIe tree.
+// Its NVMe drives (what ZeRO-Infinity offloads to), each on a root port of a CPU socket: DeepSpeed's asynchronous I/O
+// stripes each process's swap files over all of them (a RAID-0 array, as DeepNVMe runs it).
+struct NvmeSpec {
+  int drives = 0;
+  double capacity_bytes = 0;  // each
+  double read_bandwidth = 0;  // each, sequential, bytes/s
+  double write_bandwidth = 0; // each, sequential, bytes/s
+  std::vector<int> sockets;   // per drive
+};
+
 struct HostSpec {
   double memory_bytes = 0;     // DRAM of the whole node (0: not given)
   double memory_bandwidth = 0; // per CPU socket, reads and writes together (0: not given)
+  NvmeSpec nvme;
 };
 
 struct NodeSpec {

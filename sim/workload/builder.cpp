@@ -213,6 +213,31 @@ double BuildState::graph_latency_to_host(int gpu) const
   return topology::route_latency(graph, topology::route_to_host_memory(graph, gpu));
 }
 
+TaskId BuildState::nvme_copy(int gpu, double bytes, bool read, const std::string& label, const Where& w,
+                             const std::vector<TaskId>& deps)
+{
+  // Each drive's link runs at the faster of its read and write rates (topology/cluster_graph): a copy the slower way
+  // counts as more bytes on it.
+  const topology::NvmeSpec& nvme = cluster.node.host.nvme;
+  const double faster = std::max(nvme.read_bandwidth, nvme.write_bandwidth);
+  const double wire = bytes / nvme.drives * faster / (read ? nvme.read_bandwidth : nvme.write_bandwidth);
+  std::vector<TaskId> parts;
+  for (int d = 0; d < nvme.drives; ++d) {
+    Task t;
+    t.kind = TaskKind::HOST_COPY;
+    t.category = Category::OFFLOAD;
+    t.rank = gpu;
+    t.peer = read ? nvme_read(d) : nvme_write(d);
+    t.bytes = wire;
+    t.latency_s = p.ideal ? 0.0 : topology::route_latency(graph, topology::route_to_nvme(graph, gpu, d));
+    t.label = g.label(label);
+    t.stage = static_cast<std::int16_t>(w.stage);
+    t.microbatch = w.microbatch;
+    parts.push_back(add(t, deps));
+  }
+  return parts.size() == 1 ? parts.front() : sync(Category::OFFLOAD, parts);
+}
+
 TaskId BuildState::host_compute(int gpu, double seconds, const std::string& label, const Where& w,
                                 const std::vector<TaskId>& deps)
 {

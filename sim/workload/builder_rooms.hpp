@@ -84,6 +84,8 @@ class OptimizerStep {
  private:
   using Dim = plan::GroupDim;
   void parameter_pass(int s, int item, const Where& w, const char* label, double ParameterPassTimes::*s_per_param);
+  // GPU r's process updating `params` of its shard whose state ZeRO-Infinity keeps on NVMe; returns its end.
+  TaskId swapped_update(int r, double params, const Where& w, const std::vector<TaskId>& deps);
 
   BuildState& b_;
   const plan::ParallelPlan& p_;

@@ -143,6 +143,10 @@ class BuildState {
                    const std::vector<TaskId>& deps);
   TaskId host_compute(int gpu, double seconds, const std::string& label, const Where& w,
                       const std::vector<TaskId>& deps);
+  // A swap of `bytes` between a GPU's socket memory and its node's NVMe drives, striped over all of them (DeepSpeed's
+  // asynchronous I/O over a RAID-0 array); returns the task that ends when every drive's part has.
+  TaskId nvme_copy(int gpu, double bytes, bool read, const std::string& label, const Where& w,
+                   const std::vector<TaskId>& deps);
   // A collective over `ranks` once every task in `deps` is done; returns the sync that marks its end.
   TaskId collective(CollectiveKind kind, const std::vector<int>& ranks, double bytes, Category category,
                     const std::string& label, const Where& w, const std::vector<TaskId>& deps,

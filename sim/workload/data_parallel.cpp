@@ -22,11 +22,15 @@ DataParallel::Gathered DataParallel::gather_parameters(int s, int item, const Wh
       auto& gathered = b_.gather_tail[static_cast<std::size_t>(r)];
       deps.push_back(gathered);
       if (p_.offload_params != plan::OffloadDevice::NONE) {
-        // The GPU's shard comes up from host memory first, once the gather before has ended (one ahead).
+        // The GPU's shard comes up from host memory first, once the gather before has ended (one ahead); from
+        // NVMe it is read into a host buffer before that.
         auto& fetched = b_.fetch_tail[static_cast<std::size_t>(r)];
         const double shard = bytes / static_cast<double>(group.size());
+        std::vector<TaskId> before{fetched, gathered};
+        if (p_.offload_params == plan::OffloadDevice::NVME)
+          before = {b_.nvme_copy(r, shard, true, std::string(label) + ": shard from nvme", w, before)};
         fetched = b_.host_copy(r, shard / pinned_copy_efficiency, copy_from_host,
-                               std::string(label) + ": shard from host", w, {fetched, gathered});
+                               std::string(label) + ": shard from host", w, before);
         deps.push_back(fetched);
       }
     }

@@ -138,6 +138,30 @@ void OptimizerStep::parameter_pass(int s, int item, const Where& w, const char* 
   });
 }
 
+TaskId OptimizerStep::swapped_update(int r, double params, const Where& w, const std::vector<TaskId>& deps)
+{
+  // ZeRO-Infinity's optimizer swapper (DeepSpeed runtime/swap_tensor): sub-group by sub-group, the fp32 state (master
+  // weights and moments) read from the drives into pinned buffers, updated by the CPU, written back. Without
+  // pipelining each waits for the one before; with it the next sub-group is read and the last written while the CPU
+  // updates (pipeline_read, pipeline_write).
+  const double state = plan::optimizer_state_bytes(p_.optimizer_algorithm, static_cast<double>(b_.m.hidden_size));
+  const int groups = std::max(1, static_cast<int>(std::ceil(params / static_cast<double>(p_.nvme_sub_group))));
+  const double group = params / groups;
+  const double seconds = group * cpu_optimizer_seconds_per_param(p_, b_.cluster);
+  TaskId read = no_task;
+  TaskId update = no_task;
+  TaskId write = no_task;
+  for (int i = 0; i < groups; ++i) {
+    std::vector<TaskId> before = deps;
+    before.push_back(p_.nvme_pipeline ? read : write);
+    read = b_.nvme_copy(r, state * group, true, "optimizer state from nvme", w, before);
+    update = b_.host_compute(r, seconds, "cpu optimizer", w, {read, update});
+    write = b_.nvme_copy(r, state * group, false, "optimizer state to nvme", w, {update, write});
+  }
+  // The next step swaps in what this one wrote: the step ends with the last write.
+  return b_.sync(Category::OFFLOAD, {update, write});
+}
+
 void OptimizerStep::step(int s)
 {
   double params = 0;
@@ -167,7 +191,13 @@ void OptimizerStep::step(int s)
         copies = b_.host_copy(r, cpu_params * offload_copy_bytes_per_param, copy_to_host, "gradients to host", w,
                               {copies, b_.reduce_tail[static_cast<std::size_t>(r)]});
       tail.push_back(copies);
-      const TaskId update = b_.host_compute(r, seconds, "cpu optimizer", w, tail);
+      const TaskId update = p_.offload_optimizer == plan::OffloadDevice::NVME
+                                ? swapped_update(r, cpu_params, w, tail)
+                                : b_.host_compute(r, seconds, "cpu optimizer", w, tail);
+      if (p_.offload_params == plan::OffloadDevice::NVME) { // the updated 16-bit shard written to the drives
+        tail = {b_.nvme_copy(r, element_bytes * cpu_params, false, "updated parameters to nvme", w, {update})};
+        continue;
+      }
       if (p_.offload_params != plan::OffloadDevice::NONE) {
         tail = {update};
         continue;

@@ -19,11 +19,32 @@ using TaskId = std::uint32_t;
 inline constexpr TaskId no_task = std::numeric_limits<TaskId>::max();
 
 // HOST_COPY: a copy between a GPU (`rank`) and the memory of its CPU socket, by the GPU's copy engine (no SMs), the
-// way `peer` says (copy_to_host, copy_from_host); HOST_COMPUTE: work on the CPU of `rank`'s process (CPU Adam),
-// `duration_s` long, beside whatever its GPU does.
+// way `peer` says (copy_to_host, copy_from_host), or between that memory and an NVMe drive of its node by the drive
+// (nvme_write(d), nvme_read(d)); HOST_COMPUTE: work on the CPU of `rank`'s process (CPU Adam), `duration_s` long,
+// beside whatever its GPU does.
 enum class TaskKind : std::uint8_t { COMPUTE, TRANSFER, SYNC, HOST_COPY, HOST_COMPUTE };
 inline constexpr std::int32_t copy_to_host = 0;
 inline constexpr std::int32_t copy_from_host = 1;
+constexpr std::int32_t nvme_write(int drive)
+{
+  return 2 + 2 * drive;
+}
+constexpr std::int32_t nvme_read(int drive)
+{
+  return 3 + 2 * drive;
+}
+constexpr bool is_nvme(std::int32_t peer)
+{
+  return peer >= 2;
+}
+constexpr int nvme_drive(std::int32_t peer)
+{
+  return (peer - 2) / 2;
+}
+constexpr bool nvme_reads(std::int32_t peer)
+{
+  return peer >= 2 && peer % 2 == 1;
+}
 
 // What a task is for: the forward, backward and recomputed passes and the optimizer on the compute stream;
 // tensor-, pipeline-, data-, expert- and context-parallel communication; the weight gradients a zero-bubble backward

@@ -1275,3 +1275,25 @@ TEST_CASE("ZeRO-Offload: the optimizer's state on the host with its verdict, the
   CHECK(trace.find("\"cpu optimizer\"") != std::string::npos);
   CHECK(trace.find("host (offload)") != std::string::npos);
 }
+
+TEST_CASE("ZeRO-Infinity to NVMe: the drives' tier in memory and in the report, the swaps in the exposed offload")
+{
+  const std::string offload =
+      (test::source_dir() / "scenarios/finetune/offload-8x4090-zero2.json").string() + " --set plan.zero_stage=3";
+  const auto cpu = run_json(offload);
+  // Sub-groups of 1e8 parameters, as DeepSpeed's NVMe examples set them: the swapper's four buffers stay small.
+  const auto nvme = run_json(offload + " --set plan.offload_optimizer=nvme --set plan.nvme_sub_group=100000000");
+  CHECK(nvme["plan"]["offload_optimizer"] == "nvme");
+  CHECK(nvme["memory"]["nvme"]["node_bytes"].get<double>() > 0);
+  CHECK(cpu["memory"]["nvme"]["node_bytes"].get<double>() == 0);
+  CHECK(nvme["memory"]["host"]["node_bytes"].get<double>() < cpu["memory"]["host"]["node_bytes"].get<double>());
+  // The state crosses the drives twice a step: the wait grows by far more than the CPU's update.
+  CHECK(nvme["breakdown_s"]["offload_exposed"].get<double>() > 2 * cpu["breakdown_s"]["offload_exposed"].get<double>());
+  CHECK(run("memory " + offload + " --set plan.offload_optimizer=nvme").out.find("nvme     swapped") !=
+        std::string::npos);
+  // No drives: one line naming them.
+  const auto none = run("run " + offload + " --set plan.offload_optimizer=nvme --set topology.node.host.nvme=null",
+                        Streams::WITH_ERRORS);
+  CHECK(none.status == 1);
+  CHECK(none.out.find("has no NVMe drives to offload to") != std::string::npos);
+}

@@ -121,3 +121,50 @@ TEST_CASE("ZeRO-Offload on one GPU: gradients out, the CPU's update, the paramet
   CHECK(timeline.tasks[back].end_s - timeline.tasks[update].end_s == Approx(back_s).epsilon(1e-9));
   CHECK(timeline.step_time_s == Approx(timeline.tasks[back].end_s));
 }
+
+TEST_CASE("NVMe swaps: two GPUs' reads share the drives at their read rate, a write runs at the write rate")
+{
+  const auto cluster = sim::scenario::load_cluster("pcie-4090", test::options());
+  const auto graph = sim::topology::build_graph(cluster, 1);
+  const auto& nvme = cluster.node.host.nvme;
+  REQUIRE(nvme.drives == 2);
+  sim::workload::TaskGraph g;
+  g.gpus = g.cluster_gpus = graph.gpus();
+  g.stage_leaders = {0};
+  const auto start = g.add(Task{});
+  constexpr double bytes = 6.5e9; // per GPU per drive
+  std::vector<sim::workload::TaskId> reads;
+  for (int gpu : {0, 1}) // two GPUs of socket 0, each reading a stripe from both drives
+    for (int d = 0; d < nvme.drives; ++d) {
+      Task t;
+      t.kind = TaskKind::HOST_COPY;
+      t.rank = gpu;
+      t.peer = sim::workload::nvme_read(d);
+      t.bytes = bytes;
+      reads.push_back(g.add(t));
+      g.depend(reads.back(), start);
+    }
+  // Then GPU 4 (socket 1) writes to drive 1, its socket's: bytes scaled to the drive's link, rated at its read rate.
+  Task w;
+  w.kind = TaskKind::HOST_COPY;
+  w.rank = 4;
+  w.peer = sim::workload::nvme_write(1);
+  w.bytes = 3.5e9 * nvme.read_bandwidth / nvme.write_bandwidth;
+  const auto write = g.add(w);
+  for (auto r : reads)
+    g.depend(write, r);
+  g.step_end = g.add(Task{});
+  g.depend(g.step_end, write);
+  g.finalize();
+  const auto timeline = sim::engine::replay(g, graph);
+  // Each drive serves two flows at its read rate: 6.5 GB each at 3.25 GB/s (drive 1 across the sockets' link, whose
+  // 62.4 GB/s does not limit it).
+  for (auto r : reads)
+    CHECK(timeline.tasks[r].end_s == Approx(2.0 * bytes / nvme.read_bandwidth).epsilon(1e-9));
+  // 3.5 GB at the write rate: one second more.
+  CHECK(timeline.tasks[write].end_s - timeline.tasks[write].start_s == Approx(1.0).epsilon(1e-9));
+  // The first drive's link carried both GPUs' stripes and nothing of the write.
+  const auto to_drive0 = sim::topology::route_to_nvme(graph, 0, 0);
+  const auto& link = graph.graph[to_drive0.back()];
+  CHECK(timeline.link_bytes_forward[link.id] + timeline.link_bytes_backward[link.id] == Approx(2 * bytes));
+}

@@ -780,6 +780,23 @@ TEST_CASE("FSDP's CPU offload, from Trainer's arguments and torchtitan's job, of
   CHECK(infinity.scenario["plan"]["offload_optimizer"] == "cpu");
   CHECK_FALSE(infinity.scenario["plan"].contains("cpu_optimizer")); // DeepSpeed's CPU Adam, the default
   CHECK(infinity.not_simulated.empty());
+
+  // And to NVMe, with its swapping unit and pipelined reads.
+  const sim::core::Json nvme = {
+      {"train_batch_size", 8},
+      {"bf16", {{"enabled", true}}},
+      {"zero_optimization",
+       {{"stage", 3},
+        {"sub_group_size", 1e8},
+        {"offload_optimizer", {{"device", "nvme"}, {"nvme_path", "/local_nvme"}, {"pipeline_read", true}}},
+        {"offload_param", {{"device", "nvme"}, {"nvme_path", "/local_nvme"}}}}}};
+  const Imported to_nvme = sim::importer::import_deepspeed(sim::core::Node(nvme, "", provenance), target(8),
+                                                           {"llama2-7b", 1024, std::nullopt, std::nullopt});
+  CHECK(to_nvme.scenario["plan"]["offload_params"] == "nvme");
+  CHECK(to_nvme.scenario["plan"]["offload_optimizer"] == "nvme");
+  CHECK(to_nvme.scenario["plan"]["nvme_pipeline"] == true);
+  CHECK(to_nvme.scenario["plan"]["nvme_sub_group"] == 100000000);
+  CHECK(to_nvme.not_simulated.empty());
 }
 
 TEST_CASE(

@@ -237,3 +237,72 @@ TEST_CASE("Megatron-core's optimizer CPU offload: a fraction of the distributed 
       full_s += full.tasks[id].duration_s;
   CHECK(gpu_optimizer_s == Approx(0.75 * full_s));
 }
+
+TEST_CASE("ZeRO-Infinity to NVMe: the optimizer's state on the drives, its swaps sub-group by sub-group, every tier's "
+          "verdict")
+{
+  nlohmann::json plan = zero2;
+  plan["zero_stage"] = 3;
+  plan["offload_optimizer"] = "nvme";
+  const auto s = llama7b(plan);
+  const auto m = sim::memory::estimate_memory(s.model, s.plan, s.cluster);
+  const auto& st = m.per_stage.front();
+  const double shard = st.params / 8;
+  // Adam's 12 bytes a parameter on the drives; the fp32 gradient shard and the swapper's four sub-group buffers
+  // (the whole shard here, under the 1e9 default) in host memory.
+  CHECK(st.nvme_bytes == Approx(12.0 * shard));
+  CHECK(st.host_bytes == Approx(4.0 * shard + 4 * 4.0 * shard));
+  CHECK(m.nvme_node_bytes == Approx(8 * st.nvme_bytes));
+  CHECK(m.nvme_capacity_bytes == Approx(2 * 3.84e12));
+  CHECK_FALSE(m.nvme_oom);
+  // Parameters to NVMe too: their 16-bit shard leaves HBM for the drives, through five 1e8-element buffers.
+  plan["offload_params"] = "nvme";
+  const auto both = sim::memory::estimate_memory(s.model, llama7b(plan).plan, s.cluster).per_stage.front();
+  CHECK(both.weights_bytes == 0);
+  CHECK(both.nvme_bytes == Approx(14.0 * shard));
+  CHECK(both.host_bytes == Approx(st.host_bytes + 5 * 1e8 * 2.0));
+  // Drives too small: refused with the numbers.
+  const auto small =
+      llama7b(plan, "pcie-4090", {"topology.node.host.nvme.drives=1", "topology.node.host.nvme.capacity=90GB"});
+  const auto over = sim::memory::estimate_memory(small.model, small.plan, small.cluster);
+  CHECK(over.nvme_oom);
+  CHECK_THAT(test::error_of([&] { sim::scenario::refuse_out_of_memory(small, ""); }),
+             Catch::Contains("does not fit on the NVMe drives"));
+  // No drives, or not ZeRO-3: one line each.
+  CHECK_THAT(test::error_of([&] { llama7b(plan, "workstation-rtx3090"); }), Catch::Contains("has no NVMe drives"));
+  auto zero2_nvme = zero2;
+  zero2_nvme["offload_optimizer"] = "nvme";
+  CHECK_THAT(test::error_of([&] { llama7b(zero2_nvme); }), Catch::Contains("which runs with ZeRO-3"));
+
+  // The step: per GPU, sub-groups of 1e8 parameters each swapped in (12 bytes), updated, swapped out, every swap
+  // striped over both drives; nothing of the state is copied to the GPU but the updated parameters.
+  const nlohmann::json tiny = {
+      {"schema", "model/v1"},      {"name", "tiny"},      {"num_layers", 4},   {"hidden_size", 1024},
+      {"num_attention_heads", 16}, {"vocab_size", 32000}, {"seq_length", 1024}};
+  nlohmann::json step{{"dp", 8},
+                      {"global_batch", 8},
+                      {"zero_stage", 3},
+                      {"zero3_per_tensor", false},
+                      {"offload_optimizer", "nvme"},
+                      {"nvme_sub_group", 2000000}};
+  const auto b = test::build(step, tiny, "pcie-4090", false);
+  const double params =
+      sim::memory::estimate_memory(b.scenario.model, b.scenario.plan, b.scenario.cluster).per_stage.front().params;
+  const auto& nvme = b.scenario.cluster.node.host.nvme;
+  double read = 0;
+  double written = 0;
+  int updates = 0;
+  for (sim::workload::TaskId t = 0; t < b.tasks.size(); ++t) {
+    const auto& task = b.tasks[t];
+    if (task.rank != 0)
+      continue;
+    if (task.kind == TaskKind::HOST_COPY && sim::workload::is_nvme(task.peer))
+      (sim::workload::nvme_reads(task.peer) ? read : written) += task.bytes;
+    if (task.kind == TaskKind::HOST_COMPUTE)
+      ++updates;
+  }
+  const double shard_params = params / 8;
+  CHECK(updates == static_cast<int>(std::ceil(shard_params / 2e6)));
+  CHECK(read == Approx(12.0 * shard_params)); // drives' links rated at the read rate
+  CHECK(written == Approx(12.0 * shard_params * nvme.read_bandwidth / nvme.write_bandwidth));
+}

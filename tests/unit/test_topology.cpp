@@ -103,9 +103,21 @@ TEST_CASE("GPUs without peer-to-peer need host memory to stage their traffic in"
 {
   CHECK_THAT(test::error_of([] { sim::scenario::load_cluster("pcie-4090", test::options({"node.host=null"})); }),
              Catch::Contains("/node: GPUs without peer-to-peer (RTX-4090) and no host memory bandwidth"));
+  CHECK_THAT(test::error_of([] {
+               sim::scenario::load_cluster("pcie-4090",
+                                           test::options({"node.host.memory_bandwidth=null", "node.host.nvme=null"}));
+             }),
+             Catch::Contains("no host.memory_bandwidth"));
+  // Drives read and write their socket's memory: they need its bandwidth too, and a drive per listed socket.
   CHECK_THAT(test::error_of(
                  [] { sim::scenario::load_cluster("pcie-4090", test::options({"node.host.memory_bandwidth=null"})); }),
-             Catch::Contains("no host.memory_bandwidth"));
+             Catch::Contains("/node/host/nvme: NVMe drives with no PCIe tree or no host memory bandwidth"));
+  CHECK_THAT(
+      test::error_of([] { sim::scenario::load_cluster("pcie-4090", test::options({"node.host.nvme.sockets=[0]"})); }),
+      Catch::Contains("not one socket per drive"));
+  CHECK_THAT(test::error_of(
+                 [] { sim::scenario::load_cluster("pcie-4090", test::options({"node.host.nvme.capacity=500TB"})); }),
+             Catch::Contains("from 16GB to 128TB per drive"));
   // A patched driver (peer-to-peer on) needs none.
   CHECK_NOTHROW(
       sim::scenario::load_cluster("pcie-4090", test::options({"node.host=null", "node.gpu.peer_to_peer=true"})));
