@@ -349,6 +349,17 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
       per_microbatch += static_cast<double>(m.mtp_layers) * 4.0 * element_bytes * sb * h / sp_divisor;
       extras += per_microbatch * s.in_flight.per_chunk[static_cast<std::size_t>(head_chunk)];
     }
+    if (p.offload_activations) {
+      // Offloaded as each layer's forward ends and fetched one layer ahead of its backward: HBM holds the layer
+      // computing and one on the copy engine, the host the rest.
+      double largest = 0;
+      for (int c = 0; c < p.virtual_stages; ++c)
+        for (int i = 0; i < p.layers_in_chunk(stage, c); ++i)
+          largest = std::max(largest, layer_activation_bytes(m, p, p.first_layer_of_chunk(stage, c) + i));
+      const double kept = std::min(s.layer_activations_bytes, 2.0 * largest);
+      s.host_bytes += s.layer_activations_bytes - kept;
+      s.layer_activations_bytes = kept;
+    }
     s.activations_bytes = s.layer_activations_bytes + extras;
 
     // Buffers: pipeline send/receive of one micro-batch each way; ZeRO-3's gathered layers (current and

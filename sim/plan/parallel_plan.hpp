@@ -194,6 +194,11 @@ struct ParallelPlan {
   double dp_bucket_bytes = 0;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = false; // sharded optimizer: gather updated parameters during the next forward
+  bool nvme_pipeline = false;        // see nvme_sub_group
+  // Activation offloading (torchtune's enable_activation_offloading, Megatron-core's fine-grained activation
+  // offloading): what each layer's forward pass keeps for its backward is copied to host memory as the layer ends and
+  // fetched back one layer ahead of its backward pass, on the GPU's copy engine.
+  bool offload_activations = false;
   hardware::Precision precision = hardware::Precision::BF16;
   Fp8Recipe fp8_recipe = Fp8Recipe::DELAYED;
   // fp16's dynamic loss scaling: the share of steps whose gradients overflow, which the scaler skips (their tokens do
@@ -206,7 +211,6 @@ struct ParallelPlan {
   // sub_group_size), each swapped in, updated and swapped out; with `nvme_pipeline` the next sub-group is read and
   // the last written while the CPU updates (pipeline_read / pipeline_write), else one after the other.
   std::int64_t nvme_sub_group = 1000000000;
-  bool nvme_pipeline = false;
   bool fp8_param_gather = false;      // fp8: parameters kept and all-gathered in FP8 (Megatron-core --fp8-param-gather)
   bool fp32_grad_accumulation = true; // gradients accumulated and reduced in fp32 (Megatron does this for bf16)
   bool pp_scatter_gather = true;      // without SP, a stage sends 1/tp of its activations per TP rank, then gathers

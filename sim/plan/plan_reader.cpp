@@ -207,6 +207,13 @@ void check_offload(const ParallelPlan& p, const core::Node& node, const topology
                  "ZeRO-Infinity's configurations offload both)",
                  "offload_optimizer cpu with offload_params cpu");
   }
+  if (p.offload_activations &&
+      (!cluster.node.pcie || cluster.node.host.memory_bandwidth <= 0 || cluster.node.host.memory_bytes <= 0))
+    infeasible(node, "offload_activations",
+               fmt::format("topology '{}' does not describe its hosts (node.pcie and node.host with memory and "
+                           "memory_bandwidth), where activations are offloaded",
+                           cluster.name),
+               "a topology with node.pcie and node.host, or offload_activations false");
   if (p.offload_optimizer == OffloadDevice::NONE)
     return;
   if (p.zero_stage == 0 && !p.distributed_optimizer)

@@ -106,6 +106,8 @@ std::string training_text(const plan::ParallelPlan& p)
                : fmt::format(", parameters offloaded to {}, {}", where(p.offload_params), optimizer);
     out += p.cpu_optimizer == plan::CpuOptimizer::DEEPSPEED ? " (DeepSpeed's CPU Adam)" : " (PyTorch's optimizer)";
   }
+  if (p.offload_activations)
+    out += ", activations offloaded to the CPU";
   return out;
 }
 

@@ -75,7 +75,9 @@ class Attribution {
       const double issued = tl_.tasks[d].start_s;
       const double exposed_from = std::max(from, issued);
       add(task.kind == TaskKind::HOST_COMPUTE ? Category::OFFLOAD : task.category, to - exposed_from, b);
-      if (exposed_from > from)
+      if (exposed_from > from && task.kind != TaskKind::TRANSFER)      // a host's copy or update waited for what came
+        blame(latest_dependency(d), from, exposed_from, b, depth + 1); // before it (the copy before, the copy out)
+      else if (exposed_from > from)
         b.bubble += exposed_from - from; // the sender had not finished yet
       return;
     }

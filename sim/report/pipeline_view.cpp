@@ -303,7 +303,7 @@ void write_trace(std::ostream& out, const scenario::Scenario& s, const workload:
     out << (first ? "" : ",\n") << e.dump();
     first = false;
   };
-  const bool offload = p.offload_optimizer != plan::OffloadDevice::NONE;
+  const bool offload = p.offload_optimizer != plan::OffloadDevice::NONE || p.offload_activations;
   const std::array<std::pair<int, const char*>, 7> streams{{{0, "compute"},
                                                             {1, "tp comm"},
                                                             {2, "pp comm"},

@@ -351,7 +351,7 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
     rows.insert(rows.begin() + 4, {"exposed CP communication", b.cp_exposed});
   if (s.model.moe)
     rows.insert(rows.begin() + 4, {"exposed EP all-to-all", b.ep_exposed});
-  if (s.plan.offload_optimizer != plan::OffloadDevice::NONE)
+  if (s.plan.offload_optimizer != plan::OffloadDevice::NONE || s.plan.offload_activations)
     rows.insert(rows.end() - 1, {"exposed offload (host)", b.offload_exposed});
   for (const auto& [name, seconds] : rows)
     line(fmt::format("  {:<26} {:>12} {:>7}", name, core::format_time(seconds), percent(seconds / m.step_time_s)));

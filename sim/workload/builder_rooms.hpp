@@ -7,6 +7,8 @@
 #include "plan/schedule.hpp"
 #include "workload/builder_state.hpp"
 
+#include <map>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -129,6 +131,10 @@ class PipelinePasses {
     return a.pass != b.pass && a.microbatch != b.microbatch;
   }
   void side_by_side(int s, const plan::PassRef& a, const plan::PassRef& b, const PassOptions& options = {});
+  // Activation offloading: a layer's saved activations copied to host memory after its forward pass, and the copy
+  // back, issued one layer ahead of its backward pass (returns it; issued once per GPU, layer and micro-batch).
+  void offload_activations(int s, int vs, int item, const Where& w);
+  TaskId fetch_activations(int r, int vs, int item, const Where& w);
 
   BuildState& b_;
   const model::ModelSpec& m_;
@@ -136,6 +142,8 @@ class PipelinePasses {
   DataParallel& dp_;
   OptimizerStep& optimizer_;
   std::unordered_map<std::uint64_t, TaskId> inputs_;
+  // Per (GPU, virtual stage, micro-batch, layer): its activations' copy to the host, and the copy back.
+  std::map<std::tuple<int, int, int, int>, TaskId> offloaded_, fetched_;
   std::vector<int> forwards_, gradients_; // per virtual stage: forward passes, and weight gradients, built so far
   const Program no_program_;
 };

@@ -1,6 +1,8 @@
 #include "workload/builder_rooms.hpp"
 
+#include "memory/memory_model.hpp"
 #include "plan/schedule.hpp"
+#include "workload/optimizer_step.hpp"
 
 #include <algorithm>
 
@@ -241,12 +243,20 @@ void PipelinePasses::pass(int s, const PassRef& ref, const PassOptions& options)
     }
     if (first_forward || p_.zero_stage >= 3) // ZeRO-3 gathers, and so casts, the weights for every pass
       optimizer_.cast_weights(s, items[i], w);
+    if (p_.offload_activations && !forward && items[i] >= 0)
+      for (int r : b_.stage_gpus(s)) { // its activations back (fetched ahead), and the next layer's fetch issued
+        b_.tail[static_cast<std::size_t>(r)].push_back(fetch_activations(r, vs, items[i], w));
+        if (i + 1 < items.size() && items[i + 1] >= 0)
+          fetch_activations(r, vs, items[i + 1], w);
+      }
     run(
         [&](const LayerPrograms& programs) -> const Program& {
           return ref.defer_weight ? split_program_of(programs, items[i], Pass::BACKWARD)
                                   : program_of(programs, items[i], ref.pass);
         },
         s, w);
+    if (p_.offload_activations && forward && items[i] >= 0)
+      offload_activations(s, vs, items[i], w);
     if (weights)
       optimizer_.accumulate_gradients(s, items[i], w, {.first = first_gradient});
 
@@ -260,6 +270,34 @@ void PipelinePasses::pass(int s, const PassRef& ref, const PassOptions& options)
   pass_on(s, ref.pass, vs, base, options);
   if (weights && p_.zero_stage >= 2)
     dp_.reduce_gradients(s, mb);
+}
+
+void PipelinePasses::offload_activations(int s, int vs, int item, const Where& w)
+{
+  const double bytes = memory::layer_activation_bytes(m_, p_, item);
+  for (int r : b_.stage_gpus(s)) {
+    // On the copy engine once the layer's forward kernels are done, after its copies before (the engine takes them
+    // in turn); the GPU goes on with the next layer.
+    const TaskId done = b_.join(r);
+    auto& copies = b_.offload_tail[static_cast<std::size_t>(r)];
+    copies = b_.host_copy(r, bytes / pinned_copy_efficiency, copy_to_host, "activations to host", w, {done, copies});
+    offloaded_[{r, vs, w.microbatch, item}] = copies;
+  }
+}
+
+TaskId PipelinePasses::fetch_activations(int r, int vs, int item, const Where& w)
+{
+  const std::tuple<int, int, int, int> key{r, vs, w.microbatch, item};
+  if (const auto it = fetched_.find(key); it != fetched_.end())
+    return it->second;
+  // After the copy out, and after this GPU's fetch before (the copy engine takes them in turn).
+  auto& before = b_.fetch_tail[static_cast<std::size_t>(r)];
+  const auto out = offloaded_.find(key);
+  const double bytes = memory::layer_activation_bytes(m_, p_, item);
+  before = b_.host_copy(r, bytes / pinned_copy_efficiency, copy_from_host, "activations from host", w,
+                        {out == offloaded_.end() ? no_task : out->second, before});
+  fetched_[key] = before;
+  return before;
 }
 
 // FP8 with delayed scaling: when a pass leaves Transformer Engine's fp8_autocast region (forward) or ends its first

@@ -306,3 +306,38 @@ TEST_CASE("ZeRO-Infinity to NVMe: the optimizer's state on the drives, its swaps
   CHECK(read == Approx(12.0 * shard_params)); // drives' links rated at the read rate
   CHECK(written == Approx(12.0 * shard_params * nvme.read_bandwidth / nvme.write_bandwidth));
 }
+
+TEST_CASE("activation offloading: each layer's activations out after its forward pass and back before its backward "
+          "pass, two layers' worth left in HBM")
+{
+  const nlohmann::json tiny = {
+      {"schema", "model/v1"},      {"name", "tiny"},      {"num_layers", 4},   {"hidden_size", 1024},
+      {"num_attention_heads", 16}, {"vocab_size", 32000}, {"seq_length", 1024}};
+  nlohmann::json plan{{"dp", 1}, {"micro_batch", 2}, {"global_batch", 4}, {"recompute", "none"}};
+  const auto kept = test::build(plan, tiny, "pcie-4090", false);
+  plan["offload_activations"] = true;
+  const auto b = test::build(plan, tiny, "pcie-4090", false);
+  const auto& s = b.scenario;
+  const double layer = sim::memory::layer_activation_bytes(s.model, s.plan, 0);
+  const auto all = sim::memory::estimate_memory(s.model, kept.scenario.plan, s.cluster).per_stage.front();
+  const auto offloaded = sim::memory::estimate_memory(s.model, s.plan, s.cluster).per_stage.front();
+  CHECK(all.layer_activations_bytes == Approx(4 * layer)); // four layers, one micro-batch in flight
+  CHECK(offloaded.layer_activations_bytes == Approx(2 * layer));
+  CHECK(offloaded.host_bytes == Approx(2 * layer));
+  // Per micro-batch and layer one copy each way of the layer's activations (on the wire at the pinned rate).
+  int out = 0;
+  int back = 0;
+  for (sim::workload::TaskId t = 0; t < b.tasks.size(); ++t) {
+    const auto& task = b.tasks[t];
+    if (task.kind != TaskKind::HOST_COPY)
+      continue;
+    CHECK(task.bytes == Approx(layer / sim::workload::pinned_copy_efficiency));
+    ++(task.peer == sim::workload::copy_to_host ? out : back);
+  }
+  CHECK(out == 2 * 4);
+  CHECK(back == 2 * 4);
+  CHECK_FALSE(b.tasks.folded);
+  // A topology without its hosts has nowhere to put them.
+  CHECK_THAT(test::error_of([&] { test::build(plan, tiny, "dgx-a100", false); }),
+             Catch::Contains("where activations are offloaded"));
+}
