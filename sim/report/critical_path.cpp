@@ -24,6 +24,8 @@ CriticalPath critical_path(const workload::TaskGraph& g, const engine::Timeline&
     } else if (task.kind == TaskKind::TRANSFER) {
       path.transfer_s += span;
       path.transfer_by_category[task.category] += span;
+    } else if (task.kind == TaskKind::HOST_COPY || task.kind == TaskKind::HOST_COMPUTE) {
+      path.host_s += span;
     }
     // The dependency that ended last held this task back (the first of equals, in the graph's order).
     TaskId last = workload::no_task;

@@ -15,6 +15,7 @@ namespace sim::report {
 struct CriticalPath {
   double compute_s = 0;  // kernels on the path
   double transfer_s = 0; // flows on the path, their latency included
+  double host_s = 0;     // the hosts' work on the path: copies to and from host memory or NVMe, CPU updates
   std::map<workload::Category, double> transfer_by_category;
   struct Gpu {
     int gpu = 0;

@@ -149,11 +149,9 @@ core::Json critical_path_json(const scenario::Scenario& s, const CriticalPath& p
   for (std::size_t i = 0; i < std::min(path.gpus.size(), path_gpus_shown); ++i)
     gpus.push_back(
         {{"gpu", gpu_name(s, path.gpus[i].gpu)}, {"stage", path.gpus[i].stage}, {"compute_s", path.gpus[i].compute_s}});
-  core::Json j = {{"compute_s", path.compute_s},
-                  {"transfer_s", path.transfer_s},
-                  {"transfer_by_category_s", by_category},
-                  {"tasks", path.chain.size()},
-                  {"gpus", gpus}};
+  core::Json j = {
+      {"compute_s", path.compute_s}, {"transfer_s", path.transfer_s}, {"transfer_by_category_s", by_category},
+      {"host_s", path.host_s},       {"tasks", path.chain.size()},    {"gpus", gpus}};
   if (const auto by_part = path_kernels_by_part(s, path); !by_part.empty()) {
     j["compute_by_gpu_s"] = core::Json::object();
     for (const auto& [name, seconds] : by_part)
@@ -363,9 +361,10 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
   for (const auto& [category, seconds] : path.transfer_by_category)
     flows += fmt::format("{}{} {}", flows.empty() ? "" : ", ", name_of(category, workload::category_choices),
                          core::format_time(seconds));
-  line(fmt::format("  critical path: kernels {} ({}), flows {}{}{}", core::format_time(path.compute_s),
+  line(fmt::format("  critical path: kernels {} ({}), flows {}{}{}{}", core::format_time(path.compute_s),
                    percent(path.compute_s / m.step_time_s), core::format_time(path.transfer_s),
                    flows.empty() ? "" : " (" + flows + ")",
+                   path.host_s > 0 ? fmt::format(", host {}", core::format_time(path.host_s)) : "",
                    path.gpus.empty()
                        ? ""
                        : fmt::format("; most kernels on {} (stage {}, {})", gpu_name(s, path.gpus.front().gpu),

@@ -1289,6 +1289,11 @@ TEST_CASE("ZeRO-Infinity to NVMe: the drives' tier in memory and in the report, 
   CHECK(nvme["memory"]["host"]["node_bytes"].get<double>() < cpu["memory"]["host"]["node_bytes"].get<double>());
   // The state crosses the drives twice a step: the wait grows by far more than the CPU's update.
   CHECK(nvme["breakdown_s"]["offload_exposed"].get<double>() > 2 * cpu["breakdown_s"]["offload_exposed"].get<double>());
+  // And the critical path runs through the drives and the CPUs: the host's share is on it.
+  CHECK(nvme["critical_path"]["host_s"].get<double>() > cpu["critical_path"]["host_s"].get<double>());
+  CHECK(nvme["critical_path"]["host_s"].get<double>() + nvme["critical_path"]["transfer_s"].get<double>() +
+            nvme["critical_path"]["compute_s"].get<double>() <=
+        nvme["step_time_s"].get<double>() * (1 + 1e-9));
   CHECK(run("memory " + offload + " --set plan.offload_optimizer=nvme").out.find("nvme     swapped") !=
         std::string::npos);
   // No drives: one line naming them.
