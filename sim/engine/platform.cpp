@@ -96,20 +96,12 @@ class PlatformBuilder {
             p_.gpu[static_cast<std::size_t>(g)]->get_netpoint(), memory_host->get_netpoint(), nullptr, nullptr,
             links_of(zone, cg_.gpu[static_cast<std::size_t>(g)], topology::route_to_host_memory(cg_, g)), true);
       }
-      for (std::size_t s = 0; s < hosts.size(); ++s) {
-        // A GPU of socket s stands for the socket's memory (its route to a drive starts there).
-        int gpu = -1;
-        for (int g = n * per_node; g < (n + 1) * per_node && gpu < 0; ++g)
-          if (cg_.socket_of_gpu[static_cast<std::size_t>(g % per_node)] == static_cast<int>(s))
-            gpu = g;
-        if (gpu < 0)
-          continue;
+      for (std::size_t s = 0; s < hosts.size(); ++s)
         for (std::size_t d = 0; d < drives.size(); ++d)
           zone->add_route(hosts[s]->get_netpoint(), drives[d]->get_netpoint(), nullptr, nullptr,
                           links_of(zone, cg_.host_memory[static_cast<std::size_t>(n)][s],
-                                   topology::route_to_nvme(cg_, gpu, static_cast<int>(d))),
+                                   topology::route_to_nvme(cg_, n, static_cast<int>(s), static_cast<int>(d))),
                           true);
-      }
     }
     zone->seal();
     *gateway = gw;

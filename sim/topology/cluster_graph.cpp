@@ -344,15 +344,19 @@ std::vector<EdgeId> route_to_host_memory(const ClusterGraph& cg, int gpu)
   return path_in_node(cg, cg.gpu[static_cast<std::size_t>(gpu)], memory[static_cast<std::size_t>(socket)]);
 }
 
-std::vector<EdgeId> route_to_nvme(const ClusterGraph& cg, int gpu, int drive)
+std::vector<EdgeId> route_to_nvme(const ClusterGraph& cg, int node, int socket, int drive)
 {
-  const auto node = static_cast<std::size_t>(gpu / cg.gpus_per_node);
-  const auto& memory = cg.host_memory.at(node);
-  const auto& drives = cg.nvme.at(node);
-  const int socket = cg.socket_of_gpu[static_cast<std::size_t>(gpu % cg.gpus_per_node)];
+  const auto& memory = cg.host_memory.at(static_cast<std::size_t>(node));
+  const auto& drives = cg.nvme.at(static_cast<std::size_t>(node));
   if (static_cast<std::size_t>(socket) >= memory.size() || static_cast<std::size_t>(drive) >= drives.size())
     throw std::logic_error("node " + std::to_string(node) + " has no NVMe drive " + std::to_string(drive));
   return path_in_node(cg, memory[static_cast<std::size_t>(socket)], drives[static_cast<std::size_t>(drive)]);
+}
+
+std::vector<EdgeId> route_to_nvme(const ClusterGraph& cg, int gpu, int drive)
+{
+  return route_to_nvme(cg, gpu / cg.gpus_per_node, cg.socket_of_gpu[static_cast<std::size_t>(gpu % cg.gpus_per_node)],
+                       drive);
 }
 
 std::vector<bool> link_directions(const ClusterGraph& cg, VertexId from, const std::vector<EdgeId>& links)

@@ -101,6 +101,8 @@ std::vector<EdgeId> route_to_host_memory(const ClusterGraph& g, int gpu);
 // From the memory of a GPU's socket to NVMe drive `drive` of its node (what its process swaps there): the socket's
 // DRAM link, the link between the sockets if the drive hangs on the other, the drive's link.
 std::vector<EdgeId> route_to_nvme(const ClusterGraph& g, int gpu, int drive);
+// The same from the memory of socket `socket` of node `node`.
+std::vector<EdgeId> route_to_nvme(const ClusterGraph& g, int node, int socket, int drive);
 // Whether `links`, walked from `from`, crosses each link from its source to its target (true) or back.
 std::vector<bool> link_directions(const ClusterGraph& g, VertexId from, const std::vector<EdgeId>& links);
 double route_latency(const ClusterGraph& g, const std::vector<EdgeId>& links);
