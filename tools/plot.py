@@ -117,7 +117,8 @@ def links(args):
     for k, (name, l) in enumerate(reports):
         x = [i + k * width for i in range(len(classes))]
         for ax, key in zip(axes, ["avg_util", "peak_util"]):
-            ax.bar(x, [100 * l.get(c, {}).get(key, 0.0) for c in classes], width, label=name, color=f"C{k}")
+            # A class none of whose links is measured has no peak (null): drawn as no bar.
+            ax.bar(x, [100 * (l.get(c, {}).get(key) or 0.0) for c in classes], width, label=name, color=f"C{k}")
     for ax, title in zip(axes, ["average utilization over the step", "peak utilization"]):
         ax.set_xticks([i + width * (len(reports) - 1) / 2 for i in range(len(classes))])
         ax.set_xticklabels(classes)

@@ -195,6 +195,9 @@ struct ParallelPlan {
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = false; // sharded optimizer: gather updated parameters during the next forward
   bool nvme_pipeline = false;        // see nvme_sub_group
+  // ZeRO-Offload's one-step delayed parameter update (Ren et al. 2021, Sec. 5.3): the CPU updates with the gradients
+  // of the step before while the GPUs run the next forward and backward passes, which use parameters one step old.
+  bool delayed_update = false;
   // Activation offloading (torchtune's enable_activation_offloading, Megatron-core's fine-grained activation
   // offloading): what each layer's forward pass keeps for its backward is copied to host memory as the layer ends and
   // fetched back one layer ahead of its backward pass, on the GPU's copy engine.

@@ -372,6 +372,7 @@ std::vector<PlanKey> make_plan_keys()
       number("offload_fraction", &P::offload_fraction, 1.0, 0.0, 1.0),
       integer("nvme_sub_group", &P::nvme_sub_group, 1000000000, 1000000, 1000000000000),
       flag("nvme_pipeline", &P::nvme_pipeline, false),
+      flag("delayed_update", &P::delayed_update, false),
       flag("offload_activations", &P::offload_activations, false),
       shard_group_key(),
       flag("ideal", &P::ideal, false),

@@ -194,6 +194,19 @@ void check_lora(const ParallelPlan& p, const core::Node& node, const model::Mode
 // ZeRO-Offload as simulated: optimizer state sharded by ZeRO, in the memory of a host the topology describes.
 void check_offload(const ParallelPlan& p, const core::Node& node, const topology::ClusterSpec& cluster)
 {
+  if (p.delayed_update &&
+      (p.offload_optimizer != OffloadDevice::CPU || p.offload_params != OffloadDevice::NONE || p.distributed_optimizer))
+    infeasible(node, "delayed_update",
+               p.offload_optimizer != OffloadDevice::CPU
+                   ? fmt::format("the delayed update is ZeRO-Offload's, whose optimizer runs on the CPU; the plan has "
+                                 "offload_optimizer {}",
+                                 core::choice_name(p.offload_optimizer, offload_device_choices))
+               : p.distributed_optimizer
+                   ? std::string("the delayed update is ZeRO-Offload's, not Megatron-core's hybrid optimizer "
+                                 "(distributed_optimizer)")
+                   : std::string("the delayed update is ZeRO-Offload's, with the parameters on the GPUs; the "
+                                 "plan offloads them too (offload_params)"),
+               "offload_optimizer cpu with zero_stage 1-3 and offload_params none, or delayed_update false");
   if (p.offload_params != OffloadDevice::NONE) {
     if (p.zero_stage < 3)
       infeasible(

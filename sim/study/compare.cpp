@@ -168,10 +168,11 @@ Comparison compare_reports(const Json& a, const Json& b, std::string a_name, std
   for (const auto& [kind, name] :
        {std::pair{"tp", "TP"}, {"pp", "PP"}, {"dp", "DP"}, {"ep", "EP all-to-all"}, {"cp", "CP"}})
     add(fmt::format("{} (overlapped or not)", name), (std::string("/comm_s/") + kind).c_str(), Unit::TIME, 1);
-  std::set<std::string> classes;
+  std::set<std::string> classes; // those that carry something on either side (a host's idle links are left out)
   for (const auto* r : {&a, &b})
     for (const auto& [cls, value] : r->at("links").items())
-      classes.insert(cls);
+      if (value.value("bytes", 0.0) > 0)
+        classes.insert(cls);
   if (!classes.empty())
     c.rows.push_back({"links: bytes, average utilisation", 0, 0, Unit::TIME, -1});
   for (const auto& cls : classes) {

@@ -16,6 +16,13 @@ bool is_switch(const Device& d)
   return d.kind == DeviceKind::LEAF || d.kind == DeviceKind::SPINE || d.kind == DeviceKind::CORE;
 }
 
+// The host's side of a node's PCIe tree: its switches, CPU sockets, their memory and NVMe drives.
+bool is_host_side(const Device& d)
+{
+  return d.kind == DeviceKind::PCIE_SWITCH || d.kind == DeviceKind::CPU || d.kind == DeviceKind::HOST_MEMORY ||
+         d.kind == DeviceKind::NVME;
+}
+
 bool same_link(const Link& a, const Link& b)
 {
   return a.cls == b.cls && a.bandwidth == b.bandwidth && a.latency == b.latency && a.efficiency == b.efficiency;
@@ -23,14 +30,15 @@ bool same_link(const Link& a, const Link& b)
 
 class Extension {
  public:
-  Extension(const ClusterGraph& g, bool network) : g_(g), network_(network)
+  Extension(const ClusterGraph& g, bool network, bool host) : g_(g), network_(network), host_(host)
   {
     const auto n = boost::num_vertices(g.graph);
     map_.assign(n, unmapped);
     used_.assign(n, false);
   }
 
-  // Maps the GPUs as given, then every other device (the switches only when the network counts) onto the one
+  // Maps the GPUs as given (and, when the host's side does not count, each GPU's NIC onto its image's), then every
+  // other device (the switches only when the network counts, the host's side only when it does) onto the one
   // adjacent to the images of its mapped neighbours, the first such where several are.
   bool extend(const std::vector<int>& gpu_perm)
   {
@@ -49,12 +57,14 @@ class Extension {
       used_[to] = true;
       queue.push_back(from);
     }
+    if (!host_ && !map_nics(gpu_perm, queue))
+      return false;
     while (!queue.empty()) {
       const VertexId u = queue.front();
       queue.pop_front();
       for (auto [e, end] = boost::out_edges(u, g_.graph); e != end; ++e) {
         const VertexId v = boost::target(*e, g_.graph);
-        if (map_[v] != unmapped || (!network_ && is_switch(g_.graph[v])))
+        if (map_[v] != unmapped || !counted(g_.graph[v]))
           continue;
         const VertexId w = image_of(v, map_[u]);
         if (w == unmapped)
@@ -74,18 +84,19 @@ class Extension {
     std::vector<std::uint32_t> perm(2 * boost::num_edges(graph));
     for (auto [e, end] = boost::edges(graph); e != end; ++e) {
       const Link& l = graph[*e];
-      const bool from_switch = is_switch(graph[l.from]);
-      const bool to_switch = is_switch(graph[l.to]);
-      if (!network_ && from_switch && to_switch) {
+      const bool from_counted = counted(graph[l.from]);
+      const bool to_counted = counted(graph[l.to]);
+      // Links among what does not count carry no flow of the plan: left where they are; so is the link from a NIC that
+      // no GPU uses to the host's side or a network that does not count.
+      const VertexId anchor = from_counted ? l.from : l.to; // an end that is mapped
+      if ((!from_counted && !to_counted) || (from_counted != to_counted && map_[anchor] == unmapped)) {
         perm[directed(l.id, true)] = directed(l.id, true);
         perm[directed(l.id, false)] = directed(l.id, false);
         continue;
       }
       std::optional<EdgeId> image;
-      VertexId anchor = l.from; // an end that is mapped
-      if (!network_ && (from_switch || to_switch)) {
-        anchor = from_switch ? l.to : l.from;
-        image = switch_link(map_[anchor]);
+      if (!from_counted || !to_counted) {
+        image = link_to_kind(map_[anchor], graph[anchor == l.from ? l.to : l.from].kind);
       } else if (map_[l.from] != unmapped && map_[l.to] != unmapped) {
         const auto [found, exists] = boost::edge(map_[l.from], map_[l.to], graph);
         if (exists)
@@ -128,17 +139,43 @@ class Extension {
     return unmapped;
   }
 
-  // The link from a device in a node to the switch it hangs from.
-  std::optional<EdgeId> switch_link(VertexId v) const
+  // Whether the automorphism must map this device: not a network switch unless the network counts, not the host's
+  // side unless the host does (the plan sends something through host memory).
+  bool counted(const Device& d) const { return (network_ || !is_switch(d)) && (host_ || !is_host_side(d)); }
+
+  // The link from a device to the neighbour of a kind that it has one of (the switch a NIC or GPU hangs from).
+  std::optional<EdgeId> link_to_kind(VertexId v, DeviceKind kind) const
   {
     for (auto [e, end] = boost::out_edges(v, g_.graph); e != end; ++e)
-      if (is_switch(g_.graph[boost::target(*e, g_.graph)]))
+      if (g_.graph[boost::target(*e, g_.graph)].kind == kind)
         return *e;
     return std::nullopt;
   }
 
+  // Each GPU's NIC onto the NIC of the GPU's image (reached through the host's side otherwise).
+  bool map_nics(const std::vector<int>& gpu_perm, std::deque<VertexId>& queue)
+  {
+    const auto nic = [this](int gpu) {
+      return g_.nic[static_cast<std::size_t>(gpu / g_.gpus_per_node)]
+                   [static_cast<std::size_t>(g_.nic_of_gpu[static_cast<std::size_t>(gpu % g_.gpus_per_node)])];
+    };
+    for (std::size_t i = 0; i < gpu_perm.size(); ++i) {
+      const VertexId from = nic(static_cast<int>(i));
+      const VertexId to = nic(gpu_perm[i]);
+      if (map_[from] == to)
+        continue;
+      if (map_[from] != unmapped || used_[to])
+        return false;
+      map_[from] = to;
+      used_[to] = true;
+      queue.push_back(from);
+    }
+    return true;
+  }
+
   const ClusterGraph& g_;
   const bool network_;
+  const bool host_;
   std::vector<VertexId> map_;
   std::vector<bool> used_;
   std::vector<int> node_map_;
@@ -193,11 +230,13 @@ bool unique_paths_in_node(const ClusterGraph& g)
 // Whether the routes the cluster picks (the NIC a GPU uses, the first of several shortest paths inside a node) map
 // onto the routes it picks between the images: checked inside one node per distinct way the permutation moves a
 // node's GPUs (every node is built alike, and the network above the NICs is a tree); the paths between GPUs only
-// where some have more than one shortest path.
-bool routes_follow(const ClusterGraph& g, const std::vector<int>& gpu_perm, const std::vector<std::uint32_t>& links)
+// where some have more than one shortest path or the host's side did not count.
+bool routes_follow(const ClusterGraph& g, const std::vector<int>& gpu_perm, const std::vector<std::uint32_t>& links,
+                   bool host_counted)
 {
   const int per_node = g.gpus_per_node;
-  const bool unique = unique_paths_in_node(g);
+  // Where the host's side was left out of the automorphism, a route through it may not map: check them all.
+  const bool unique = unique_paths_in_node(g) && host_counted;
   std::set<std::vector<int>> seen; // local permutations checked
   for (int n = 0; n < g.nodes; ++n) {
     std::vector<int> local;
@@ -236,7 +275,7 @@ bool network_blocking(const ClusterSpec& spec, const ClusterGraph& g)
 }
 
 std::optional<std::vector<std::uint32_t>> link_permutation(const ClusterGraph& g, const ClusterSpec& spec,
-                                                           const std::vector<int>& gpu_perm)
+                                                           const std::vector<int>& gpu_perm, bool host_traffic)
 {
   if (gpu_perm.size() != g.gpu.size())
     return std::nullopt;
@@ -244,12 +283,21 @@ std::optional<std::vector<std::uint32_t>> link_permutation(const ClusterGraph& g
     if (compute_share(spec, static_cast<int>(i)) != compute_share(spec, gpu_perm[i]) ||
         gpu_kind(spec, static_cast<int>(i)) != gpu_kind(spec, gpu_perm[i]))
       return std::nullopt;
-  Extension x(g, network_blocking(spec, g));
-  if (!x.extend(gpu_perm))
-    return std::nullopt;
-  auto links = x.links();
-  if (links && !routes_follow(g, gpu_perm, *links))
-    return std::nullopt;
+  const bool blocking = network_blocking(spec, g);
+  const auto with_host = [&](bool host) -> std::optional<std::vector<std::uint32_t>> {
+    Extension x(g, blocking, host);
+    if (!x.extend(gpu_perm))
+      return std::nullopt;
+    auto links = x.links();
+    if (links && !routes_follow(g, gpu_perm, *links, host))
+      return std::nullopt;
+    return links;
+  };
+  // The whole node first (routes through the host's side map with it); where nothing goes through host memory and
+  // the host's side breaks the symmetry (GPUs sharing PCIe switches unevenly for what they send), without it.
+  auto links = with_host(true);
+  if (!links && !host_traffic && !g.staged)
+    links = with_host(false);
   return links;
 }
 

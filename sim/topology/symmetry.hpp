@@ -24,8 +24,12 @@ bool network_blocking(const ClusterSpec& spec, const ClusterGraph& g);
 
 // The permutation of link directions (topology::directed) that `gpu_perm` (GPU i goes to gpu_perm[i]) induces, if it
 // extends to an automorphism of the cluster; nothing if it does not. Unless the network is blocking, a node's leaf
-// does not count and the links between switches are left where they are.
+// does not count and the links between switches are left where they are. Unless something goes through host memory
+// (`host_traffic`: offload; or GPUs without peer-to-peer), a permutation that does not extend over the host's side
+// of the PCIe tree may leave it out: each GPU's and NIC's link to its PCIe switch goes onto its image's, each GPU's
+// NIC onto its image's, the rest stays, and the routes must then still map onto routes (a GPU reaching its NIC or
+// another GPU through a CPU socket keeps its place).
 std::optional<std::vector<std::uint32_t>> link_permutation(const ClusterGraph& g, const ClusterSpec& spec,
-                                                           const std::vector<int>& gpu_perm);
+                                                           const std::vector<int>& gpu_perm, bool host_traffic);
 
 } // namespace sim::topology

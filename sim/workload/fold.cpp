@@ -147,7 +147,8 @@ const std::optional<std::vector<std::uint32_t>>& FoldSearch::symmetry(bool tp, b
     x = block ? x / by * by + (x % by + 1) % by : (x + by) % size;
     gpus[static_cast<std::size_t>(r)] = plan::rank_of(plan_, c);
   }
-  it->second = topology::link_permutation(graph_, spec_, gpus);
+  it->second = topology::link_permutation(
+      graph_, spec_, gpus, plan_.offload_optimizer != plan::OffloadDevice::NONE || plan_.offload_activations);
   return it->second;
 }
 

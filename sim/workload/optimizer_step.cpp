@@ -191,6 +191,16 @@ void OptimizerStep::step(int s)
         copies = b_.host_copy(r, cpu_params * offload_copy_bytes_per_param, copy_to_host, "gradients to host", w,
                               {copies, b_.reduce_tail[static_cast<std::size_t>(r)]});
       tail.push_back(copies);
+      if (p_.delayed_update) {
+        // The update of the step before, with the gradients it left on the host, runs from the step's start beside
+        // this step's passes, its parameters copied back for the next; the step ends with both and this step's copies.
+        const TaskId update = b_.host_compute(r, seconds, "cpu optimizer (previous step's gradients)", w, {});
+        auto& fetched = b_.fetch_tail[static_cast<std::size_t>(r)];
+        fetched = b_.host_copy(r, cpu_params * offload_copy_bytes_per_param, copy_from_host,
+                               "updated parameters from host", w, {update, fetched});
+        tail.push_back(fetched);
+        continue;
+      }
       const TaskId update = p_.offload_optimizer == plan::OffloadDevice::NVME
                                 ? swapped_update(r, cpu_params, w, tail)
                                 : b_.host_compute(r, seconds, "cpu optimizer", w, tail);

@@ -122,6 +122,45 @@ TEST_CASE("ZeRO-Offload on one GPU: gradients out, the CPU's update, the paramet
   CHECK(timeline.step_time_s == Approx(timeline.tasks[back].end_s));
 }
 
+TEST_CASE("ZeRO-Offload's delayed update: the CPU updates from the step's start beside the passes, the step ends "
+          "with the later of the two")
+{
+  nlohmann::json plan{{"micro_batch", 1},        {"global_batch", 1},     {"seq_length", 512},
+                      {"zero_stage", 1},         {"recompute", "full"},   {"offload_optimizer", "cpu"},
+                      {"dp_bucket_size", "2GB"}, {"delayed_update", true}};
+  auto doc = test::scenario_json("llama2-7b", plan, "workstation-rtx3090");
+  doc["gpus"] = 1;
+  const auto file = test::write_json(test::scratch_dir() / "delayed.json", doc);
+  const auto s = sim::scenario::load_scenario(file, test::options());
+  const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
+  const auto g = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph);
+  const auto timeline = sim::engine::replay(g, graph);
+  double passes_end = 0; // the GPU's kernels and this step's gradients on the host
+  sim::workload::TaskId update = sim::workload::no_task;
+  sim::workload::TaskId back = sim::workload::no_task;
+  for (sim::workload::TaskId t = 0; t < g.size(); ++t) {
+    const auto& task = g[t];
+    if (task.kind == TaskKind::COMPUTE ||
+        (task.kind == TaskKind::HOST_COPY && task.peer == sim::workload::copy_to_host))
+      passes_end = std::max(passes_end, timeline.tasks[t].end_s);
+    if (task.kind == TaskKind::HOST_COMPUTE)
+      update = t;
+    if (task.kind == TaskKind::HOST_COPY && task.peer == sim::workload::copy_from_host)
+      back = t;
+  }
+  REQUIRE(update != sim::workload::no_task);
+  REQUIRE(back != sim::workload::no_task);
+  const double params = sim::model::count_params(s.model).total;
+  const double cpu_s =
+      params * 28.0 / (sim::workload::cpu_optimizer_memory_efficiency * s.cluster.node.host.memory_bandwidth);
+  CHECK(timeline.tasks[update].start_s == 0);
+  CHECK(timeline.tasks[update].end_s == Approx(cpu_s).epsilon(1e-9));
+  CHECK(timeline.tasks[back].start_s == Approx(cpu_s).epsilon(1e-9));
+  CHECK(timeline.step_time_s == Approx(std::max(passes_end, timeline.tasks[back].end_s)).epsilon(1e-9));
+  // One GPU's 7B update on a workstation's CPU outlasts its forward and backward at 512 tokens: the CPU sets the pace.
+  CHECK(timeline.tasks[back].end_s > passes_end);
+}
+
 TEST_CASE("NVMe swaps: two GPUs' reads share the drives at their read rate, a write runs at the write rate")
 {
   const auto cluster = sim::scenario::load_cluster("pcie-4090", test::options());

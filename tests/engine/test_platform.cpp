@@ -36,6 +36,17 @@ double rate(const sim::topology::ClusterGraph& g, int src, int dst)
   return r;
 }
 
+// dgx-a100 with one NIC per node, on its first PCIe switch.
+const std::vector<std::string> one_nic{"node.nics.count=1", "node.pcie.switches.0.nics=[0]",
+                                       "node.pcie.switches.1.nics=[]", "node.pcie.switches.2.nics=[]",
+                                       "node.pcie.switches.3.nics=[]"};
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& b)
+{
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 } // namespace
 
 TEST_CASE("1 GB over NVLink takes latency + size / bandwidth")
@@ -49,9 +60,9 @@ TEST_CASE("1 GB over NVLink takes latency + size / bandwidth")
 TEST_CASE("1 GB over InfiniBand takes latency + size / bandwidth")
 {
   const auto g = cluster("dgx-a100", 2);
-  CHECK(latency(g, 3, 11) == Approx(2.7e-6));
+  CHECK(latency(g, 3, 11) == Approx(1e-6 + 2.7e-6 + 1e-6)); // PCIe up to the NIC, the network, PCIe down
   CHECK(rate(g, 3, 11) == Approx(25e9 * 0.94));
-  CHECK(one_transfer(g, 3, 11) == Approx(2.7e-6 + 1e9 / rate(g, 3, 11)).epsilon(1e-9));
+  CHECK(one_transfer(g, 3, 11) == Approx(latency(g, 3, 11) + 1e9 / rate(g, 3, 11)).epsilon(1e-9));
 }
 
 // pcie-4090 with peer-to-peer turned on (tinygrad's patched driver): GPUs and NICs under one switch talk directly.
@@ -86,7 +97,7 @@ TEST_CASE("eight GPUs sending to the next node take 8x longer through one NIC th
     all.push_back(Transfer{i, 8 + i, 1e9});
   const auto g = cluster("dgx-a100", 2);
   const double eight = sim::engine::simulate_transfers(g, all).end_s;
-  CHECK(eight == Approx(2.7e-6 + 1e9 / rate(g, 0, 8)).epsilon(1e-9));
+  CHECK(eight == Approx(latency(g, 0, 8) + 1e9 / rate(g, 0, 8)).epsilon(1e-9));
 }
 
 TEST_CASE("through a single shared NIC the eight transfers serialise on its bandwidth")
@@ -94,9 +105,9 @@ TEST_CASE("through a single shared NIC the eight transfers serialise on its band
   std::vector<Transfer> all;
   for (int i = 0; i < 8; ++i)
     all.push_back(Transfer{i, 8 + i, 1e9});
-  const auto g = cluster("dgx-a100", 2, {"node.nics.count=1"});
+  const auto g = cluster("dgx-a100", 2, one_nic);
   const double one = sim::engine::simulate_transfers(g, all).end_s;
-  CHECK(one == Approx(2.7e-6 + 8e9 / rate(g, 0, 8)).epsilon(1e-9));
+  CHECK(one == Approx(latency(g, 0, 8) + 8e9 / rate(g, 0, 8)).epsilon(1e-9));
 }
 
 TEST_CASE("on pcie-4090 with peer-to-peer two transfers under one switch do not interfere")
@@ -186,7 +197,7 @@ TEST_CASE("the same NVLink transfer takes 1.5x as long on hgx-a800 as on dgx-a10
 TEST_CASE("flows share a link fairly whatever their route length")
 {
   // One NIC per node; node 1 is in the sender's leaf group, node 2 behind the spine.
-  const auto g = cluster("dgx-a100", 3, {"node.nics.count=1", "network.nodes_per_leaf=2"});
+  const auto g = cluster("dgx-a100", 3, with(one_nic, {"network.nodes_per_leaf=2"}));
   REQUIRE(sim::topology::route(g, 1, 16).size() > sim::topology::route(g, 0, 8).size());
   const auto run = sim::engine::simulate_transfers(g, {Transfer{0, 8, 1e9}, Transfer{1, 16, 1e9}});
   // The nearer flow starts first and runs alone until the other arrives; then each gets half of the NIC until the

@@ -65,7 +65,17 @@ TEST_CASE("offloading the optimizer needs ZeRO and a topology that describes its
   auto no_zero = zero2;
   no_zero["zero_stage"] = 0;
   CHECK_THAT(test::error_of([&] { llama7b(no_zero); }), Catch::Contains("the plan has neither"));
-  CHECK_THAT(test::error_of([&] { llama7b(zero2, "dgx-a100"); }), Catch::Contains("does not describe its hosts"));
+  CHECK_THAT(test::error_of([&] { llama7b(zero2, "hgx-a800"); }), Catch::Contains("does not describe its hosts"));
+  // The delayed update is ZeRO-Offload's: the optimizer on the CPU, the parameters on the GPUs.
+  auto delayed = zero2;
+  delayed["delayed_update"] = true;
+  CHECK_NOTHROW(llama7b(delayed));
+  delayed["offload_optimizer"] = "none";
+  CHECK_THAT(test::error_of([&] { llama7b(delayed); }), Catch::Contains("the plan has offload_optimizer none"));
+  delayed["offload_optimizer"] = "cpu";
+  delayed["zero_stage"] = 3;
+  delayed["offload_params"] = "cpu";
+  CHECK_THAT(test::error_of([&] { llama7b(delayed); }), Catch::Contains("the plan offloads them too"));
 }
 
 TEST_CASE("ZeRO-Offload's step: each reduced bucket's shard to the host, the CPU's update, the shard back, the gather")
@@ -338,6 +348,6 @@ TEST_CASE("activation offloading: each layer's activations out after its forward
   CHECK(back == 2 * 4);
   CHECK_FALSE(b.tasks.folded);
   // A topology without its hosts has nowhere to put them.
-  CHECK_THAT(test::error_of([&] { test::build(plan, tiny, "dgx-a100", false); }),
+  CHECK_THAT(test::error_of([&] { test::build(plan, tiny, "hgx-a800", false); }),
              Catch::Contains("where activations are offloaded"));
 }

@@ -34,13 +34,14 @@ TEST_CASE("every topology preset expands into a connected graph with positive ba
   }
 }
 
-TEST_CASE("on NVSwitch two GPUs talk through the switch, across nodes through their NICs and leaf")
+TEST_CASE("on NVSwitch two GPUs talk through the switch, across nodes through their PCIe switches, NICs and leaf")
 {
   const auto g = cluster("dgx-a100", 2);
   CHECK(names(g, sim::topology::route(g, 0, 5)) ==
         std::vector<std::string>{"n0.gpu0--n0.nvswitch", "n0.gpu5--n0.nvswitch"});
-  CHECK(names(g, sim::topology::route(g, 3, 11)) ==
-        std::vector<std::string>{"n0.gpu3--n0.nic3", "n0.nic3--leaf0", "n1.nic3--leaf0", "n1.gpu3--n1.nic3"});
+  CHECK(names(g, sim::topology::route(g, 3, 11)) == std::vector<std::string>{"n0.gpu3--n0.pcie1", "n0.nic3--n0.pcie1",
+                                                                             "n0.nic3--leaf0", "n1.nic3--leaf0",
+                                                                             "n1.nic3--n1.pcie1", "n1.gpu3--n1.pcie1"});
 }
 
 TEST_CASE("the DGX-1 mesh uses direct NVLink where wired and PCIe through the CPUs where not")
@@ -57,25 +58,27 @@ TEST_CASE("the DGX-1 mesh uses direct NVLink where wired and PCIe through the CP
 TEST_CASE("traffic between leaf groups climbs to the spine, between pods to the core")
 {
   const auto g = cluster("dgx-h100", 8, {"network.nodes_per_leaf=2", "network.leaves_per_pod=2"});
-  CHECK(sim::topology::route(g, 0, 8).size() == 4);  // same leaf group
-  CHECK(sim::topology::route(g, 0, 16).size() == 6); // same pod: leaf, spine, leaf
-  CHECK(sim::topology::route(g, 0, 32).size() == 8); // other pod: leaf, spine, core, spine, leaf
-  CHECK(sim::topology::route_latency(g, sim::topology::route(g, 0, 32)) == Approx(2.7e-6 + 4 * 0.13e-6));
+  // Each end: GPU to its PCIe switch to its NIC.
+  CHECK(sim::topology::route(g, 0, 8).size() == 6);   // same leaf group
+  CHECK(sim::topology::route(g, 0, 16).size() == 8);  // same pod: leaf, spine, leaf
+  CHECK(sim::topology::route(g, 0, 32).size() == 10); // other pod: leaf, spine, core, spine, leaf
+  CHECK(sim::topology::route_latency(g, sim::topology::route(g, 0, 32)) == Approx(2e-6 + 2.7e-6 + 4 * 0.13e-6));
 }
 
 TEST_CASE("leaf uplinks carry the group's NIC bandwidth divided by the oversubscription")
 {
   const auto g = cluster("dgx-h100", 4, {"network.nodes_per_leaf=2", "network.oversubscription=4"});
   const auto path = sim::topology::route(g, 0, 16);
-  REQUIRE(path.size() == 6);
-  CHECK(g.graph[path[2]].bandwidth == Approx(2 * 8 * 50e9 / 4));
+  REQUIRE(path.size() == 8);
+  CHECK(g.graph[path[3]].bandwidth == Approx(2 * 8 * 50e9 / 4));
 }
 
 TEST_CASE("bisection bandwidth: NICs across nodes, NVLink within one, and oversubscription cuts it")
 {
   CHECK(sim::topology::bisection_bandwidth(cluster("dgx-h100", 4)) == Approx(2 * 8 * 50e9));
-  // One node: four GPUs' NVLink, plus the four NICs' path through the leaf.
-  CHECK(sim::topology::bisection_bandwidth(cluster("dgx-a100", 1)) == Approx(4 * 300e9 + 4 * 25e9));
+  // One node: four GPUs' NVLink, plus their own PCIe links (Gen4 x16) into their switches, whence the NICs' path
+  // through the leaf and the CPUs' go on.
+  CHECK(sim::topology::bisection_bandwidth(cluster("dgx-a100", 1)) == Approx(4 * 300e9 + 4 * 31.5e9));
   CHECK(sim::topology::bisection_bandwidth(cluster(
             "dgx-h100", 4, {"network.nodes_per_leaf=2", "network.oversubscription=2"})) == Approx(2 * 8 * 50e9 / 2));
 }
@@ -95,7 +98,7 @@ TEST_CASE("NICs serve the GPUs on their own PCIe switch unless the topology says
 {
   const auto spec = sim::scenario::load_cluster("pcie-4090", test::options());
   CHECK(spec.node.nics.gpus == std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
-  const auto dgx = sim::scenario::load_cluster("dgx-a100", test::options({"node.nics.count=2"}));
+  const auto dgx = sim::scenario::load_cluster("hgx-a800", test::options({"node.nics.count=2"})); // no PCIe tree
   CHECK(dgx.node.nics.gpus == std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}});
 }
 
