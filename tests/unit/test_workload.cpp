@@ -369,6 +369,7 @@ TEST_CASE("NCCL's one-GPU tree moves 0.85 of the tree's bandwidth: one GPU per n
   // Two GPUs per NIC: the balanced tree splits a node's traffic over two GPUs, at the tree's whole share.
   cluster.node.nics.count = 4;
   cluster.node.nics.gpus = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};
+  cluster.node.pcie.reset(); // its switches list eight NICs
   CHECK(across_bytes(cluster) == Approx(2.0 * 125e6 / 0.92));
   // No compute capability (not an NVIDIA part): NCCL's first row, the balanced tree.
   auto unknown = sim::scenario::load_cluster("dgx-h100", test::options());
