@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "core/diagnostics.hpp"
 #include "core/document.hpp"
+#include "importer/accelerate.hpp"
 #include "importer/deepspeed.hpp"
 #include "importer/hf_trainer.hpp"
 #include "importer/llamafactory.hpp"
@@ -91,6 +92,17 @@ int import_config(const ImportArgs& a, const CommonOptions& o)
     const importer::HfTrainerOptions options{reference_from(a.model, scenario_dir), a.seq_length,
                                              a.config.empty() ? fs::path() : fs::path(a.config).parent_path()};
     imported = importer::import_hf_trainer(core::Node(args, "", provenance), target, options);
+  } else if (a.framework == "accelerate") {
+    const core::Json config = importer::typed_scalars(importer::read_yaml_file(a.config));
+    const core::Json args = importer::hf_arguments_json(a.arguments);
+    core::Provenance provenance;
+    provenance.add_source("", core::display_path(a.config));
+    core::Provenance trainer_provenance;
+    trainer_provenance.add_source("", "Trainer arguments");
+    const importer::HfTrainerOptions options{reference_from(a.model, scenario_dir), a.seq_length,
+                                             fs::path(a.config).parent_path()};
+    imported = importer::import_accelerate(core::Node(config, "", provenance), core::Node(args, "", trainer_provenance),
+                                           target, options);
   } else if (a.framework == "llamafactory") {
     const core::Json config = importer::typed_scalars(importer::read_yaml_file(a.config));
     core::Provenance provenance;

@@ -42,14 +42,15 @@ std::optional<std::size_t> first_not_utf8(const std::vector<std::string>& args)
   return std::nullopt;
 }
 
-// `import megatron ... -- ARGS` (or nemo, hf): ARGS are the framework's, not simtrain's (CLI11 would read options among
-// them). Takes them out of `args`.
+// `import megatron ... -- ARGS` (or nemo, hf, accelerate): ARGS are the framework's, not simtrain's (CLI11 would read
+// options among them). Takes them out of `args`.
 std::vector<std::string> take_passthrough(std::vector<std::string>& args)
 {
   std::vector<std::string> passthrough;
   if (const auto verb = std::find(args.begin(), args.end(), "import");
       verb != args.end() && std::next(verb) != args.end() &&
-      (*std::next(verb) == "megatron" || *std::next(verb) == "nemo" || *std::next(verb) == "hf")) {
+      (*std::next(verb) == "megatron" || *std::next(verb) == "nemo" || *std::next(verb) == "hf" ||
+       *std::next(verb) == "accelerate")) {
     if (const auto dashes = std::find(verb, args.end(), "--"); dashes != args.end()) {
       passthrough.assign(std::next(dashes), args.end());
       args.erase(dashes, args.end());

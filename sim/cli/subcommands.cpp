@@ -281,7 +281,8 @@ Subcommand add_import(CLI::App& app, const std::vector<std::string>& passthrough
   o->args.arguments = passthrough;
   auto* sub = app.add_subcommand(
       "import", "Write a scenario from a framework's configuration: Megatron-LM arguments, a NeMo YAML, a DeepSpeed "
-                "config, Hugging Face TrainingArguments, a LLaMA-Factory YAML or a torchtitan job file; every setting "
+                "config, Hugging Face TrainingArguments, an Accelerate config, a LLaMA-Factory YAML or a torchtitan "
+                "job file; every setting "
                 "that does not carry over is listed");
   sub->require_subcommand(1);
   const auto add_target = [&o](CLI::App* framework) {
@@ -331,6 +332,14 @@ Subcommand add_import(CLI::App& app, const std::vector<std::string>& passthrough
   add_model(hf, "max_seq_length / max_length / model_max_length, else the model's");
   hf->footer("simtrain import hf --model llama2-7b --topology dgx-a100 --gpus 4 -- --bf16 True "
              "--per_device_train_batch_size 4 --gradient_accumulation_steps 8 --fsdp \"full_shard auto_wrap\"");
+  auto* accelerate = sub->add_subcommand(
+      "accelerate", "An Accelerate config (accelerate launch --config_file FILE.yaml: processes, mixed precision, "
+                    "DDP, FSDP or DeepSpeed plugin), and after -- the script's Trainer arguments");
+  add_target(accelerate);
+  accelerate->add_option("config", o->args.config, "The config's .yaml")->required();
+  add_model(accelerate, "max_seq_length / max_length / model_max_length, else the model's");
+  accelerate->footer("--gpus defaults to the config's num_processes: simtrain import accelerate fsdp.yaml --model "
+                     "llama3-8b --topology dgx-h100 -- --per_device_train_batch_size 2 --gradient_checkpointing");
   auto* llamafactory = sub->add_subcommand(
       "llamafactory", "A LLaMA-Factory training YAML (llamafactory-cli train FILE.yaml): full, LoRA or QLoRA "
                       "fine-tuning over the Hugging Face Trainer arguments it holds");
@@ -342,11 +351,12 @@ Subcommand add_import(CLI::App& app, const std::vector<std::string>& passthrough
   torchtitan->add_option("config", o->args.config, "The job's .toml")->required();
   torchtitan->add_option("--model", o->args.model,
                          "Model preset name or file, instead of the preset for [model] name and flavor");
-  return {sub, [o, megatron, nemo, deepspeed, hf, llamafactory] {
+  return {sub, [o, megatron, nemo, deepspeed, hf, accelerate, llamafactory] {
             o->args.framework = *megatron       ? "megatron"
                                 : *nemo         ? "nemo"
                                 : *deepspeed    ? "deepspeed"
                                 : *hf           ? "hf"
+                                : *accelerate   ? "accelerate"
                                 : *llamafactory ? "llamafactory"
                                                 : "torchtitan";
             if (*hf && o->args.config.empty() && o->args.arguments.empty())

@@ -154,9 +154,11 @@ class DeepSpeedImport {
             plan["nvme_pipeline"] = true;
             out_.origins.emplace_back("/plan/nvme_pipeline", v.pointer() + "/" + pipelined);
           }
-      } else if (key == "cpu_offload" && value.is_boolean() && value.get<bool>()) {
-        plan["offload_optimizer"] = "cpu"; // ZeRO-Offload as DeepSpeed 0.3 spelt it
-        out_.origins.emplace_back("/plan/offload_optimizer", v.pointer());
+      } else if ((key == "cpu_offload" || key == "cpu_offload_params") && value.is_boolean() && value.get<bool>()) {
+        // ZeRO-Offload, and ZeRO-3's parameter offload, as DeepSpeed 0.3 spelt them
+        const std::string to = key == "cpu_offload" ? "offload_optimizer" : "offload_params";
+        plan[to] = "cpu";
+        out_.origins.emplace_back("/plan/" + to, v.pointer());
       } else if (key == "offload_optimizer" || key == "offload_param") {
         const auto device =
             value.is_object() && value.contains("device") ? v.element_of("device").as_string() : std::string("none");
@@ -170,12 +172,13 @@ class DeepSpeedImport {
           plan["nvme_sub_group"] = static_cast<std::int64_t>(v.as_number(1e6, 1e12));
           out_.origins.emplace_back("/plan/nvme_sub_group", v.pointer());
         }
-      } else if (member(key, {"zenflow", "zero_hpz_partition_size", "zero_quantized_weights",
-                              "zero_quantized_gradients", "zero_quantized_nontrainable_weights", "mics_shard_size",
-                              "mics_hierarchical_params_gather", "cpu_offload", "cpu_offload_params"})) {
+      } else if (member(key,
+                        {"zenflow", "zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients",
+                         "zero_quantized_nontrainable_weights", "mics_shard_size", "mics_hierarchical_params_gather",
+                         "cpu_offload", "cpu_offload_params"})) { // false: no effect
         if (!(value.is_boolean() && !value.get<bool>()) && !(value.is_number() && value.get<double>() <= 1))
-          out_.not_simulated.push_back(Setting{spelt(v), "not simulated (ZeRO++, MiCS, ZenFlow and offload are "
-                                                         "not in simtrain's ZeRO)"});
+          out_.not_simulated.push_back(Setting{spelt(v), "not simulated (ZeRO++, MiCS and ZenFlow are not in "
+                                                         "simtrain's ZeRO)"});
       } else if (member(key, {"contiguous_gradients",
                               "reduce_scatter",
                               "allgather_partitions",

@@ -95,6 +95,16 @@ for yaml in llama3_lora_sft llama3_lora_sft_otfq; do
 done
 grep -q '"base_quantization": "nf4"' "$out/llama3_lora_sft_otfq.json" || fail "quantization_bit 4 was not read"
 
+# Accelerate: TRL's launcher configs (FSDP2; FSDP with CPU offload; DeepSpeed ZeRO-3) with a script's Trainer arguments;
+# the GPU count is the config's num_processes.
+for yaml in fsdp2 fsdp_qlora deepspeed_zero3; do
+  "$simtrain" import accelerate "$data/accelerate/$yaml.yaml" --model llama3-8b --topology dgx-h100 --seq-length 2048 \
+    --out "$out/accelerate_$yaml.json" -- --per_device_train_batch_size 1 --gradient_checkpointing 2>/dev/null
+  simulates "$out/accelerate_$yaml.json"
+done
+grep -q '"offload_params": "cpu"' "$out/accelerate_fsdp_qlora.json" || fail "fsdp_offload_params was not read"
+grep -q '"gpus": 8' "$out/accelerate_fsdp2.json" || fail "num_processes was not the GPU count"
+
 # torchtitan: the Llama 3 and DeepSeek-V3 job files at their published scales.
 for job in llama3_8b:8 llama3_70b:64 llama3_405b:128; do
   "$simtrain" import torchtitan "$data/torchtitan/${job%%:*}.toml" --topology dgx-h100 --gpus "${job##*:}" \

@@ -1,6 +1,7 @@
 // The importers: Megatron-LM arguments, DeepSpeed configs and torchtitan job files into scenario/v1, each setting
 // carried over, said to change nothing, or listed as not simulated; the published examples in tests/data/import.
 #include "core/document.hpp"
+#include "importer/accelerate.hpp"
 #include "importer/deepspeed.hpp"
 #include "importer/hf_trainer.hpp"
 #include "importer/llamafactory.hpp"
@@ -439,6 +440,20 @@ TEST_CASE("DeepSpeed configs from DeepSpeedExamples: ZeRO stage, batches by Deep
   CHECK(listed(offload.not_simulated, "/zero_optimization/zenflow"));
   CHECK(offload.scenario["plan"]["micro_batch"] == 1);
 
+  // DeepSpeed 0.3's spelling (DeepSpeedExamples' ZeRO-3 Offload scripts of 2021): both offloads, simulated.
+  sim::core::Provenance provenance;
+  provenance.add_source("", "ds_zero3_offload.json");
+  const sim::core::Json v03 = {
+      {"train_micro_batch_size_per_gpu", 4},
+      {"gradient_accumulation_steps", 1},
+      {"fp16", {{"enabled", true}}},
+      {"zero_optimization", {{"stage", 3}, {"cpu_offload", true}, {"cpu_offload_params", true}}}};
+  const Imported old = sim::importer::import_deepspeed(sim::core::Node(v03, "", provenance), target(8),
+                                                       {"llama2-7b", 1024, std::nullopt, std::nullopt});
+  CHECK(old.scenario["plan"]["offload_optimizer"] == "cpu");
+  CHECK(old.scenario["plan"]["offload_params"] == "cpu");
+  CHECK(old.not_simulated.empty());
+
   CHECK_THAT(test::error_of([] {
                deepspeed("autotuning_ds_config_fp16_z3.json", 8, {"llama2-7b", {}, {}, {}});
              }),
@@ -736,6 +751,100 @@ TEST_CASE("LLaMA-Factory: named targets and what is not simulated said so")
   CHECK(listed(out.not_simulated, "/quantization_bit"));
   CHECK(listed(out.not_simulated, "/use_dora"));
   CHECK(listed(out.not_simulated, "/stage"));
+}
+
+// An Accelerate config from tests/data/import/accelerate with the script's Trainer arguments.
+Imported import_accelerate(const std::string& file, const std::vector<std::string>& arguments,
+                           std::optional<int> gpus = std::nullopt)
+{
+  static sim::core::Provenance provenance;
+  static sim::core::Provenance trainer_provenance;
+  static std::vector<sim::core::Json> documents;
+  provenance.add_source("", file);
+  trainer_provenance.add_source("", "Trainer arguments");
+  documents.push_back(sim::importer::typed_scalars(sim::importer::read_yaml_file(fixtures / "accelerate" / file)));
+  documents.push_back(sim::importer::hf_arguments_json(arguments));
+  const auto& config = documents[documents.size() - 2];
+  return sim::importer::import_accelerate(sim::core::Node(config, "", provenance),
+                                          sim::core::Node(documents.back(), "", trainer_provenance),
+                                          {"dgx-h100", gpus, "imported"}, {"llama3-8b", 2048, fixtures / "accelerate"});
+}
+
+TEST_CASE("Accelerate: TRL's FSDP2, FSDP with CPU offload and DeepSpeed ZeRO-3 configs under Trainer's arguments")
+{
+  const Imported fsdp2 = import_accelerate("fsdp2.yaml", {"--per_device_train_batch_size", "2"});
+  const auto& plan = fsdp2.scenario["plan"];
+  CHECK(fsdp2.scenario["gpus"] == 8); // num_processes
+  CHECK(plan["zero_stage"] == 3);     // reshard_after_forward: FULL_SHARD
+  CHECK(plan["precision"] == "bf16");
+  CHECK(plan["global_batch"] == 2 * 8);
+  CHECK_FALSE(plan.contains("recompute")); // fsdp_activation_checkpointing: false
+  CHECK_FALSE(plan.contains("offload_params"));
+  CHECK(fsdp2.not_simulated.empty());
+  CHECK(listed(fsdp2.no_effect, "/fsdp_config/fsdp_state_dict_type"));
+  CHECK(load(fsdp2).plan.zero_stage == 3);
+
+  const Imported offload = import_accelerate("fsdp_qlora.yaml", {"--gradient_checkpointing"}, 4);
+  CHECK(offload.scenario["gpus"] == 4); // --gpus over num_processes
+  CHECK(offload.scenario["plan"]["offload_params"] == "cpu");
+  CHECK(offload.scenario["plan"]["offload_optimizer"] == "cpu");
+  CHECK(offload.scenario["plan"]["recompute"] == "full");
+  // Where the offload came from is the config's key, for a refusal to name it.
+  const auto origin = std::find_if(offload.origins.begin(), offload.origins.end(),
+                                   [](const auto& o) { return o.first == "/plan/offload_params"; });
+  REQUIRE(origin != offload.origins.end());
+  CHECK(origin->second == "/fsdp_config/fsdp_offload_params");
+
+  const Imported zero3 = import_accelerate("deepspeed_zero3.yaml", {"--per_device_train_batch_size", "1"});
+  CHECK(zero3.scenario["plan"]["zero_stage"] == 3);
+  CHECK(zero3.scenario["plan"]["precision"] == "fp16"); // mixed_precision into DeepSpeed's fp16 section
+  CHECK(zero3.scenario["plan"]["optimizer"] == "deepspeed");
+  CHECK(zero3.scenario["plan"]["global_batch"] == 8); // gradient_accumulation_steps 1
+  CHECK(load(zero3).plan.zero_stage == 3);
+}
+
+TEST_CASE("Accelerate: the script's arguments win, offload devices and bad values")
+{
+  // Trainer's bf16 over the config's fp16; DeepSpeed's offload devices as ZeRO-Offload / ZeRO-Infinity.
+  sim::core::Provenance provenance;
+  provenance.add_source("", "accelerate.yaml");
+  sim::core::Provenance trainer_provenance;
+  trainer_provenance.add_source("", "Trainer arguments");
+  const sim::core::Json config = {
+      {"distributed_type", "DEEPSPEED"},
+      {"mixed_precision", "fp16"},
+      {"num_processes", 2},
+      {"deepspeed_config", {{"zero_stage", 3}, {"offload_optimizer_device", "nvme"}, {"offload_param_device", "cpu"}}}};
+  const auto args = sim::importer::hf_arguments_json({"--bf16", "--per_device_train_batch_size", "1"});
+  const auto imported = [&](const sim::core::Json& c) {
+    return sim::importer::import_accelerate(sim::core::Node(c, "", provenance),
+                                            sim::core::Node(args, "", trainer_provenance), {"dgx-h100", {}, "x"},
+                                            {"llama3-8b", 1024, {}});
+  };
+  const Imported out = imported(config);
+  CHECK(out.scenario["plan"]["precision"] == "bf16");
+  CHECK(out.scenario["plan"]["offload_optimizer"] == "nvme");
+  CHECK(out.scenario["plan"]["offload_params"] == "cpu");
+  CHECK(std::any_of(out.assumptions.begin(), out.assumptions.end(),
+                    [](const std::string& a) { return a.find("the script's bf16") != std::string::npos; }));
+
+  sim::core::Json megatron = config;
+  megatron["distributed_type"] = "MEGATRON_LM";
+  CHECK(listed(imported(megatron).not_simulated, "MEGATRON_LM"));
+
+  const auto refused = [&](const std::string& key, const sim::core::Json& value, const std::string& pointer) {
+    sim::core::Json bad = config;
+    bad[sim::core::Json::json_pointer(key)] = value;
+    CHECK_THROWS_WITH(imported(bad), Catch::Contains("accelerate.yaml:" + pointer));
+  };
+  refused("/distributed_type", "MULTI_CPU", "/distributed_type");
+  refused("/mixed_precision", "fp4", "/mixed_precision");
+  refused("/deepspeed_config/offload_param_device", "disk", "/deepspeed_config/offload_param_device");
+  refused("/deepspeed_config/zero_stage", 4, "/deepspeed_config/zero_stage");
+  refused("/use_cpu", true, "/use_cpu");
+  sim::core::Json no_count = config;
+  no_count.erase("num_processes");
+  CHECK_THROWS_WITH(imported(no_count), Catch::Contains("the GPU count is not known"));
 }
 
 TEST_CASE("FSDP's CPU offload, from Trainer's arguments and torchtitan's job, offloads parameters and the optimizer")
