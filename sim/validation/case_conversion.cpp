@@ -6,6 +6,9 @@
 #include "validation/case_plan.hpp"
 #include "validation/case_reading.hpp"
 
+#include "core/document.hpp"
+#include "scenario/document_tree.hpp"
+
 #include <fmt/format.h>
 #include <regex>
 #include <set>
@@ -133,9 +136,24 @@ CaseConversion convert_case(const core::Json& c, const std::filesystem::path& da
   const auto topology = convert_topology(conv, *hw);
   if (!topology)
     return conv.out();
-  const auto plan = convert_plan(conv, (*model)["seq_length"].get<std::int64_t>());
+  auto plan = convert_plan(conv, (*model)["seq_length"].get<std::int64_t>());
   if (!plan)
     return conv.out();
+  if (flag(section(c, "plan"), "activation_cpu_offload").value_or(false)) {
+    // Each layer's saved activations copied to host memory as its forward ends and back before its backward: over
+    // the node's PCIe tree into its host's memory, which the preset must describe.
+    const Json node = topology->is_string()
+                          ? core::read_json_file(scenario::preset_path(data_dir, scenario::ReferenceKind::TOPOLOGY,
+                                                                       topology->get<std::string>()))["node"]
+                          : (*topology)["node"];
+    if (!node.contains("host") || !node.contains("pcie"))
+      return refused(conv, fmt::format("activation offloading to the CPU needs a node whose host is described, which "
+                                       "{} is not",
+                                       hw->topology));
+    (*plan)["offload_activations"] = true;
+    conv.assume("activation_cpu_offload: each layer's saved activations copied to host memory after its forward and "
+                "back before its backward (plan.offload_activations)");
+  }
 
   const Json scenario{
       {"schema", "scenario/v1"},

@@ -234,9 +234,6 @@ std::string plan_refusal(const Json& plan)
   for (const char* key : {"tp", "pp", "dp", "cp", "ep", "etp", "vpp", "micro_batch", "global_batch", "grad_accum"})
     if (const auto v = integer(plan, key); v && *v == 0)
       return fmt::format("plan.{} is 0 (expected a size of at least 1)", key);
-  if (flag(plan, "activation_cpu_offload").value_or(false))
-    return "activation offloading to the CPU needs a node whose host is described (plan.offload_activations), which "
-           "the DGX and HGX presets are not";
   if (!integer(plan, "tp") || !integer(plan, "pp"))
     return "the source does not give the tensor- and pipeline-parallel sizes";
   return "";

@@ -135,6 +135,14 @@ TEST_CASE("cases simtrain cannot express are refused with the reason")
     CHECK(convert_case(zero, test::source_dir()).unsupported ==
           fmt::format("plan.{} is 0 (expected a size of at least 1)", key));
   }
+  // Activation offloading needs a host: the DGX A100 describes one, the HGX A800 does not.
+  auto offload = sc21_row();
+  offload["plan"]["activation_cpu_offload"] = true;
+  const auto offloaded = convert_case(offload, test::source_dir());
+  REQUIRE(offloaded.unsupported.empty());
+  CHECK(offloaded.runs.at(0).scenario["plan"]["offload_activations"] == true);
+  offload["hardware"]["gpu"] = "A800-SXM4-80GB";
+  CHECK_THAT(convert_case(offload, test::source_dir()).unsupported, Catch::Contains("hgx-a800 is not"));
   auto no_gpus = sc21_row();
   no_gpus["hardware"]["num_gpus"] = 0;
   no_gpus["plan"].erase("dp");
