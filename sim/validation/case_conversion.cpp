@@ -99,6 +99,7 @@ std::string short_source(const std::string& source)
       {std::regex("Llama 3 Herd"), "Llama 3 paper"},
       {std::regex("QwenLM/Qwen"), "Qwen fine-tuning"},
       {std::regex("torchtune"), "torchtune"},
+      {std::regex("DeepSpeed.*zero-offload"), "ZeRO-Offload tutorial"},
   };
   for (const auto& [pattern, name] : known)
     if (std::regex_search(source, pattern))
@@ -149,7 +150,8 @@ CaseConversion convert_case(const core::Json& c, const std::filesystem::path& da
     if (!node.contains("host") || !node.contains("pcie"))
       return refused(conv, fmt::format("activation offloading to the CPU needs a node whose host is described, which "
                                        "{} is not",
-                                       hw->topology));
+                                       topology->is_string() ? topology->get<std::string>()
+                                                             : (*topology)["name"].get<std::string>()));
     (*plan)["offload_activations"] = true;
     conv.assume("activation_cpu_offload: each layer's saved activations copied to host memory after its forward and "
                 "back before its backward (plan.offload_activations)");

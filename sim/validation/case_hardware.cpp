@@ -54,8 +54,9 @@ std::optional<Hardware> match_gpu(const std::string& name)
     return Hardware{"h200-sxm-141gb", "dgx-h100"};
   if (mentions(n, "h20"))
     return Hardware{"h20", "hgx-h20"};
+  // The SXM3 module is the DGX-2's (16 on NVSwitch); the SXM2 the DGX-1's.
   if (mentions(n, "v100"))
-    return Hardware{"v100-sxm2-32gb", "dgx-v100"};
+    return Hardware{"v100-sxm2-32gb", mentions(n, "sxm3") ? "dgx-2" : "dgx-v100"};
   if (mentions(n, "4090"))
     return Hardware{"rtx-4090", "pcie-4090"};
   if (mentions(n, "3090"))
@@ -69,9 +70,12 @@ std::optional<Hardware> match_gpu(const std::string& name)
   return std::nullopt;
 }
 
-std::optional<Json> convert_topology(Conversion& conv, const Hardware& hw)
+std::optional<Json> convert_topology(Conversion& conv, Hardware hw)
 {
   const Json& hardware = section(conv.case_json(), "hardware");
+  // Sixteen V100s to a node: a DGX-2.
+  if (hw.topology == "dgx-v100" && integer(hardware, "gpus_per_node") == 16)
+    hw.topology = "dgx-2";
   const auto path = scenario::preset_path(conv.data_dir(), scenario::ReferenceKind::TOPOLOGY, hw.topology);
   Json topology = core::read_json_file(path);
   bool changed = false;

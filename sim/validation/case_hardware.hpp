@@ -23,6 +23,6 @@ std::optional<Hardware> match_gpu(const std::string& name);
 
 // The scenario's topology: the preset's name, or the preset inlined with the case's changes. nullopt when the case
 // asks for a node no preset has (the conversion is refused then).
-std::optional<core::Json> convert_topology(Conversion& conv, const Hardware& hw);
+std::optional<core::Json> convert_topology(Conversion& conv, Hardware hw);
 
 } // namespace sim::validation

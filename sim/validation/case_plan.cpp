@@ -87,8 +87,9 @@ bool experts_of(Conversion& conv, const Json& plan, Json& p)
   return true;
 }
 
-// Fine-tuning (this project's extension of the case schema): LoRA adapters over a frozen base, the base's
-// quantization, the optimizer's algorithm, and what the frameworks add around them (torch.compile, packed sequences).
+// Fine-tuning and offload (this project's extension of the case schema): LoRA adapters over a frozen base, the base's
+// quantization, the optimizer's algorithm, offloaded state, and what the frameworks add around them (torch.compile,
+// packed sequences).
 bool fine_tuning_of(Conversion& conv, const Json& plan, Json& p)
 {
   const auto rank = integer(plan, "lora_rank");
@@ -163,6 +164,23 @@ bool fine_tuning_of(Conversion& conv, const Json& plan, Json& p)
       conv.assume("bitsandbytes' paged optimizer simulated with its state resident in HBM (paging to host memory, "
                   "which only happens when the GPU runs short, is not modelled)");
   }
+  // Offload (ZeRO-Offload, ZeRO-Infinity, FSDP's CPUOffload): the device the optimizer state and parameters live on,
+  // and which code updates them there.
+  for (const char* key : {"offload_optimizer", "offload_params"})
+    if (member(plan, key)) {
+      const auto device = conv.choice(plan, key, {{"none", "none"}, {"cpu", "cpu"}, {"nvme", "nvme"}});
+      if (!device)
+        return false;
+      p[key] = *device;
+    }
+  if (member(plan, "cpu_optimizer")) {
+    const auto impl = conv.choice(plan, "cpu_optimizer", {{"deepspeed", "deepspeed"}, {"pytorch", "pytorch"}});
+    if (!impl)
+      return false;
+    p["cpu_optimizer"] = *impl;
+  }
+  if (const auto delayed = flag(plan, "delayed_update"))
+    p["delayed_update"] = *delayed;
   if (flag(plan, "compile").value_or(false))
     conv.assume("torch.compile not modelled: the eager kernels are simulated (compile's fusions would shorten the "
                 "elementwise work)");
@@ -224,7 +242,8 @@ const std::set<std::string>& plan_fields()
        // case schema v2
        "local_batch", "fsdp_degree", "fp8_recipe", "cp_comm_type",
        // fine-tuning (this project's extension)
-       "lora_rank", "lora_targets", "base_quantization", "optimizer", "compile", "packed"});
+       "lora_rank", "lora_targets", "base_quantization", "optimizer", "compile", "packed", "offload_optimizer",
+       "offload_params", "cpu_optimizer", "delayed_update"});
   return fields;
 }
 

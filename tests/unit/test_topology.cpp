@@ -25,8 +25,8 @@ std::vector<std::string> names(const sim::topology::ClusterGraph& g, const std::
 TEST_CASE("every topology preset expands into a connected graph with positive bandwidths")
 {
   for (const char* preset :
-       {"dgx-a100", "hgx-a800", "dgx-h100", "hgx-h800", "hgx-h20", "dgx-v100", "pcie-4090", "workstation-rtx3090",
-        "workstation-rtx5090", "workstation-rtx-a6000", "workstation-rtx6000-ada"}) {
+       {"dgx-a100", "hgx-a800", "dgx-h100", "hgx-h800", "hgx-h20", "dgx-v100", "dgx-2", "pcie-4090",
+        "workstation-rtx3090", "workstation-rtx5090", "workstation-rtx-a6000", "workstation-rtx6000-ada"}) {
     INFO(preset);
     const auto g = cluster(preset, 4);
     CHECK_NOTHROW(sim::topology::check_graph(g, preset));

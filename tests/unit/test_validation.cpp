@@ -340,8 +340,21 @@ TEST_CASE("a case field simtrain does not read is refused with its name, never d
   model["model"]["moe_experts"] = 8;
   CHECK(convert_case(model, test::source_dir()).unsupported.find("\"model.moe_experts\"") != std::string::npos);
   auto plan = sc21_row();
-  plan["plan"]["offload_optimizer"] = true;
-  CHECK(convert_case(plan, test::source_dir()).unsupported.find("\"plan.offload_optimizer\"") != std::string::npos);
+  plan["plan"]["zero_quantized_weights"] = true;
+  CHECK(convert_case(plan, test::source_dir()).unsupported.find("\"plan.zero_quantized_weights\"") !=
+        std::string::npos);
+  // Offload is read (this project's extension): the devices and the CPU's optimizer.
+  auto offload = sc21_row();
+  offload["plan"]["zero_stage"] = 2;
+  offload["plan"]["offload_optimizer"] = "cpu";
+  offload["plan"]["cpu_optimizer"] = "DeepSpeed CPU Adam";
+  offload["plan"]["delayed_update"] = false;
+  const auto offloaded = convert_case(offload, test::source_dir());
+  REQUIRE(offloaded.unsupported.empty());
+  CHECK(offloaded.runs.at(0).scenario["plan"]["offload_optimizer"] == "cpu");
+  CHECK(offloaded.runs.at(0).scenario["plan"]["cpu_optimizer"] == "deepspeed");
+  offload["plan"]["offload_params"] = "disk";
+  CHECK_THAT(convert_case(offload, test::source_dir()).unsupported, Catch::Contains("offload_params"));
   auto recompute = sc21_row();
   recompute["plan"]["recompute"] = "block";
   CHECK(convert_case(recompute, test::source_dir()).unsupported.find("recompute \"block\" is not understood") !=
@@ -372,6 +385,14 @@ TEST_CASE("a publication's GPU name maps to the catalogue's GPU and a node with 
   CHECK(match_gpu("RTX 5090").value().topology == "workstation-rtx5090");
   CHECK(gpu("RTX A6000 48GB") == "rtx-a6000");
   CHECK(gpu("RTX 6000 Ada") == "rtx-6000-ada");
+  // The V100's SXM3 module is the DGX-2's; sixteen V100s to a node make one too.
+  CHECK(match_gpu("V100-SXM3-32GB").value().topology == "dgx-2");
+  CHECK(match_gpu("Tesla V100 32GB").value().topology == "dgx-v100");
+  auto dgx2 = sc21_row();
+  dgx2["hardware"] = {{"gpu", "V100 32GB"}, {"num_gpus", 32}, {"gpus_per_node", 16}};
+  const auto converted = convert_case(dgx2, test::source_dir());
+  REQUIRE(converted.unsupported.empty());
+  CHECK(converted.runs.at(0).scenario["topology"] == "dgx-2");
 }
 
 TEST_CASE("kv_heads and a SwiGLU activation are read: a Llama-shaped case is simulated as one")
