@@ -34,7 +34,6 @@ const std::set<std::string, std::less<>>& no_effect_keys()
                                                        "interleave_probs",
                                                        "plot_loss",
                                                        "lora_alpha",
-                                                       "lora_dropout",
                                                        "create_new_adapter",
                                                        "export_dir",
                                                        "export_size",
@@ -76,6 +75,8 @@ class LlamaFactoryImport {
         method_ = n.as_choice<Method>(std::span<const core::Choice<Method>>(method_choices));
       else if (key == "lora_rank")
         rank_ = n.as_integer(1, 1 << 16);
+      else if (key == "lora_dropout")
+        dropout_ = n.as_number(0.0, 0.99);
       else if (key == "lora_target")
         targets(n);
       else if (key == "quantization_bit")
@@ -113,6 +114,8 @@ class LlamaFactoryImport {
       plan["attention"] = *attention_;
     if (method_ == Method::LORA) {
       plan["lora_rank"] = rank_;
+      if (dropout_ > 0)
+        plan["lora_dropout"] = dropout_;
       if (!all_targets_)
         plan["lora_targets"] = target_names_;
       if (quantized_ && bitsandbytes_)
@@ -211,6 +214,7 @@ class LlamaFactoryImport {
   Imported& out_;
   Method method_ = Method::LORA; // FinetuningArguments' default
   std::int64_t rank_ = 8;        // its lora_rank default
+  double dropout_ = 0.0;         // its lora_dropout default
   bool all_targets_ = true;      // "all"
   OrderedJson target_names_ = OrderedJson::array();
   bool quantized_ = false;

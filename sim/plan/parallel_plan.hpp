@@ -173,6 +173,9 @@ struct ParallelPlan {
   // optimizer state). 0: every weight trains.
   int lora_rank = 0;
   LoraTargets lora_targets;
+  // PEFT's lora_dropout: each adapter's input goes through its own dropout (nn.Dropout when above 0, nn.Identity
+  // otherwise), a kernel forward (the dropped copy and its mask) and backward (the gradient through the mask).
+  double lora_dropout = 0.0;
   BaseQuantization base_quantization = BaseQuantization::NONE;
   OffloadDevice offload_optimizer = OffloadDevice::NONE;
   // ZeRO-3's parameter shards in host memory (DeepSpeed's offload_param, FSDP's CPUOffload): each gather first copies

@@ -308,6 +308,22 @@ PlanKey recompute_modules_key()
   return k;
 }
 
+// PEFT's lora_dropout, only with lora_rank; written where above 0.
+PlanKey lora_dropout_key()
+{
+  PlanKey k = number("lora_dropout", &ParallelPlan::lora_dropout, 0.0, 0.0, 0.99);
+  auto read = k.read;
+  k.read = [read](PlanReading& r) {
+    read(r);
+    if (r.plan.lora_dropout > 0 && !r.plan.lora())
+      r.in.find("lora_dropout")
+          ->fail_found("a dropout needs adapters", "lora_rank 0", "lora_rank > 0, or no lora_dropout");
+  };
+  k.write = [](const ParallelPlan& p) { return p.lora_dropout > 0 ? Json(p.lora_dropout) : Json(); };
+  k.report_value = [](const ParallelPlan& p) { return p.lora() ? Json(p.lora_dropout) : Json(); };
+  return k;
+}
+
 // LoRA's target projections: a list of Hugging Face names, only with lora_rank; written where not every projection.
 PlanKey lora_targets_key()
 {
@@ -365,6 +381,7 @@ std::vector<PlanKey> make_plan_keys()
       choice("optimizer_algorithm", &P::optimizer_algorithm, optimizer_algorithm_choices, OptimizerAlgorithm::ADAM),
       integer("lora_rank", &P::lora_rank, 0, 0, 1 << 16),
       lora_targets_key(),
+      lora_dropout_key(),
       choice("base_quantization", &P::base_quantization, base_quantization_choices, BaseQuantization::NONE),
       choice("offload_optimizer", &P::offload_optimizer, offload_device_choices, OffloadDevice::NONE),
       choice("offload_params", &P::offload_params, offload_device_choices, OffloadDevice::NONE),

@@ -162,7 +162,7 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   return r.plan;
 }
 
-// LoRA as simulated: dense layers of standard attention, no tensor parallelism, FP8 or ZeRO-3 over a 4-bit base.
+// LoRA as simulated: dense layers of standard attention, no tensor parallelism or FP8.
 template <class Warn>
 void check_lora(const ParallelPlan& p, const core::Node& node, const model::ModelSpec& m, const Warn& warn)
 {
@@ -184,9 +184,6 @@ void check_lora(const ParallelPlan& p, const core::Node& node, const model::Mode
                "a dense model with standard attention");
   if (p.fp8())
     infeasible(node, "lora_rank", "LoRA with FP8 GEMMs is not simulated", "precision bf16 or fp16");
-  if (p.base_quantization == BaseQuantization::NF4 && p.zero_stage >= 3)
-    infeasible(node, "base_quantization", "ZeRO-3 / FSDP over a 4-bit base (QLoRA with FSDP) is not simulated yet",
-               "zero_stage 0-2 with base_quantization nf4");
   if (p.lora_targets.has(LoraTarget::GATE) && !model::is_gated(m.ffn_kind) && p.lora_targets != LoraTargets{})
     warn("lora_targets", fmt::format("gate_proj: model '{}' has no gated FFN; no adapter there", m.name));
 }

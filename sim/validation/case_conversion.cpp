@@ -100,6 +100,7 @@ std::string short_source(const std::string& source)
       {std::regex("QwenLM/Qwen"), "Qwen fine-tuning"},
       {std::regex("torchtune"), "torchtune"},
       {std::regex("DeepSpeed.*zero-offload"), "ZeRO-Offload tutorial"},
+      {std::regex("fsdp_qlora"), "Answer.AI FSDP+QLoRA"},
   };
   for (const auto& [pattern, name] : known)
     if (std::regex_search(source, pattern))

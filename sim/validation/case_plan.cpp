@@ -95,6 +95,12 @@ bool fine_tuning_of(Conversion& conv, const Json& plan, Json& p)
   const auto rank = integer(plan, "lora_rank");
   if (rank && *rank > 0)
     p["lora_rank"] = *rank;
+  if (const Json* dropout = member(plan, "lora_dropout"); dropout && dropout->is_number() && *dropout > 0)
+    p["lora_dropout"] = dropout->get<double>();
+  else if (dropout && !dropout->is_number()) {
+    conv.refuse(fmt::format("plan.lora_dropout {} is not a number", dropout->dump()));
+    return false;
+  }
   if (const Json* targets = member(plan, "lora_targets")) {
     // Hugging Face's names, torchtune's output_proj, and PEFT's "all-linear" (every projection: simtrain's default).
     static const std::map<std::string, std::string> names{
@@ -242,8 +248,8 @@ const std::set<std::string>& plan_fields()
        // case schema v2
        "local_batch", "fsdp_degree", "fp8_recipe", "cp_comm_type",
        // fine-tuning (this project's extension)
-       "lora_rank", "lora_targets", "base_quantization", "optimizer", "compile", "packed", "offload_optimizer",
-       "offload_params", "cpu_optimizer", "delayed_update"});
+       "lora_rank", "lora_targets", "lora_dropout", "base_quantization", "optimizer", "compile", "packed",
+       "offload_optimizer", "offload_params", "cpu_optimizer", "delayed_update"});
   return fields;
 }
 

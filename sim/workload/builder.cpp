@@ -442,6 +442,17 @@ double BuildState::item_trainable_params(int item, int s) const
   return item >= 0 && !is_mtp(item) ? plan::lora_layer_params(m, p) : 0.0;
 }
 
+double BuildState::item_gather_bytes(int item, int s, double weight_bytes) const
+{
+  if (!p.lora() || item < 0 || is_mtp(item))
+    return weight_bytes * item_params(item, s);
+  // QLoRA under FSDP (bitsandbytes' quant_storage): the packed 4-bit weights and their absmax travel as they are.
+  const model::LayerParams l = model::layer_params(m, model::FfnPart::DENSE);
+  const double linear = l.attention + l.ffn;
+  return plan::base_weight_bytes(p.base_quantization) * linear +
+         weight_bytes * (item_params(item, s) - linear + plan::lora_layer_params(m, p));
+}
+
 std::int64_t BuildState::microbatches_through() const
 {
   return p.schedule == plan::Schedule::DUALPIPE ? p.microbatches() / 2 : p.microbatches();

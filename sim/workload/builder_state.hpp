@@ -114,6 +114,9 @@ class BuildState {
   double item_expert_params(int item) const;
   // Of an item's parameters, those that train: all of them, or under LoRA a layer's adapters (none elsewhere).
   double item_trainable_params(int item, int s) const;
+  // The bytes a ZeRO-3 gather of the item moves, its weights at `weight_bytes` each (16 bits, or FP8's one byte):
+  // under LoRA a layer's frozen linear weights at the base's bytes (NF4 under QLoRA) and its adapters beside them.
+  double item_gather_bytes(int item, int s, double weight_bytes) const;
 
   // --- what the plan's software does ----------------------------------------------------------------------------
   bool sharded_optimizer() const { return p.zero_stage >= 1 || p.distributed_optimizer; }

@@ -47,7 +47,7 @@ DataParallel::Gathered DataParallel::gather_parameters(int s, int item, const Wh
       // FP8 parameters (torchao's float8 all-gather) travel in one byte: the layers' matrices, not the embedding.
       const double bytes = (item >= 0 || is_mtp(item)) && p_.fp8_param_gather ? 1.0 : element_bytes;
       for (double share : tensor_shares(item))
-        end = gather(group, bytes * share * b_.item_params(item, s), "zero-3 parameter all-gather");
+        end = gather(group, share * b_.item_gather_bytes(item, s, bytes), "zero-3 parameter all-gather");
       for (int r : b_.simulated_of(group))
         ends[r].push_back(end);
     }

@@ -24,6 +24,7 @@ std::optional<LoraKernels> lora_kernels(const model::ModelSpec& m, const plan::P
   LoraKernels out;
   out.rank = p.lora_rank;
   out.quantized = p.base_quantization == plan::BaseQuantization::NF4;
+  out.dropout = p.lora_dropout > 0;
   for (auto site : {plan::LinearSite::QKV, plan::LinearSite::PROJ, plan::LinearSite::FC1, plan::LinearSite::FC2})
     out.adapters[static_cast<std::size_t>(site)] = plan::lora_adapters(m, p, site);
   return out;
@@ -73,8 +74,13 @@ std::vector<Kernel> with_adapters(const Kernel& k, const LoraKernels& lora)
         memory_bound("nf4 dequantize", k.n * k.k * (plan::base_weight_bytes(plan::BaseQuantization::NF4) + e)));
   out.push_back(k);
   for (const auto& a : adapters) {
+    // PEFT's dropout on each adapter's input (peft/tuners/lora/layer.py): a 16-bit copy and a one-byte mask forward,
+    // the gradient through the mask backward.
+    const double dropout = lora.dropout ? (2.0 * e + 1.0) * tokens * a.in : 0.0;
     if (k.layout == GemmLayout::FORWARD) {
       // lora_B(lora_A(x)) * scaling, added to the base's output: two GEMMs, a scale and an add over the output.
+      if (dropout > 0)
+        out.push_back(memory_bound("lora dropout", dropout));
       out.push_back(gemm("lora A", tokens, r, a.in));
       out.push_back(gemm("lora B", tokens, a.out, r));
       out.push_back(memory_bound("lora scale and add", 5.0 * e * tokens * a.out));
@@ -83,6 +89,8 @@ std::vector<Kernel> with_adapters(const Kernel& k, const LoraKernels& lora)
       out.push_back(memory_bound("lora gradient scale", 2.0 * e * tokens * a.out));
       out.push_back(gemm("lora B dgrad", tokens, r, a.out, 1, GemmLayout::DGRAD));
       out.push_back(gemm("lora A dgrad", tokens, a.in, r, 1, GemmLayout::DGRAD));
+      if (dropout > 0)
+        out.push_back(memory_bound("lora dropout backward", dropout));
       out.push_back(memory_bound("lora input-gradient add", 3.0 * e * tokens * a.in));
     }
   }

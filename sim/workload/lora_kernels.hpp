@@ -17,6 +17,7 @@ namespace sim::workload {
 struct LoraKernels {
   double rank = 0;
   bool quantized = false; // NF4 base: dequantized before each forward and data-gradient GEMM
+  bool dropout = false;   // PEFT's lora_dropout above 0: a dropout kernel on each adapter's input
   std::array<std::vector<plan::Adapter>, 4> adapters; // by plan::LinearSite
 };
 

@@ -739,6 +739,7 @@ TEST_CASE("LLaMA-Factory: named targets and what is not simulated said so")
   provenance.add_source("", "lf.yaml");
   const sim::core::Json config = {{"finetuning_type", "lora"},
                                   {"lora_target", "q_proj, v_proj, c_attn"},
+                                  {"lora_dropout", 0.05},
                                   {"quantization_bit", 8},
                                   {"use_dora", true},
                                   {"stage", "dpo"},
@@ -746,6 +747,7 @@ TEST_CASE("LLaMA-Factory: named targets and what is not simulated said so")
   const Imported out =
       sim::importer::import_llamafactory(sim::core::Node(config, "", provenance), target(2), {"llama3-8b", 1024, {}});
   CHECK(out.scenario["plan"]["lora_targets"] == sim::importer::OrderedJson{"q_proj", "v_proj"});
+  CHECK(out.scenario["plan"]["lora_dropout"] == 0.05); // PEFT's dropout on each adapter's input
   CHECK_FALSE(out.scenario["plan"].contains("base_quantization"));
   CHECK(listed(out.not_simulated, "c_attn"));
   CHECK(listed(out.not_simulated, "/quantization_bit"));

@@ -2,6 +2,7 @@
 // layer's, and what trains in the step (gradient reduction, optimizer).
 #include "memory/memory_model.hpp"
 #include "model/flops.hpp"
+#include "model/param_count.hpp"
 #include "plan/lora.hpp"
 #include "scenario/scenario.hpp"
 #include "workload/lora_kernels.hpp"
@@ -122,6 +123,68 @@ TEST_CASE("under LoRA the step reduces and updates the adapters alone")
   CHECK(per_layer == 8 * (4 * 2 * h + 2 * (h + f)));
   CHECK(dp_bytes(lora) == Approx(4.0 * per_layer * static_cast<double>(m.num_layers)));
   CHECK(dp_bytes(full) > 100 * dp_bytes(lora));
+}
+
+TEST_CASE("PEFT's lora_dropout adds a dropout on each adapter's input, forward and backward")
+{
+  const auto s = llama7b({{"lora_rank", 16}, {"lora_dropout", 0.1}, {"lora_targets", {"gate_proj", "up_proj"}}});
+  const auto lora = sim::workload::lora_kernels(s.model, s.plan).value();
+  const double tokens = 4096;
+  // fc1 holds gate and up: each adapter drops its own copy of the input (16 bits read and written, a one-byte mask).
+  const auto fwd = sim::workload::with_adapters(sim::hardware::gemm("fc1", tokens, 2 * 11008, 4096), lora);
+  CHECK(names(fwd) == std::vector<std::string>{"fc1", "lora dropout", "lora A", "lora B", "lora scale and add",
+                                               "lora dropout", "lora A", "lora B", "lora scale and add"});
+  CHECK(fwd[1].bytes == 5.0 * tokens * 4096);
+  // Backward the gradient goes through the mask after A's data gradient.
+  const auto bwd = sim::workload::with_adapters(
+      sim::hardware::gemm("fc1 dgrad", tokens, 4096, 2 * 11008, 1, GemmLayout::DGRAD), lora);
+  CHECK(names(bwd)[4] == "lora dropout backward");
+  CHECK(bwd[4].bytes == 5.0 * tokens * 4096);
+  // Without it (PEFT's default 0: nn.Identity) no kernel; a dropout without adapters is refused.
+  const auto none = llama7b({{"lora_rank", 16}});
+  CHECK(names(sim::workload::with_adapters(sim::hardware::gemm("fc1", tokens, 2 * 11008, 4096),
+                                           sim::workload::lora_kernels(none.model, none.plan).value()))
+            .size() == 7);
+  CHECK_THAT(test::error_of([] { llama7b({{"lora_dropout", 0.1}}); }), Catch::Contains("a dropout needs adapters"));
+  CHECK_THAT(test::error_of([] {
+               llama7b({{"lora_rank", 8}, {"lora_dropout", 1.5}});
+             }),
+             Catch::Contains("/plan/lora_dropout"));
+}
+
+TEST_CASE("QLoRA under ZeRO-3 (FSDP with bitsandbytes' quant storage) gathers the packed 4-bit weights")
+{
+  const nlohmann::json tiny = {
+      {"schema", "model/v1"},      {"name", "tiny"},      {"num_layers", 4},   {"hidden_size", 1024},
+      {"num_attention_heads", 16}, {"vocab_size", 32000}, {"seq_length", 1024}};
+  const auto gathered = [&](const std::string& base) {
+    const auto b = test::build({{"dp", 2},
+                                {"global_batch", 2},
+                                {"zero_stage", 3},
+                                {"lora_rank", 8},
+                                {"base_quantization", base},
+                                {"recompute", "full"}},
+                               tiny, "dgx-a100", false);
+    double bytes = 0;
+    for (const auto& c : b.tasks.collectives())
+      if (c.kind == sim::workload::CollectiveKind::ALL_GATHER && c.category == sim::workload::Category::DP &&
+          b.tasks.label_text(c.label).find("zero-3 parameter all-gather") != std::string::npos)
+        bytes += c.bytes;
+    return std::pair{bytes, b};
+  };
+  const auto [nf4, q] = gathered("nf4");
+  const auto [bf16, l] = gathered("none");
+  const auto& m = q.scenario.model;
+  const auto lp = sim::model::layer_params(m, sim::model::FfnPart::DENSE);
+  const double linear = lp.attention + lp.ffn;
+  const double adapters = sim::plan::lora_layer_params(m, q.scenario.plan);
+  // Per layer and pass, the 16-bit gather less what 4.127-bit storage saves on the linear weights.
+  const double saved_per_layer = (2.0 - sim::plan::base_weight_bytes(sim::plan::BaseQuantization::NF4)) * linear;
+  const double per_layer = 2.0 * (lp.total() + adapters);
+  // Each layer is gathered for its forward and for its backward (which its recomputation runs in): twice.
+  const double layer_gathers = (bf16 - nf4) / saved_per_layer;
+  CHECK(layer_gathers == Approx(2.0 * static_cast<double>(m.num_layers)));
+  CHECK(per_layer > saved_per_layer); // the norms and adapters still travel in 16 bits
 }
 
 TEST_CASE("LoRA's model FLOPs leave out the weight gradients: the backward pass is one forward plus the attention core")
