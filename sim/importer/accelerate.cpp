@@ -382,12 +382,7 @@ Imported import_accelerate(const core::Node& config, const core::Node& trainer, 
   }
   out.scenario["plan"] = std::move(plan);
   out.scenario["description"] = fmt::format("Imported by simtrain import accelerate from {}", config.location().file);
-  for (auto& s : own.no_effect)
-    out.no_effect.push_back(std::move(s));
-  for (auto& s : own.not_simulated)
-    out.not_simulated.push_back(std::move(s));
-  for (auto& a : own.assumptions)
-    out.assumptions.push_back(std::move(a));
+  add_accounts(out, std::move(own));
   return out;
 }
 

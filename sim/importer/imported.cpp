@@ -11,6 +11,16 @@ std::string spelt(const core::Node& n)
   return fmt::format("{} {}", n.pointer(), core::clip(n.json().dump(), 60));
 }
 
+void add_accounts(Imported& to, Imported&& from)
+{
+  for (auto& s : from.no_effect)
+    to.no_effect.push_back(std::move(s));
+  for (auto& s : from.not_simulated)
+    to.not_simulated.push_back(std::move(s));
+  for (auto& a : from.assumptions)
+    to.assumptions.push_back(std::move(a));
+}
+
 void set_scenario(Imported& out, const Target& target, const std::string& framework, const std::string& file,
                   const std::string& model, OrderedJson plan)
 {

@@ -39,6 +39,10 @@ struct Imported {
 // A setting as a warning or note names it: its JSON pointer and its value, clipped ("/zero_optimization/stage 3").
 std::string spelt(const core::Node& n);
 
+// Appends what `from` said of its settings (no effect, not simulated, assumed) to `to`'s account: an importer that
+// reads its own keys around another's.
+void add_accounts(Imported& to, Imported&& from);
+
 // Sets `out.scenario` to a scenario/v1 of `plan` on the target's topology and GPUs, training `model`, described as
 // imported by `simtrain import FRAMEWORK` from `file`; the GPU count's origin is --gpus.
 void set_scenario(Imported& out, const Target& target, const std::string& framework, const std::string& file,

@@ -240,12 +240,7 @@ Imported import_llamafactory(const core::Node& config, const Target& target, con
   lf.notes();
   out.scenario["plan"] = std::move(plan);
   out.scenario["description"] = fmt::format("Imported by simtrain import llamafactory from {}", config.location().file);
-  for (auto& s : own.no_effect)
-    out.no_effect.push_back(std::move(s));
-  for (auto& s : own.not_simulated)
-    out.not_simulated.push_back(std::move(s));
-  for (auto& a : own.assumptions)
-    out.assumptions.push_back(std::move(a));
+  add_accounts(out, std::move(own));
   return out;
 }
 
