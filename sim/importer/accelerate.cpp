@@ -164,8 +164,8 @@ class AccelerateImport {
     const auto backend = j.is_object() && j.contains("dynamo_backend") ? j["dynamo_backend"] : core::Json();
     if (backend.is_null() || (backend.is_string() && (backend == "NO" || backend == "no")))
       out_.no_effect.push_back(Setting{spelt(n), ""});
-    else
-      out_.not_simulated.push_back(Setting{spelt(n), "torch.compile's fusions are not simulated"});
+    else // torch.compile of the model: its norms, rotary embedding and gated activation fused (Trainer's torch_compile)
+      place("torch_compile", true, n);
   }
 
   void use_cpu(const core::Node& n)

@@ -187,8 +187,7 @@ class HfImport {
       else if (key == "max_seq_length" || key == "max_length" || key == "model_max_length")
         seq_length_ = n.as_integer(1, 1 << 24);
       else if (key == "torch_compile" || key == "use_liger_kernel")
-        not_simulated_if_true(n, key == "torch_compile" ? "torch.compile's fusions are not simulated"
-                                                        : "Liger's fused kernels are not simulated");
+        fusing(n, key == "use_liger_kernel");
       else if (key == "auto_find_batch_size")
         not_simulated_if_true(n, "the batch Trainer would settle on is not searched for: the given one is simulated");
       else if (no_effect_keys().count(key) != 0)
@@ -222,6 +221,21 @@ class HfImport {
     } else {
       out_.not_simulated.push_back(Setting{spelt(n), fmt::format("the '{}' optimizer is simulated as Adam", name)});
     }
+  }
+
+  // torch.compile (Inductor fuses the model's pointwise operations) or Liger's kernels (fused RMSNorm, RoPE and
+  // SwiGLU): one kernel each instead of transformers' eager operations.
+  void fusing(const core::Node& n, bool liger)
+  {
+    if (!n.as_bool()) {
+      out_.no_effect.push_back(Setting{spelt(n), ""});
+      return;
+    }
+    fused_origin_ = n.pointer();
+    if (liger)
+      out_.not_simulated.push_back(Setting{spelt(n), "Liger's fused linear cross entropy is not simulated: the loss "
+                                                     "is Trainer's, on the whole logits (its fused RMSNorm, RoPE "
+                                                     "and SwiGLU are)"});
   }
 
   void not_simulated_if_true(const core::Node& n, const std::string& why)
@@ -304,7 +318,14 @@ class HfImport {
         plan["optimizer_algorithm"] = algorithm_;
       out_.origins.emplace_back("/plan/optimizer_algorithm", optimizer_origin_);
     }
-    plan["norm_impl"] = "torch";
+    // transformers' models run their RMSNorm, rotary embedding and gated activation as PyTorch operations, each a
+    // kernel, unless torch.compile or Liger fuses them.
+    plan["norm_impl"] = fused_origin_.empty() ? "eager" : "torch";
+    plan["rope_impl"] = fused_origin_.empty() ? "eager" : "fused";
+    plan["activation_impl"] = fused_origin_.empty() ? "eager" : "fused";
+    if (!fused_origin_.empty())
+      for (const char* key : {"/plan/norm_impl", "/plan/rope_impl", "/plan/activation_impl"})
+        out_.origins.emplace_back(key, fused_origin_);
     plan["attention"] = "flash2";
     // Trainer's bf16/fp16 autocast runs cross_entropy in fp32, as transformers' Llama-family models do themselves
     // (logits.float()) under DeepSpeed.
@@ -356,9 +377,11 @@ class HfImport {
     out_.assumptions.emplace_back(
         "PyTorch's automatic mixed precision keeps fp32 weights and gradients (16 bytes a parameter with Adam); "
         "simulated in Megatron's layout, 16-bit weights beside fp32 gradients and master weights (18)");
-    out_.assumptions.emplace_back("a PyTorch model under Trainer: PyTorch's norms, scaled_dot_product_attention's "
-                                  "FlashAttention-2 kernels, the optimizer's update in one fused pass, the cross "
-                                  "entropy in fp32 under autocast (plan norm_impl, attention, optimizer, loss_impl)");
+    out_.assumptions.emplace_back(
+        "a PyTorch model under Trainer: transformers' eager RMSNorm, rotary embedding and "
+        "gated activation (fused under torch_compile), scaled_dot_product_attention's "
+        "FlashAttention-2 kernels, the optimizer's update in one fused pass, the cross "
+        "entropy in fp32 under autocast (plan norm_impl, rope_impl, activation_impl, attention, optimizer, loss_impl)");
     return plan;
   }
 
@@ -380,7 +403,8 @@ class HfImport {
     for (auto& s : inner.not_simulated)
       out_.not_simulated.push_back(std::move(s));
     for (auto& a : inner.assumptions)
-      if (!(checkpointing_ && a.starts_with("no activation recomputation"))) // Trainer's gradient_checkpointing
+      if (!(checkpointing_ && a.starts_with("no activation recomputation")) && // Trainer's gradient_checkpointing
+          !a.starts_with("a PyTorch model under DeepSpeed"))                   // said below, for transformers' model
         out_.assumptions.push_back(std::move(a));
     for (auto& o : inner.origins)
       out_.origins.push_back(std::move(o));
@@ -388,6 +412,10 @@ class HfImport {
     if (!fsdp_origin_.empty())
       args.element_of("fsdp").fail("fsdp and deepspeed are both given", "one of them");
     common(plan, plan.contains("optimizer_algorithm") || ds_has_optimizer(ds), true);
+    out_.assumptions.emplace_back("a transformers model under Trainer and DeepSpeed: its eager RMSNorm, rotary "
+                                  "embedding and gated activation (fused under torch_compile), "
+                                  "scaled_dot_product_attention's FlashAttention-2 kernels and DeepSpeed's optimizer "
+                                  "step (plan norm_impl, rope_impl, activation_impl, attention, optimizer)");
     return plan;
   }
 
@@ -403,6 +431,7 @@ class HfImport {
   std::int64_t accumulation_ = 1;
   std::string precision_;
   bool checkpointing_ = false;
+  std::string fused_origin_; // torch_compile or use_liger_kernel, when true
   std::string algorithm_;
   std::string optimizer_origin_;
   std::optional<core::Node> deepspeed_;

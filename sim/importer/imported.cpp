@@ -19,6 +19,8 @@ void add_accounts(Imported& to, Imported&& from)
     to.not_simulated.push_back(std::move(s));
   for (auto& a : from.assumptions)
     to.assumptions.push_back(std::move(a));
+  for (auto& o : from.origins)
+    to.origins.push_back(std::move(o));
 }
 
 void set_scenario(Imported& out, const Target& target, const std::string& framework, const std::string& file,

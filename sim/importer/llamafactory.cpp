@@ -91,8 +91,10 @@ class LlamaFactoryImport {
         attention(n);
       else if (key == "stage")
         stage(n);
+      else if (key == "enable_liger_kernel")
+        liger(n);
       else if (key == "use_dora" || key == "pissa_init" || key == "use_rslora" || key == "use_unsloth" ||
-               key == "enable_liger_kernel" || key == "use_galore" || key == "use_badam" || key == "use_apollo")
+               key == "use_galore" || key == "use_badam" || key == "use_apollo")
         not_simulated_if_true(n, fmt::format("{} is not simulated", key));
       else if (key == "additional_target" || key == "freeze_trainable_layers" || key == "freeze_trainable_modules")
         out_.not_simulated.push_back(Setting{spelt(n), "not simulated: only the LoRA targets (or every weight) train"});
@@ -112,6 +114,11 @@ class LlamaFactoryImport {
       plan["recompute"] = "full";
     if (attention_)
       plan["attention"] = *attention_;
+    if (!liger_origin_.empty()) {
+      plan["norm_impl"] = "torch";
+      plan["rope_impl"] = "fused";
+      plan["activation_impl"] = "fused";
+    }
     if (method_ == Method::LORA) {
       plan["lora_rank"] = rank_;
       if (dropout_ > 0)
@@ -191,6 +198,22 @@ class LlamaFactoryImport {
       n.fail_found("unknown attention implementation", impl, "auto, fa2, sdpa or disabled");
   }
 
+  // Liger's kernels (LLaMA-Factory's apply_liger_kernel): fused RMSNorm, rotary embedding and SwiGLU in place of
+  // transformers' eager operations; its fused linear cross entropy (used unless logits are needed) is not simulated.
+  void liger(const core::Node& n)
+  {
+    if (!n.as_bool()) {
+      out_.no_effect.push_back(Setting{spelt(n), ""});
+      return;
+    }
+    liger_origin_ = n.pointer();
+    for (const char* key : {"/plan/norm_impl", "/plan/rope_impl", "/plan/activation_impl"})
+      out_.origins.emplace_back(key, liger_origin_);
+    out_.not_simulated.push_back(Setting{spelt(n), "Liger's fused linear cross entropy is not simulated: the loss is "
+                                                   "Trainer's, on the whole logits (its fused RMSNorm, RoPE and "
+                                                   "SwiGLU are)"});
+  }
+
   void stage(const core::Node& n)
   {
     const std::string s = n.as_string();
@@ -222,6 +245,7 @@ class LlamaFactoryImport {
   std::int64_t cutoff_ = 2048; // DataArguments' cutoff_len default
   bool checkpointing_ = true;
   std::optional<std::string> attention_;
+  std::string liger_origin_; // enable_liger_kernel, when true
 };
 
 } // namespace

@@ -141,7 +141,14 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
     }
   } else if (!recomputes(model::RecomputeModule::MLP)) {
     split += ffn(sb, static_cast<double>(m.ffn_hidden_size));
+    // silu(gate) * up run eagerly: the product keeps silu's output for its backward too.
+    if (p.software.activation == plan::PointwiseImpl::EAGER && model::is_gated(m.ffn_kind))
+      split += element_bytes * sb * static_cast<double>(m.ffn_hidden_size);
   }
+  // An eager RMSNorm (norm_impl eager) keeps its fp32 upcast for the square's and the scale's backward: two a layer.
+  if (p.software.norm == plan::NormImpl::EAGER && m.norm == model::NormKind::RMSNORM &&
+      !recomputes(model::RecomputeModule::LAYERNORM))
+    unsplit += 2.0 * fp32_bytes * sb * h;
 
   // The attention core: without fusion, the s x s softmax output (and dropout mask and output); fused attention
   // keeps only its fp32 log-sum-exp per row. Selective recomputation redoes it instead of keeping it.

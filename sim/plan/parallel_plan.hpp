@@ -173,9 +173,6 @@ struct ParallelPlan {
   // optimizer state). 0: every weight trains.
   int lora_rank = 0;
   LoraTargets lora_targets;
-  // PEFT's lora_dropout: each adapter's input goes through its own dropout (nn.Dropout when above 0, nn.Identity
-  // otherwise), a kernel forward (the dropped copy and its mask) and backward (the gradient through the mask).
-  double lora_dropout = 0.0;
   BaseQuantization base_quantization = BaseQuantization::NONE;
   OffloadDevice offload_optimizer = OffloadDevice::NONE;
   // ZeRO-3's parameter shards in host memory (DeepSpeed's offload_param, FSDP's CPUOffload): each gather first copies
@@ -213,6 +210,10 @@ struct ParallelPlan {
   // The share of each GPU's optimizer shard that is offloaded and updated on the CPU, the rest staying on the GPU
   // (Megatron-core's HybridDeviceOptimizer, --optimizer-offload-fraction).
   double offload_fraction = 1.0;
+  // PEFT's lora_dropout (with lora_rank): each adapter's input goes through its own dropout (nn.Dropout when above 0,
+  // nn.Identity otherwise), a kernel forward (the dropped copy and its mask) and backward (the gradient through the
+  // mask).
+  double lora_dropout = 0.0;
   // ZeRO-Infinity's NVMe swapping: the optimizer's update in sub-groups of this many parameters (DeepSpeed's
   // sub_group_size), each swapped in, updated and swapped out; with `nvme_pipeline` the next sub-group is read and
   // the last written while the CPU updates (pipeline_read / pipeline_write), else one after the other.

@@ -424,6 +424,8 @@ std::vector<PlanKey> make_plan_keys()
       flag("zero3_per_tensor", &S::zero3_per_tensor, from_generation(&S::zero3_per_tensor)),
       flag("host_launch", &S::host_launch, from_generation(&S::host_launch)),
       choice("loss_impl", &S::loss, loss_impl_choices, from_generation(&S::loss)),
+      choice("rope_impl", &S::rope, pointwise_impl_choices, from_generation(&S::rope)),
+      choice("activation_impl", &S::activation, pointwise_impl_choices, from_generation(&S::activation)),
       bucket_key(),
       layer_split_key(),
   };

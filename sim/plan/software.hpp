@@ -29,11 +29,25 @@ inline constexpr std::array<core::Choice<Generation>, 6> generation_choices{
      {"composer-fsdp", Generation::COMPOSER_FSDP}}};
 
 // LayerNorm / RMSNorm kernels: Transformer Engine's, apex's FusedLayerNorm (vendored by Megatron-LM in 2021), apex's
-// FastLayerNorm (Megatron-LM from 2021-11), PyTorch's own.
-enum class NormImpl { TE, APEX, APEX_FAST, TORCH };
+// FastLayerNorm (Megatron-LM from 2021-11), PyTorch's own, or the model's Python code (eager: an RMSNorm written as
+// PyTorch operations, as transformers' LlamaRMSNorm, torchtune's and LitGPT's RMSNorm are, each operation a kernel;
+// a LayerNorm is nn.LayerNorm there, PyTorch's own kernel).
+enum class NormImpl { TE, APEX, APEX_FAST, TORCH, EAGER };
 
-inline constexpr std::array<core::Choice<NormImpl>, 4> norm_impl_choices{
-    {{"te", NormImpl::TE}, {"apex", NormImpl::APEX}, {"apex_fast", NormImpl::APEX_FAST}, {"torch", NormImpl::TORCH}}};
+inline constexpr std::array<core::Choice<NormImpl>, 5> norm_impl_choices{{{"te", NormImpl::TE},
+                                                                          {"apex", NormImpl::APEX},
+                                                                          {"apex_fast", NormImpl::APEX_FAST},
+                                                                          {"torch", NormImpl::TORCH},
+                                                                          {"eager", NormImpl::EAGER}}};
+
+// The rotary embedding, and the gated activation, each: one fused kernel (Transformer Engine's, Megatron's, Liger's,
+// flash-attn's rotary, or what torch.compile generates), or the model's Python code run eagerly, each PyTorch
+// operation its own kernel and autograd's backward for each (transformers' apply_rotary_pos_emb and rotate_half;
+// act_fn(gate) * up).
+enum class PointwiseImpl { FUSED, EAGER };
+
+inline constexpr std::array<core::Choice<PointwiseImpl>, 2> pointwise_impl_choices{
+    {{"fused", PointwiseImpl::FUSED}, {"eager", PointwiseImpl::EAGER}}};
 
 // The attention core: a fused kernel (Transformer Engine's choice: cuDNN where the catalogue has it, else
 // FlashAttention-2; or a named one), or unfused (two batched GEMMs with Megatron's fused scale-mask-softmax and a
@@ -107,6 +121,8 @@ struct Software {
   bool zero3_per_tensor = false; // ZeRO-3 gathers and reduces each parameter tensor separately (DeepSpeed of 2021)
   bool host_launch = true;       // the host launches each kernel (hardware/host_launch): a GPU may wait for it
   LossImpl loss = LossImpl::FUSED;
+  PointwiseImpl rope = PointwiseImpl::FUSED;
+  PointwiseImpl activation = PointwiseImpl::FUSED;
 
   bool operator==(const Software&) const = default;
 };

@@ -93,6 +93,8 @@ std::string training_text(const plan::ParallelPlan& p)
     for (const auto& c : plan::lora_target_choices)
       targets += p.lora_targets.has(c.value) ? 1 : 0;
     out += fmt::format(", LoRA rank {} on {} projection{}", p.lora_rank, targets, targets == 1 ? "" : "s");
+    if (p.lora_dropout > 0)
+      out += fmt::format(" (dropout {:g})", p.lora_dropout);
     if (p.base_quantization == plan::BaseQuantization::NF4)
       out += " over an NF4 base (QLoRA)";
   }

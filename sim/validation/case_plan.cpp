@@ -187,9 +187,6 @@ bool fine_tuning_of(Conversion& conv, const Json& plan, Json& p)
   }
   if (const auto delayed = flag(plan, "delayed_update"))
     p["delayed_update"] = *delayed;
-  if (flag(plan, "compile").value_or(false))
-    conv.assume("torch.compile not modelled: the eager kernels are simulated (compile's fusions would shorten the "
-                "elementwise work)");
   if (const auto packed = flag(plan, "packed"); packed && *packed)
     conv.assume("sequences packed to the full length: every token counts");
   else if (packed)
@@ -217,7 +214,8 @@ void software_of(Conversion& conv, const Json& plan, Json& p)
                                .zero_stage = static_cast<int>(p.value("zero_stage", 0)),
                                .fp32_accumulation = p.value("fp32_grad_accumulation", p["precision"] != "fp16"),
                                .sequence_parallel = p.value("sequence_parallel", false),
-                               .fp8 = p["precision"] == "fp8"});
+                               .fp8 = p["precision"] == "fp8",
+                               .compiled = flag(plan, "compile").value_or(false)});
   for (const auto& [key, value] : choice.plan.items())
     p[key] = value;
   for (const auto& a : choice.assumptions)

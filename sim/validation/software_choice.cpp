@@ -121,9 +121,31 @@ SoftwareChoice choose_software(const CaseText& t)
       plan["attention"] = "flash2";
       plan["optimizer"] = "fused";
       plan["grad_accumulation"] = "autograd";
-      assume("software: a PyTorch model in eager mode (PyTorch's norms, scaled_dot_product_attention's "
-             "FlashAttention-2, a fused optimizer step, autograd's gradient accumulation, every kernel launched by the "
-             "host)");
+      assume("software: a PyTorch model in eager mode (scaled_dot_product_attention's FlashAttention-2, a fused "
+             "optimizer step, autograd's gradient accumulation, every kernel launched by the host)");
+      if (t.compiled) {
+        plan["norm_impl"] = "torch";
+        plan["rope_impl"] = "fused";
+        plan["activation_impl"] = "fused";
+        assume("torch.compile: the norms, the rotary embedding and the gated activation each one fused kernel "
+               "(Inductor's fusions of their operations)");
+      } else if (mentions(all, "qwenlm/qwen")) {
+        // modeling_qwen.py imports flash-attn's rotary (in the flash-attn package from 2.1.1 on; the profile ran
+        // FlashAttention-2) and its rms_norm only from the separately built csrc/layer_norm, which the README lists
+        // as optional and leaves commented out; QWenMLP computes a1 * F.silu(a2).
+        plan["norm_impl"] = "eager";
+        plan["rope_impl"] = "fused";
+        plan["activation_impl"] = "eager";
+        assume("Qwen-1's modeling_qwen.py with FlashAttention-2 installed: flash-attn's fused rotary; its own RMSNorm "
+               "(flash-attn's fused one needs the optional csrc/layer_norm build) and a1 * F.silu(a2) run eagerly");
+      } else {
+        plan["norm_impl"] = "eager";
+        plan["rope_impl"] = "eager";
+        plan["activation_impl"] = "eager";
+        assume("the model's own Python code, each operation a kernel (transformers' LlamaRMSNorm: fp32 upcast, "
+               "square, mean, rsqrt, scale, downcast, weight; apply_rotary_pos_emb with rotate_half; act_fn(gate) * "
+               "up), autograd's backward for each");
+      }
       if (mentions(all, "torchtune")) {
         plan["loss_impl"] = "chunked";
         assume("loss: torchtune's CEWithChunkedOutputLoss with its cross entropy compiled (the recipes' loss; the "

@@ -40,7 +40,8 @@ struct CaseText {
   int zero_stage = 0;
   bool fp32_accumulation = false;
   bool sequence_parallel = false;
-  bool fp8 = false; // the run trains in FP8, which Megatron-LM and NeMo do only through Transformer Engine
+  bool fp8 = false;      // the run trains in FP8, which Megatron-LM and NeMo do only through Transformer Engine
+  bool compiled = false; // the model ran under torch.compile (its pointwise operations fused)
 };
 
 SoftwareChoice choose_software(const CaseText& text);

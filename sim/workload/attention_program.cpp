@@ -106,9 +106,9 @@ std::vector<Kernel> before_core(const Shape& x)
 {
   std::vector<Kernel> ks;
   if (x.qk_norm)
-    ks.push_back(memory_bound("qk norm", 2.0 * e * x.T * (x.q + x.kv) / x.t, x.norm));
-  if (x.rope)
-    ks.push_back(memory_bound("rotary embedding", 2.0 * e * x.T * (x.q + x.kv) / x.t, MemoryKernel::ROPE));
+    ks = norm(x, "qk norm", x.T * (x.q + x.kv) / x.t, x.T * (x.q + x.kv) / (x.t * x.d));
+  for (const Kernel& k : rotary(x))
+    ks.push_back(k);
   return ks;
 }
 
@@ -169,7 +169,7 @@ Program attention_backward_cp(const Shape& x, const Costing& c, const std::vecto
     else
       add_compute(p, c, "qkv wgrad", qkv_wgrad, false);
   }
-  p.push_back(c.compute("norm backward", {norm_backward(x, "input norm backward")}));
+  p.push_back(c.compute("norm backward", norm_backward(x, "input norm backward")));
   return p;
 }
 
@@ -230,7 +230,7 @@ Program attention_forward(const Shape& x, const Costing& c, bool recompute)
 {
   const double act = x.T * x.h * e;                       // one hidden-state tensor, whole
   const double gathered = x.T * x.h * x.gathered_element; // the QKV GEMMs' input, gathered
-  std::vector<Kernel> norms{norm(x, "input norm")};
+  std::vector<Kernel> norms = norm(x, "input norm");
   quantize(norms, x, "qkv input cast", x.Tsp * x.h, {.after_norm = true});
   if (x.cp > 1) {
     Program p{c.compute("norm", norms, recompute)};
@@ -285,12 +285,12 @@ Program attention_backward(const Shape& x, const Costing& c)
   std::vector<Kernel> attn_back{linear(x, "projection wgrad", x.h, x.o / x.t, x.T, 1, GemmLayout::WGRAD)};
   for (auto& k : core_backward(x))
     attn_back.push_back(k);
-  if (x.rope)
-    attn_back.push_back(
-        memory_bound("rotary backward", 2.0 * e * x.T * (x.q + x.kv) / x.t, MemoryKernel::ROPE, KernelPass::BACKWARD));
+  for (const Kernel& k : rotary_backward(x))
+    attn_back.push_back(k);
   if (x.qk_norm)
-    attn_back.push_back(
-        memory_bound("qk norm backward", 3.0 * e * x.T * (x.q + x.kv) / x.t, x.norm, KernelPass::BACKWARD));
+    for (const Kernel& k :
+         norm_backward(x, "qk norm backward", x.T * (x.q + x.kv) / x.t, x.T * (x.q + x.kv) / (x.t * x.d)))
+      attn_back.push_back(k);
   quantize(attn_back, x, "qkv output-grad cast", qkv_outputs(x));
   const std::vector<Kernel> qkv_dgrad = qkv_gemms(x, GemmLayout::DGRAD);
   const std::vector<Kernel> qkv_wgrad = qkv_gemms(x, GemmLayout::WGRAD);
@@ -320,7 +320,7 @@ Program attention_backward(const Shape& x, const Costing& c)
     else
       p.push_back(c.compute("qkv wgrad", qkv_wgrad));
   }
-  p.push_back(c.compute("norm backward", {norm_backward(x, "input norm backward")}));
+  p.push_back(c.compute("norm backward", norm_backward(x, "input norm backward")));
   return p;
 }
 

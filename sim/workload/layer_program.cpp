@@ -20,10 +20,9 @@ using hardware::MemoryKernel;
 // fc1, the activation, the cast of fc2's input (fp8) and fc2: fc2 is the last kernel.
 std::vector<Kernel> ffn_forward(const Shape& x)
 {
-  std::vector<Kernel> ks{linear(x, "fc1", x.T, x.f1 / x.t, x.h),
-                         memory_bound(x.gated ? "gated activation" : "activation",
-                                      (x.gated ? 3.0 : 2.0) * e * x.T * x.f / x.t,
-                                      x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU)};
+  std::vector<Kernel> ks{linear(x, "fc1", x.T, x.f1 / x.t, x.h)};
+  for (const Kernel& k : activation(x, x.gated ? "gated activation" : "activation", x.T * x.f / x.t))
+    ks.push_back(k);
   quantize(ks, x, "fc2 input cast", x.T * x.f / x.t);
   ks.push_back(linear(x, "fc2", x.T, x.h, x.f / x.t));
   return ks;
@@ -48,9 +47,8 @@ Step token_all_to_all(const Shape& x, std::string label, Direction direction)
 // The routed experts' activation function, and the cast of its output (fc2's input) under FP8.
 std::vector<Kernel> expert_activation(const Shape& x)
 {
-  std::vector<Kernel> ks{memory_bound(x.gated ? "expert gated activation" : "expert activation",
-                                      (x.gated ? 3.0 : 2.0) * e * x.pairs_taken * x.fe / x.et,
-                                      x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU)};
+  std::vector<Kernel> ks =
+      activation(x, x.gated ? "expert gated activation" : "expert activation", x.pairs_taken * x.fe / x.et);
   quantize(ks, x, "expert fc2 input cast", x.pairs_taken * x.fe / x.et);
   return ks;
 }
@@ -63,8 +61,8 @@ std::vector<Kernel> shared_expert_forward(const Shape& x)
     return ks;
   quantize(ks, x, "shared expert input cast", x.T * x.h);
   ks.push_back(linear(x, "shared expert fc1", x.T, x.fs1 / x.t, x.h));
-  ks.push_back(memory_bound("shared expert activation", (x.gated ? 3.0 : 2.0) * e * x.T * x.fs / x.t,
-                            x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU));
+  for (const Kernel& k : activation(x, "shared expert activation", x.T * x.fs / x.t))
+    ks.push_back(k);
   quantize(ks, x, "shared expert fc2 input cast", x.T * x.fs / x.t);
   ks.push_back(linear(x, "shared expert fc2", x.T, x.h, x.fs / x.t));
   return ks;
@@ -113,22 +111,18 @@ Program moe_backward(const Shape& x, const Costing& c)
   const double per_expert = x.per_expert;
   const double ek = x.local_experts;
   std::vector<Kernel> experts = quantized(x, "expert output-grad cast", x.pairs_taken * x.h);
-  for (const Kernel& k :
-       {linear(x, "expert fc2 dgrad", per_expert, x.fe / x.et, x.h, ek, GemmLayout::DGRAD),
-        linear(x, "expert fc2 wgrad", x.h, x.fe / x.et, per_expert, ek, GemmLayout::WGRAD),
-        memory_bound("expert activation backward", (x.gated ? 5.0 : 3.0) * e * x.pairs_taken * x.fe / x.et,
-                     x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, KernelPass::BACKWARD)})
+  experts.push_back(linear(x, "expert fc2 dgrad", per_expert, x.fe / x.et, x.h, ek, GemmLayout::DGRAD));
+  experts.push_back(linear(x, "expert fc2 wgrad", x.h, x.fe / x.et, per_expert, ek, GemmLayout::WGRAD));
+  for (const Kernel& k : activation_backward(x, "expert activation backward", x.pairs_taken * x.fe / x.et))
     experts.push_back(k);
   quantize(experts, x, "expert fc1 output-grad cast", x.pairs_taken * x.fe1 / x.et);
   experts.push_back(linear(x, "expert fc1 dgrad", per_expert, x.h, x.fe1 / x.et, ek, GemmLayout::DGRAD));
   experts.push_back(linear(x, "expert fc1 wgrad", x.fe1 / x.et, x.h, per_expert, ek, GemmLayout::WGRAD));
   if (x.fs > 0) {
     quantize(experts, x, "shared expert output-grad cast", x.T * x.h);
-    for (const Kernel& k :
-         {linear(x, "shared expert fc2 dgrad", x.T, x.fs / x.t, x.h, 1, GemmLayout::DGRAD),
-          linear(x, "shared expert fc2 wgrad", x.h, x.fs / x.t, x.T, 1, GemmLayout::WGRAD),
-          memory_bound("shared expert activation backward", (x.gated ? 5.0 : 3.0) * e * x.T * x.fs / x.t,
-                       x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, KernelPass::BACKWARD)})
+    experts.push_back(linear(x, "shared expert fc2 dgrad", x.T, x.fs / x.t, x.h, 1, GemmLayout::DGRAD));
+    experts.push_back(linear(x, "shared expert fc2 wgrad", x.h, x.fs / x.t, x.T, 1, GemmLayout::WGRAD));
+    for (const Kernel& k : activation_backward(x, "shared expert activation backward", x.T * x.fs / x.t))
       experts.push_back(k);
     quantize(experts, x, "shared expert fc1 output-grad cast", x.T * x.fs1 / x.t);
     experts.push_back(linear(x, "shared expert fc1 dgrad", x.T, x.h, x.fs1 / x.t, 1, GemmLayout::DGRAD));
@@ -189,7 +183,8 @@ Program layer_forward(const Shape& x, const Costing& c, bool recompute)
 {
   Program p = attention_forward(x, c, recompute);
   auto norms = residual(x, "attention residual");
-  norms.push_back(norm(x, "ffn norm"));
+  for (const Kernel& k : norm(x, "ffn norm"))
+    norms.push_back(k);
   if (x.moe) {
     p.push_back(c.compute("norm", norms, recompute));
     append(p, moe_forward(x, c, recompute));
@@ -208,9 +203,9 @@ Program ffn_backward(const Shape& x, const Costing& c)
   const double gathered = x.T * x.h * x.gathered_element; // an output gradient or fc1's input, gathered
   // fc2's dgrad first; then its wgrad, the activation's backward and the cast of fc1's output gradient (fp8).
   const Kernel fc2_dgrad = linear(x, "fc2 dgrad", x.T, x.f / x.t, x.h, 1, GemmLayout::DGRAD);
-  std::vector<Kernel> fc2_rest{linear(x, "fc2 wgrad", x.h, x.f / x.t, x.T, 1, GemmLayout::WGRAD),
-                               memory_bound("activation backward", (x.gated ? 5.0 : 3.0) * e * x.T * x.f / x.t,
-                                            x.gated ? MemoryKernel::SWIGLU : MemoryKernel::GELU, KernelPass::BACKWARD)};
+  std::vector<Kernel> fc2_rest{linear(x, "fc2 wgrad", x.h, x.f / x.t, x.T, 1, GemmLayout::WGRAD)};
+  for (const Kernel& k : activation_backward(x, "activation backward", x.T * x.f / x.t))
+    fc2_rest.push_back(k);
   quantize(fc2_rest, x, "fc1 output-grad cast", x.T * x.f1 / x.t);
   const Kernel fc1_dgrad = linear(x, "fc1 dgrad", x.T, x.h, x.f1 / x.t, 1, GemmLayout::DGRAD);
   const Kernel fc1_wgrad = linear(x, "fc1 wgrad", x.f1 / x.t, x.h, x.T, 1, GemmLayout::WGRAD);
@@ -260,7 +255,7 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
     p.push_back(c.compute("residual", {residual_backward(x)}));
     std::vector<Kernel> again;
     if (redo(model::RecomputeModule::LAYERNORM))
-      again.push_back(norm(x, "ffn norm"));
+      again = norm(x, "ffn norm");
     if (!redo(model::RecomputeModule::MOE)) {
       if (redo(model::RecomputeModule::MOE_ACT))
         for (const Kernel& k : expert_activation(x))
@@ -275,18 +270,21 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
     append(p, moe_backward(x, c));
   } else {
     if (redo(model::RecomputeModule::MLP))
-      append(p, dense_ffn_forward(x, c, {norm(x, "ffn norm")}, true));
+      append(p, dense_ffn_forward(x, c, norm(x, "ffn norm"), true));
     else if (redo(model::RecomputeModule::LAYERNORM) && !fused_norms)
-      p.push_back(c.compute("norm recompute", {norm(x, "ffn norm")}, true));
+      p.push_back(c.compute("norm recompute", norm(x, "ffn norm"), true));
     for (const Step& s : ffn_backward(x, c))
       p.push_back(s);
   }
-  std::vector<Kernel> norms{norm_backward(x, "ffn norm backward"), residual_backward(x)};
+  std::vector<Kernel> norms = norm_backward(x, "ffn norm backward");
+  norms.push_back(residual_backward(x));
   if (x.post_norms) // the attention's and the FFN's post-norms
-    norms.insert(norms.end(), 2, norm_backward(x, "post norm backward"));
+    for (int i = 0; i < 2; ++i)
+      for (const Kernel& k : norm_backward(x, "post norm backward"))
+        norms.push_back(k);
   p.push_back(c.compute("norm backward", norms));
   if (redo(model::RecomputeModule::LAYERNORM) && !fused_norms)
-    p.push_back(c.compute("norm recompute", {norm(x, "input norm")}, true));
+    p.push_back(c.compute("norm recompute", norm(x, "input norm"), true));
   if (redo(model::RecomputeModule::CORE_ATTN)) {
     if (x.cp > 1)
       append(p, context_parallel_core(x, c, {.recompute = true}));
@@ -324,7 +322,7 @@ Program embedding_backward(const Shape& x, const Costing& c)
 Program head_forward(const Shape& x, const Costing& c)
 {
   const double logits = x.T * x.vocab / x.t;
-  Program p{c.compute("final norm", {norm(x, "final norm")})};
+  Program p{c.compute("final norm", norm(x, "final norm"))};
   if (x.sp)
     p.push_back(collective("output all-gather", CollectiveKind::ALL_GATHER, x.T * x.h * e));
   // Megatron-LM's vocabulary-parallel cross entropy on fp32 logits: upcast, max, subtract, exp, sum, normalise (the
@@ -351,7 +349,7 @@ Program head_backward(const Shape& x, const Costing& c)
     backward_overlap(p, x, wgrad, x.sp ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, x.T * x.h * e);
   else
     p.push_back(wgrad);
-  p.push_back(c.compute("final norm backward", {norm_backward(x, "final norm backward")}));
+  p.push_back(c.compute("final norm backward", norm_backward(x, "final norm backward")));
   return p;
 }
 
@@ -359,8 +357,11 @@ Program head_backward(const Shape& x, const Costing& c)
 // tokens' embedding each normed, concatenated and projected back to h by a column-parallel GEMM, gathered over TP.
 Program mtp_input_forward(const Shape& x, const Costing& c)
 {
-  Program p{c.compute("mtp input", {norm(x, "mtp hidden norm"), norm(x, "mtp embedding norm"),
-                                    linear(x, "mtp projection", x.T, x.h / x.t, 2.0 * x.h)})};
+  std::vector<Kernel> ks = norm(x, "mtp hidden norm");
+  for (const Kernel& k : norm(x, "mtp embedding norm"))
+    ks.push_back(k);
+  ks.push_back(linear(x, "mtp projection", x.T, x.h / x.t, 2.0 * x.h));
+  Program p{c.compute("mtp input", ks)};
   if (x.t > 1)
     p.push_back(collective("mtp projection all-gather", CollectiveKind::ALL_GATHER, x.T * x.h * e));
   return p;
@@ -371,11 +372,13 @@ Program mtp_input_backward(const Shape& x, const Costing& c)
   Program p;
   if (x.t > 1)
     p.push_back(collective("mtp projection grad reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.T * x.h * e));
-  p.push_back(
-      c.compute("mtp input backward",
-                {linear(x, "mtp projection dgrad", x.T, 2.0 * x.h, x.h / x.t, 1, GemmLayout::DGRAD),
-                 weight_gradient(linear(x, "mtp projection wgrad", x.h / x.t, 2.0 * x.h, x.T, 1, GemmLayout::WGRAD)),
-                 norm_backward(x, "mtp hidden norm backward"), norm_backward(x, "mtp embedding norm backward")}));
+  std::vector<Kernel> ks{
+      linear(x, "mtp projection dgrad", x.T, 2.0 * x.h, x.h / x.t, 1, GemmLayout::DGRAD),
+      weight_gradient(linear(x, "mtp projection wgrad", x.h / x.t, 2.0 * x.h, x.T, 1, GemmLayout::WGRAD))};
+  for (const char* name : {"mtp hidden norm backward", "mtp embedding norm backward"})
+    for (const Kernel& k : norm_backward(x, name))
+      ks.push_back(k);
+  p.push_back(c.compute("mtp input backward", ks));
   return p;
 }
 

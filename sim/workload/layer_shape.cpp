@@ -20,6 +20,7 @@ MemoryKernel norm_kernel(model::NormKind kind, plan::NormImpl impl)
     case plan::NormImpl::APEX_FAST: // FastLayerNorm has no RMSNorm; apex's fused RMSNorm is the kernel then
       return rms ? MemoryKernel::RMSNORM_APEX : MemoryKernel::LAYERNORM_FAST;
     case plan::NormImpl::TORCH:
+    case plan::NormImpl::EAGER: // the eager RMSNorm's operations are elementwise kernels; nn.LayerNorm is torch's
       return rms ? MemoryKernel::RMSNORM_TORCH : MemoryKernel::LAYERNORM_TORCH;
   }
   return MemoryKernel::ELEMENTWISE;
@@ -80,6 +81,10 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const har
   x.recipe = p.fp8_recipe;
   x.gathered_element = x.fp8 ? 1.0 : e;
   x.norm = norm_kernel(m.norm, p.software.norm);
+  x.eager_norm = p.software.norm == plan::NormImpl::EAGER && m.norm == model::NormKind::RMSNORM;
+  x.norm_weights_train = !p.lora();
+  x.eager_rope = p.software.rope == plan::PointwiseImpl::EAGER;
+  x.eager_activation = p.software.activation == plan::PointwiseImpl::EAGER;
   x.attention = attention_impl(p.software.attention, gpu);
   x.keys = is_windowed(kind) ? std::min(x.s, static_cast<double>(m.sliding_window)) : x.s;
   x.o = static_cast<double>(m.o_width());

@@ -26,6 +26,10 @@ struct Shape {
   bool comm_overlap;           // sequence-parallel collectives pipelined with the GEMM beside them
   bool backward_overlap;       // the backward's TP communication runs beside the weight-gradient GEMM
   hardware::MemoryKernel norm; // the norm kernels' class (kind and implementation)
+  bool eager_norm;             // an RMSNorm run as PyTorch operations (norm_impl eager), each a kernel
+  bool norm_weights_train;     // the norms' weights take gradients (not under LoRA)
+  bool eager_rope;             // the rotary embedding as eager PyTorch operations (rope_impl eager)
+  bool eager_activation;       // the gated activation as eager PyTorch operations (activation_impl eager)
   hardware::AttentionImpl attention;
   double keys; // keys each query attends to: s, or the sliding window
   double o;    // the attention output's width (MLA: heads x value head size)

@@ -75,8 +75,20 @@ void quantize(std::vector<hardware::Kernel>& ks, const Shape& x, std::string_vie
 std::vector<hardware::Kernel> quantized(const Shape& x, std::string_view name, double elements,
                                         const CastOptions& options = {});
 
-hardware::Kernel norm(const Shape& x, const char* name);
-hardware::Kernel norm_backward(const Shape& x, const char* name);
+// A norm over the hidden state (Tsp x h): one kernel, or the eager RMSNorm's operations, each a kernel.
+std::vector<hardware::Kernel> norm(const Shape& x, const char* name);
+std::vector<hardware::Kernel> norm_backward(const Shape& x, const char* name);
+// The same over `rows` rows of `elements` values in all (the query and key norms).
+std::vector<hardware::Kernel> norm(const Shape& x, const char* name, double elements, double rows);
+std::vector<hardware::Kernel> norm_backward(const Shape& x, const char* name, double elements, double rows);
+// The rotary embedding of the queries and keys (nothing without RoPE): one fused kernel, or transformers' eager
+// operations on each; and its backward.
+std::vector<hardware::Kernel> rotary(const Shape& x);
+std::vector<hardware::Kernel> rotary_backward(const Shape& x);
+// The FFN's activation over `n` values of its hidden width: GELU, or the gated activation (SwiGLU: one fused kernel,
+// or silu(gate) * up eagerly, two kernels forward and three backward).
+std::vector<hardware::Kernel> activation(const Shape& x, const char* name, double n);
+std::vector<hardware::Kernel> activation_backward(const Shape& x, const char* name, double n);
 // The residual add after attention and after the FFN: Megatron's fused bias-dropout-add with dropout; after the
 // block's own norm where the model has post-norms (Gemma).
 std::vector<hardware::Kernel> residual(const Shape& x, const char* name);

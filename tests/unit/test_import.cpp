@@ -708,6 +708,31 @@ TEST_CASE("Hugging Face Trainer: arguments as the script takes them and optimize
   CHECK(listed(galore.not_simulated, "/optim"));
 }
 
+TEST_CASE("Hugging Face Trainer: transformers' eager norms and pointwise operations, fused under torch_compile")
+{
+  sim::core::Provenance provenance;
+  provenance.add_source("", "args");
+  const auto import = [&provenance](const sim::core::Json& j) {
+    return sim::importer::import_hf_trainer(sim::core::Node(j, "", provenance), target(2), {"llama2-7b", 1024, {}});
+  };
+  const Imported eager = import({{"bf16", true}});
+  CHECK(eager.scenario["plan"]["norm_impl"] == "eager");
+  CHECK(eager.scenario["plan"]["rope_impl"] == "eager");
+  CHECK(eager.scenario["plan"]["activation_impl"] == "eager");
+  const Imported compiled = import({{"bf16", true}, {"torch_compile", true}});
+  CHECK(compiled.scenario["plan"]["norm_impl"] == "torch");
+  CHECK(compiled.scenario["plan"]["rope_impl"] == "fused");
+  CHECK(compiled.scenario["plan"]["activation_impl"] == "fused");
+  CHECK_FALSE(listed(compiled.not_simulated, "/torch_compile"));
+  // Liger fuses the same three; its fused linear cross entropy is said not simulated.
+  const Imported liger = import({{"bf16", true}, {"use_liger_kernel", true}});
+  CHECK(liger.scenario["plan"]["rope_impl"] == "fused");
+  CHECK(listed(liger.not_simulated, "/use_liger_kernel"));
+  CHECK(listed(import({{"bf16", true}, {"torch_compile", false}}).no_effect, "/torch_compile"));
+  CHECK(load(eager).plan.software.rope == sim::plan::PointwiseImpl::EAGER);
+  CHECK(load(eager).plan.software.activation == sim::plan::PointwiseImpl::EAGER);
+}
+
 TEST_CASE("LLaMA-Factory: its LoRA and QLoRA examples as adapters over a 16-bit or 4-bit base with checkpointing")
 {
   const auto import = [](const std::string& file) {
@@ -753,6 +778,19 @@ TEST_CASE("LLaMA-Factory: named targets and what is not simulated said so")
   CHECK(listed(out.not_simulated, "/quantization_bit"));
   CHECK(listed(out.not_simulated, "/use_dora"));
   CHECK(listed(out.not_simulated, "/stage"));
+  // transformers' eager norm, rotary embedding and SwiGLU, unless Liger's kernels replace them (its fused loss said
+  // not simulated).
+  CHECK(out.scenario["plan"]["norm_impl"] == "eager");
+  sim::core::Json liger = config;
+  liger["enable_liger_kernel"] = true;
+  const Imported fused =
+      sim::importer::import_llamafactory(sim::core::Node(liger, "", provenance), target(2), {"llama3-8b", 1024, {}});
+  CHECK(fused.scenario["plan"]["norm_impl"] == "torch");
+  CHECK(fused.scenario["plan"]["rope_impl"] == "fused");
+  CHECK(fused.scenario["plan"]["activation_impl"] == "fused");
+  CHECK(listed(fused.not_simulated, "/enable_liger_kernel"));
+  CHECK(std::any_of(fused.origins.begin(), fused.origins.end(),
+                    [](const auto& o) { return o.first == "/plan/rope_impl" && o.second == "/enable_liger_kernel"; }));
 }
 
 // An Accelerate config from tests/data/import/accelerate with the script's Trainer arguments.

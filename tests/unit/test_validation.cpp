@@ -529,7 +529,10 @@ TEST_CASE("a LoRA fine-tuning case converts its adapters, base and optimizer, an
   CHECK(s["plan"]["lora_rank"] == 64);
   CHECK_FALSE(s["plan"].contains("lora_targets")); // all-linear: simtrain's default, every projection
   CHECK(s["plan"]["recompute"] == "full");
-  CHECK(s["plan"]["norm_impl"] == "torch"); // a PyTorch model in eager mode
+  // Qwen-1's modeling_qwen.py in eager mode: its own RMSNorm and SwiGLU, flash-attn's rotary.
+  CHECK(s["plan"]["norm_impl"] == "eager");
+  CHECK(s["plan"]["rope_impl"] == "fused");
+  CHECK(s["plan"]["activation_impl"] == "eager");
   CHECK(s["plan"]["attention"] == "flash2");
   CHECK(s["plan"]["grad_accumulation"] == "autograd");
   CHECK(s["model"]["qkv_bias"] == true);
@@ -562,6 +565,20 @@ TEST_CASE("a LoRA fine-tuning case converts its adapters, base and optimizer, an
   };
   CHECK(said("torchao"));
   CHECK(said("paged"));
+
+  // transformers' Llama code: every one of them eager; compiled, every one fused.
+  auto hf = qwen_lora_row();
+  hf["source"] = "a Hugging Face PEFT benchmark";
+  hf["plan"]["framework"] = "Hugging Face Trainer + PEFT";
+  const auto eager = convert_case(hf, test::source_dir()).runs.at(0).scenario["plan"];
+  CHECK(eager["norm_impl"] == "eager");
+  CHECK(eager["rope_impl"] == "eager");
+  CHECK(eager["activation_impl"] == "eager");
+  hf["plan"]["compile"] = true;
+  const auto compiled = convert_case(hf, test::source_dir()).runs.at(0).scenario["plan"];
+  CHECK(compiled["norm_impl"] == "torch");
+  CHECK(compiled["rope_impl"] == "fused");
+  CHECK(compiled["activation_impl"] == "fused");
 
   auto gptq = qwen_lora_row();
   gptq["plan"]["base_quantization"] = "GPTQ int4";
