@@ -96,8 +96,7 @@ std::vector<Kernel> qkv_forward(const Shape& x)
   for (const auto& p : x.qkv)
     if (p.in != x.h)
       quantize(ks, x, "latent cast", x.T * p.in, {.after_norm = true});
-  for (const Kernel& k : qkv_gemms(x, GemmLayout::FORWARD))
-    ks.push_back(k);
+  append_kernels(ks, qkv_gemms(x, GemmLayout::FORWARD));
   return ks;
 }
 
@@ -107,8 +106,7 @@ std::vector<Kernel> before_core(const Shape& x)
   std::vector<Kernel> ks;
   if (x.qk_norm)
     ks = norm(x, "qk norm", x.T * (x.q + x.kv) / x.t, x.T * (x.q + x.kv) / (x.t * x.d));
-  for (const Kernel& k : rotary(x))
-    ks.push_back(k);
+  append_kernels(ks, rotary(x));
   return ks;
 }
 
@@ -285,12 +283,10 @@ Program attention_backward(const Shape& x, const Costing& c)
   std::vector<Kernel> attn_back{linear(x, "projection wgrad", x.h, x.o / x.t, x.T, 1, GemmLayout::WGRAD)};
   for (auto& k : core_backward(x))
     attn_back.push_back(k);
-  for (const Kernel& k : rotary_backward(x))
-    attn_back.push_back(k);
+  append_kernels(attn_back, rotary_backward(x));
   if (x.qk_norm)
-    for (const Kernel& k :
-         norm_backward(x, "qk norm backward", x.T * (x.q + x.kv) / x.t, x.T * (x.q + x.kv) / (x.t * x.d)))
-      attn_back.push_back(k);
+    append_kernels(attn_back,
+                   norm_backward(x, "qk norm backward", x.T * (x.q + x.kv) / x.t, x.T * (x.q + x.kv) / (x.t * x.d)));
   quantize(attn_back, x, "qkv output-grad cast", qkv_outputs(x));
   const std::vector<Kernel> qkv_dgrad = qkv_gemms(x, GemmLayout::DGRAD);
   const std::vector<Kernel> qkv_wgrad = qkv_gemms(x, GemmLayout::WGRAD);

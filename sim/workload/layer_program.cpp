@@ -21,8 +21,7 @@ using hardware::MemoryKernel;
 std::vector<Kernel> ffn_forward(const Shape& x)
 {
   std::vector<Kernel> ks{linear(x, "fc1", x.T, x.f1 / x.t, x.h)};
-  for (const Kernel& k : activation(x, x.gated ? "gated activation" : "activation", x.T * x.f / x.t))
-    ks.push_back(k);
+  append_kernels(ks, activation(x, x.gated ? "gated activation" : "activation", x.T * x.f / x.t));
   quantize(ks, x, "fc2 input cast", x.T * x.f / x.t);
   ks.push_back(linear(x, "fc2", x.T, x.h, x.f / x.t));
   return ks;
@@ -61,8 +60,7 @@ std::vector<Kernel> shared_expert_forward(const Shape& x)
     return ks;
   quantize(ks, x, "shared expert input cast", x.T * x.h);
   ks.push_back(linear(x, "shared expert fc1", x.T, x.fs1 / x.t, x.h));
-  for (const Kernel& k : activation(x, "shared expert activation", x.T * x.fs / x.t))
-    ks.push_back(k);
+  append_kernels(ks, activation(x, "shared expert activation", x.T * x.fs / x.t));
   quantize(ks, x, "shared expert fc2 input cast", x.T * x.fs / x.t);
   ks.push_back(linear(x, "shared expert fc2", x.T, x.h, x.fs / x.t));
   return ks;
@@ -83,11 +81,9 @@ Program moe_forward(const Shape& x, const Costing& c, bool recompute)
                             memory_bound("permute", 2.0 * e * x.pairs_sent * x.h)};
   std::vector<Kernel> experts = quantized(x, "expert input cast", x.pairs_taken * x.h);
   experts.push_back(linear(x, "expert fc1", per_expert, x.fe1 / x.et, x.h, x.local_experts));
-  for (const Kernel& k : expert_activation(x))
-    experts.push_back(k);
+  append_kernels(experts, expert_activation(x));
   experts.push_back(linear(x, "expert fc2", per_expert, x.h, x.fe / x.et, x.local_experts));
-  for (const Kernel& k : shared_expert_forward(x))
-    experts.push_back(k);
+  append_kernels(experts, shared_expert_forward(x));
   const bool shared_gather = x.fs > 0 && x.t > 1;
   Program p{c.compute("router", route, recompute)};
   if (shared_gather)
@@ -113,8 +109,7 @@ Program moe_backward(const Shape& x, const Costing& c)
   std::vector<Kernel> experts = quantized(x, "expert output-grad cast", x.pairs_taken * x.h);
   experts.push_back(linear(x, "expert fc2 dgrad", per_expert, x.fe / x.et, x.h, ek, GemmLayout::DGRAD));
   experts.push_back(linear(x, "expert fc2 wgrad", x.h, x.fe / x.et, per_expert, ek, GemmLayout::WGRAD));
-  for (const Kernel& k : activation_backward(x, "expert activation backward", x.pairs_taken * x.fe / x.et))
-    experts.push_back(k);
+  append_kernels(experts, activation_backward(x, "expert activation backward", x.pairs_taken * x.fe / x.et));
   quantize(experts, x, "expert fc1 output-grad cast", x.pairs_taken * x.fe1 / x.et);
   experts.push_back(linear(x, "expert fc1 dgrad", per_expert, x.h, x.fe1 / x.et, ek, GemmLayout::DGRAD));
   experts.push_back(linear(x, "expert fc1 wgrad", x.fe1 / x.et, x.h, per_expert, ek, GemmLayout::WGRAD));
@@ -122,8 +117,7 @@ Program moe_backward(const Shape& x, const Costing& c)
     quantize(experts, x, "shared expert output-grad cast", x.T * x.h);
     experts.push_back(linear(x, "shared expert fc2 dgrad", x.T, x.fs / x.t, x.h, 1, GemmLayout::DGRAD));
     experts.push_back(linear(x, "shared expert fc2 wgrad", x.h, x.fs / x.t, x.T, 1, GemmLayout::WGRAD));
-    for (const Kernel& k : activation_backward(x, "shared expert activation backward", x.T * x.fs / x.t))
-      experts.push_back(k);
+    append_kernels(experts, activation_backward(x, "shared expert activation backward", x.T * x.fs / x.t));
     quantize(experts, x, "shared expert fc1 output-grad cast", x.T * x.fs1 / x.t);
     experts.push_back(linear(x, "shared expert fc1 dgrad", x.T, x.h, x.fs1 / x.t, 1, GemmLayout::DGRAD));
     experts.push_back(linear(x, "shared expert fc1 wgrad", x.fs1 / x.t, x.h, x.T, 1, GemmLayout::WGRAD));
@@ -183,8 +177,7 @@ Program layer_forward(const Shape& x, const Costing& c, bool recompute)
 {
   Program p = attention_forward(x, c, recompute);
   auto norms = residual(x, "attention residual");
-  for (const Kernel& k : norm(x, "ffn norm"))
-    norms.push_back(k);
+  append_kernels(norms, norm(x, "ffn norm"));
   if (x.moe) {
     p.push_back(c.compute("norm", norms, recompute));
     append(p, moe_forward(x, c, recompute));
@@ -204,8 +197,7 @@ Program ffn_backward(const Shape& x, const Costing& c)
   // fc2's dgrad first; then its wgrad, the activation's backward and the cast of fc1's output gradient (fp8).
   const Kernel fc2_dgrad = linear(x, "fc2 dgrad", x.T, x.f / x.t, x.h, 1, GemmLayout::DGRAD);
   std::vector<Kernel> fc2_rest{linear(x, "fc2 wgrad", x.h, x.f / x.t, x.T, 1, GemmLayout::WGRAD)};
-  for (const Kernel& k : activation_backward(x, "activation backward", x.T * x.f / x.t))
-    fc2_rest.push_back(k);
+  append_kernels(fc2_rest, activation_backward(x, "activation backward", x.T * x.f / x.t));
   quantize(fc2_rest, x, "fc1 output-grad cast", x.T * x.f1 / x.t);
   const Kernel fc1_dgrad = linear(x, "fc1 dgrad", x.T, x.h, x.f1 / x.t, 1, GemmLayout::DGRAD);
   const Kernel fc1_wgrad = linear(x, "fc1 wgrad", x.f1 / x.t, x.h, x.T, 1, GemmLayout::WGRAD);
@@ -258,11 +250,9 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
       again = norm(x, "ffn norm");
     if (!redo(model::RecomputeModule::MOE)) {
       if (redo(model::RecomputeModule::MOE_ACT))
-        for (const Kernel& k : expert_activation(x))
-          again.push_back(k);
+        append_kernels(again, expert_activation(x));
       if (redo(model::RecomputeModule::SHARED_EXPERTS))
-        for (const Kernel& k : shared_expert_forward(x))
-          again.push_back(k);
+        append_kernels(again, shared_expert_forward(x));
     }
     add_compute(p, c, "moe recompute", again, true);
     if (redo(model::RecomputeModule::MOE))
@@ -280,8 +270,7 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
   norms.push_back(residual_backward(x));
   if (x.post_norms) // the attention's and the FFN's post-norms
     for (int i = 0; i < 2; ++i)
-      for (const Kernel& k : norm_backward(x, "post norm backward"))
-        norms.push_back(k);
+      append_kernels(norms, norm_backward(x, "post norm backward"));
   p.push_back(c.compute("norm backward", norms));
   if (redo(model::RecomputeModule::LAYERNORM) && !fused_norms)
     p.push_back(c.compute("norm recompute", norm(x, "input norm"), true));
@@ -358,8 +347,7 @@ Program head_backward(const Shape& x, const Costing& c)
 Program mtp_input_forward(const Shape& x, const Costing& c)
 {
   std::vector<Kernel> ks = norm(x, "mtp hidden norm");
-  for (const Kernel& k : norm(x, "mtp embedding norm"))
-    ks.push_back(k);
+  append_kernels(ks, norm(x, "mtp embedding norm"));
   ks.push_back(linear(x, "mtp projection", x.T, x.h / x.t, 2.0 * x.h));
   Program p{c.compute("mtp input", ks)};
   if (x.t > 1)
@@ -376,8 +364,7 @@ Program mtp_input_backward(const Shape& x, const Costing& c)
       linear(x, "mtp projection dgrad", x.T, 2.0 * x.h, x.h / x.t, 1, GemmLayout::DGRAD),
       weight_gradient(linear(x, "mtp projection wgrad", x.h / x.t, 2.0 * x.h, x.T, 1, GemmLayout::WGRAD))};
   for (const char* name : {"mtp hidden norm backward", "mtp embedding norm backward"})
-    for (const Kernel& k : norm_backward(x, name))
-      ks.push_back(k);
+    append_kernels(ks, norm_backward(x, name));
   p.push_back(c.compute("mtp input backward", ks));
   return p;
 }

@@ -52,6 +52,12 @@ struct BackwardOverlapOptions {
 void backward_overlap(Program& p, const Shape& x, Step compute, CollectiveKind kind, double bytes,
                       const BackwardOverlapOptions& options = {});
 
+// `kernels` appended to `into`.
+inline void append_kernels(std::vector<hardware::Kernel>& into, const std::vector<hardware::Kernel>& kernels)
+{
+  into.insert(into.end(), kernels.begin(), kernels.end());
+}
+
 // Kernels as a compute step at the end of `p` (merged with a compute step before it); nothing when there are none.
 void add_compute(Program& p, const Costing& c, std::string label, const std::vector<hardware::Kernel>& kernels,
                  bool recompute);
