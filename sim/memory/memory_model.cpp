@@ -160,7 +160,16 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
   else if (!recomputes(model::RecomputeModule::CORE_ATTN))
     split += m.dropout ? (2.0 * element_bytes + mask_bytes) * scores : element_bytes * scores;
 
-  return unsplit / sp_divisor + split / t;
+  // LoRA adapters beside a column-parallel layer (QKV, fc1) keep their own 16-bit input when the base keeps another:
+  // the gathered norm output under sequence parallelism (Megatron-core returns it gathered to the adapter), the
+  // 16-bit one beside Transformer Engine's FP8 copy.
+  double adapters = 0;
+  if (p.lora() && (p.fp8() || p.sequence_parallel))
+    for (auto site : {plan::LinearSite::QKV, plan::LinearSite::FC1})
+      if (!plan::lora_adapters(m, p, site).empty())
+        adapters += element_bytes * sb * h;
+
+  return unsplit / sp_divisor + split / t + adapters;
 }
 
 // Walks the stage's passes in order: a forward pass keeps its activations until its backward pass, or until the weight
@@ -314,14 +323,18 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
     s.trainable_params = s.params;
     if (p.lora()) {
       // Only the adapters train (gradients, optimizer state); the base is frozen, its linear layers' weights at the
-      // base's bytes (4.127 bits under QLoRA), its norms, embedding and output layer in 16 bits. (tp 1, dense layers.)
+      // base's bytes (4.127 bits under QLoRA), its norms, embedding and output layer in 16 bits; Transformer Engine's
+      // FP8 copies of the frozen weights as in training. Tensor parallelism splits base and adapters alike (dense
+      // layers).
       const model::LayerParams l = model::layer_params(m, model::FfnPart::DENSE);
-      const double linear = s.layers * (l.attention + l.ffn);
-      const double adapters = s.layers * plan::lora_layer_params(m, p);
+      const double linear = s.layers * (l.attention + l.ffn) / t;
+      const double adapters = s.layers * plan::lora_layer_params(m, p) / t;
       const double base = plan::base_weight_bytes(p.base_quantization);
       s.trainable_params = adapters;
       s.weights_bytes =
           bytes(base, 3, linear) + bytes(element_bytes, 3, dense_all - linear) + bytes(element_bytes, 3, adapters);
+      if (p.fp8() && !p.fp8_param_gather && p.zero_stage < 3)
+        s.weights_bytes += 2.0 * fp8_bytes * s.layer_params;
       s.grads_bytes = bytes(gpu_grad_bytes, 2, adapters);
       s.optimizer_bytes = bytes(gpu_optimizer_bytes, 1, adapters);
       s.host_bytes = host(adapters);

@@ -16,17 +16,21 @@ std::vector<Adapter> lora_adapters(const model::ModelSpec& m, const ParallelPlan
       add(LoraTarget::Q, h, static_cast<double>(m.q_width()));
       add(LoraTarget::K, h, static_cast<double>(m.kv_width()));
       add(LoraTarget::V, h, static_cast<double>(m.kv_width()));
+      add(LoraTarget::LINEAR_QKV, h, static_cast<double>(m.q_width() + 2 * m.kv_width()));
       break;
     case LinearSite::PROJ:
       add(LoraTarget::O, static_cast<double>(m.o_width()), h);
+      add(LoraTarget::LINEAR_PROJ, static_cast<double>(m.o_width()), h);
       break;
     case LinearSite::FC1:
       if (model::is_gated(m.ffn_kind))
         add(LoraTarget::GATE, h, f);
       add(LoraTarget::UP, h, f);
+      add(LoraTarget::LINEAR_FC1, h, model::is_gated(m.ffn_kind) ? 2.0 * f : f);
       break;
     case LinearSite::FC2:
       add(LoraTarget::DOWN, f, h);
+      add(LoraTarget::LINEAR_FC2, f, h);
       break;
   }
   return out;

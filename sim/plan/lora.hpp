@@ -17,7 +17,8 @@ struct Adapter {
   double out = 0;
 };
 
-// The adapters on one site (tensor parallelism 1): each targeted projection's widths.
+// The adapters on one site: each targeted projection's widths, whole (workload/lora_kernels splits them over a
+// tensor-parallel group).
 std::vector<Adapter> lora_adapters(const model::ModelSpec& m, const ParallelPlan& p, LinearSite site);
 
 // Adapter parameters of one layer: rank x (in + out), summed over the targets.

@@ -91,16 +91,22 @@ inline constexpr std::array<core::Choice<OptimizerAlgorithm>, 5> optimizer_algor
      {"adafactor", OptimizerAlgorithm::ADAFACTOR}}};
 
 // The projections of a transformer layer LoRA adapters can sit on, by Hugging Face's names (Llama's modules: GPT's
-// fused QKV counts as q, k and v, its first FFN matrix as up).
-enum class LoraTarget : unsigned { Q, K, V, O, GATE, UP, DOWN };
+// fused QKV counts as q, k and v, its first FFN matrix as up), or one adapter on each of Megatron-core's fused linear
+// layers, by its names (NeMo's and Megatron-Bridge's LoRA: linear_qkv is one adapter of out = q + 2 kv, linear_fc1 one
+// over gate and up).
+enum class LoraTarget : unsigned { Q, K, V, O, GATE, UP, DOWN, LINEAR_QKV, LINEAR_PROJ, LINEAR_FC1, LINEAR_FC2 };
 
-inline constexpr std::array<core::Choice<LoraTarget>, 7> lora_target_choices{{{"q_proj", LoraTarget::Q},
-                                                                              {"k_proj", LoraTarget::K},
-                                                                              {"v_proj", LoraTarget::V},
-                                                                              {"o_proj", LoraTarget::O},
-                                                                              {"gate_proj", LoraTarget::GATE},
-                                                                              {"up_proj", LoraTarget::UP},
-                                                                              {"down_proj", LoraTarget::DOWN}}};
+inline constexpr std::array<core::Choice<LoraTarget>, 11> lora_target_choices{{{"q_proj", LoraTarget::Q},
+                                                                               {"k_proj", LoraTarget::K},
+                                                                               {"v_proj", LoraTarget::V},
+                                                                               {"o_proj", LoraTarget::O},
+                                                                               {"gate_proj", LoraTarget::GATE},
+                                                                               {"up_proj", LoraTarget::UP},
+                                                                               {"down_proj", LoraTarget::DOWN},
+                                                                               {"linear_qkv", LoraTarget::LINEAR_QKV},
+                                                                               {"linear_proj", LoraTarget::LINEAR_PROJ},
+                                                                               {"linear_fc1", LoraTarget::LINEAR_FC1},
+                                                                               {"linear_fc2", LoraTarget::LINEAR_FC2}}};
 
 // A set of targets; every linear layer of the transformer blocks by default (QLoRA's, PEFT's "all-linear").
 struct LoraTargets {
@@ -163,6 +169,9 @@ struct ParallelPlan {
   int micro_batch = 1;           // sequences per micro-batch
   std::int64_t global_batch = 1; // sequences per step
   std::int64_t seq_length = 0;   // tokens per sequence
+  // Packed fine-tuning data: each sequence is documents of this mean length, each attending only to itself (flash
+  // attention's variable-length kernels, Transformer Engine's THD layout); 0: one document per sequence.
+  std::int64_t document_length = 0;
   Schedule schedule = Schedule::ONE_F_ONE_B;
   int virtual_stages = 1; // model chunks per GPU (interleaved schedule; 2 under DualPipe and DualPipeV)
   int zero_stage = 0;
@@ -237,6 +246,8 @@ struct ParallelPlan {
   int gpus() const { return tp * pp * dp * cp; }
   int dp_cp() const { return dp * cp; } // the GPUs of a stage holding the same weights (gradient reduction groups)
   double local_seq() const { return static_cast<double>(seq_length) / cp; } // tokens of a sequence on one GPU
+  // What attention runs over: a packed document, or the whole sequence.
+  double attention_span() const { return static_cast<double>(document_length > 0 ? document_length : seq_length); }
   int edp() const { return tp * dp * cp / (etp * ep); } // expert data parallelism: replicas of each expert
   int shards() const { return shard_group > 0 ? shard_group : dp_cp(); } // ranks sharing one copy of sharded state
   int shard_replicas() const { return dp_cp() / shards(); }

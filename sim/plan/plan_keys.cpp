@@ -374,6 +374,7 @@ std::vector<PlanKey> make_plan_keys()
           "global_batch", &P::global_batch,
           [](const PlanReading& r) { return static_cast<std::int64_t>(r.plan.micro_batch) * r.plan.dp; }, 1, INT64_MAX),
       key("seq_length", &P::seq_length, read_seq_length),
+      integer("document_length", &P::document_length, 0, 0, 1 << 24),
       integer("virtual_stages", &P::virtual_stages, 1, 1, 1024),
       schedule_key(),
       integer("zero_stage", &P::zero_stage, 0, 0, 3),

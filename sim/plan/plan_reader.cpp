@@ -96,6 +96,25 @@ void check_dualpipe(const ParallelPlan& p, const core::Node& node)
 }
 
 // Context parallelism: what Megatron-core accepts, and what simtrain simulates of it.
+// Packed documents: no longer than a sequence; attention by document needs a fused kernel (varlen flash attention or
+// Transformer Engine's THD layout) and one GPU per sequence.
+void check_documents(const ParallelPlan& p, const core::Node& node)
+{
+  if (p.document_length == 0)
+    return;
+  if (p.document_length > p.seq_length)
+    infeasible(node, "document_length", fmt::format("{} is longer than seq_length={}", p.document_length, p.seq_length),
+               "a document length up to seq_length (0: one document per sequence)");
+  if (!p.fused_attention())
+    infeasible(node, "document_length",
+               "attention by document runs fused kernels only (flash attention's variable-length ones)",
+               "a fused attention, or document_length 0");
+  if (p.cp > 1)
+    infeasible(node, "document_length",
+               fmt::format("packed documents with context parallelism (cp={}) are not simulated yet", p.cp),
+               "cp 1, or document_length 0");
+}
+
 void check_context(const ParallelPlan& p, const core::Node& node, const model::ModelSpec& m)
 {
   if (p.cp == 1)
@@ -162,7 +181,8 @@ ParallelPlan read_plan(const core::Node& node, const model::ModelSpec& model, st
   return r.plan;
 }
 
-// LoRA as simulated: dense layers of standard attention, no tensor parallelism or FP8.
+// LoRA as simulated: dense layers of standard attention; under tensor parallelism Megatron-core's adapters, 16-bit
+// beside FP8 base GEMMs (NeMo's and Megatron-Bridge's ParallelLinearAdapter), no 4-bit base.
 template <class Warn>
 void check_lora(const ParallelPlan& p, const core::Node& node, const model::ModelSpec& m, const Warn& warn)
 {
@@ -175,15 +195,17 @@ void check_lora(const ParallelPlan& p, const core::Node& node, const model::Mode
     infeasible(node, "lora_rank",
                fmt::format("{} exceeds hidden_size={} of model '{}'", p.lora_rank, m.hidden_size, m.name),
                "a rank below the projections' widths (8-64 in practice)");
-  if (p.tp > 1)
-    infeasible(node, "lora_rank", fmt::format("LoRA with tensor parallelism (tp={}) is not simulated yet", p.tp),
-               "tp 1 (data parallelism or ZeRO/FSDP, as PEFT runs)");
+  if (p.tp > 1 && p.base_quantization == BaseQuantization::NF4)
+    infeasible(node, "base_quantization",
+               fmt::format("bitsandbytes' 4-bit layers have no tensor-parallel form (tp={})", p.tp),
+               "tp 1 (QLoRA shards its base with FSDP/ZeRO-3), or base_quantization none");
+  if (p.fp8() && p.base_quantization == BaseQuantization::NF4)
+    infeasible(node, "base_quantization", "a 4-bit base is dequantized to 16 bits for its GEMMs, not run in FP8",
+               "precision bf16 or fp16, or base_quantization none");
   if (m.moe || m.mla)
     infeasible(node, "lora_rank",
                fmt::format("LoRA on {} layers of model '{}' is not simulated yet", m.moe ? "MoE" : "MLA", m.name),
                "a dense model with standard attention");
-  if (p.fp8())
-    infeasible(node, "lora_rank", "LoRA with FP8 GEMMs is not simulated", "precision bf16 or fp16");
   if (p.lora_targets.has(LoraTarget::GATE) && !model::is_gated(m.ffn_kind) && p.lora_targets != LoraTargets{})
     warn("lora_targets", fmt::format("gate_proj: model '{}' has no gated FFN; no adapter there", m.name));
 }
@@ -344,6 +366,7 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
     check_shard_group(p, node, m);
 
   check_lora(p, node, m, warn);
+  check_documents(p, node);
   check_offload(p, node, cluster);
 
   if (p.skipped_steps > 0 && p.precision != hardware::Precision::FP16)

@@ -40,10 +40,13 @@ Analysis analyse(const scenario::Scenario& s)
   const auto& p = s.plan;
   a.memory = memory::estimate_memory(s.model, p, s.cluster);
   const auto seq = static_cast<double>(p.seq_length);
-  a.layer_forward = model::layer_forward_flops(s.model, seq, p.micro_batch);
+  // Packed documents count as sequences of their own: the same tokens, attention over each document.
+  const double span = p.attention_span();
+  const double documents = seq / span;
+  a.layer_forward = model::layer_forward_flops(s.model, span, p.micro_batch * documents);
   a.logits_forward = model::logits_forward_flops(s.model, seq, p.micro_batch);
-  a.step =
-      model::step_flops(s.model, seq, static_cast<double>(p.global_batch), p.recompute, p.recompute_modules, p.lora());
+  a.step = model::step_flops(s.model, span, static_cast<double>(p.global_batch) * documents, p.recompute,
+                             p.recompute_modules, p.lora());
   a.tokens_per_step = seq * static_cast<double>(p.global_batch);
   a.peak_flops = topology::mean_peak(s.cluster, p.compute_precision(), s.gpus);
   return a;
@@ -88,6 +91,8 @@ std::string sharding_text(const plan::ParallelPlan& p)
 std::string training_text(const plan::ParallelPlan& p)
 {
   std::string out;
+  if (p.document_length > 0)
+    out += fmt::format(", packed documents of {} tokens", p.document_length);
   if (p.lora()) {
     int targets = 0;
     for (const auto& c : plan::lora_target_choices)

@@ -214,7 +214,9 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
   const double tokens = static_cast<double>(p.global_batch) * static_cast<double>(p.seq_length);
   // Steps the loss scaler skips train no tokens: tokens/s is what the steps it keeps train.
   m.tokens_per_s = tokens * (1.0 - p.skipped_steps) / m.step_time_s;
-  const auto flops = model::step_flops(s.model, static_cast<double>(p.seq_length), static_cast<double>(p.global_batch),
+  // Packed documents count as sequences of their own: the same tokens, attention over each document.
+  const double documents = static_cast<double>(p.seq_length) / p.attention_span();
+  const auto flops = model::step_flops(s.model, p.attention_span(), static_cast<double>(p.global_batch) * documents,
                                        p.recompute, p.recompute_modules, p.lora());
   m.model_flops = flops.model();
   m.hardware_flops = flops.hardware();

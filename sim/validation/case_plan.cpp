@@ -102,10 +102,24 @@ bool fine_tuning_of(Conversion& conv, const Json& plan, Json& p)
     return false;
   }
   if (const Json* targets = member(plan, "lora_targets")) {
-    // Hugging Face's names, torchtune's output_proj, and PEFT's "all-linear" (every projection: simtrain's default).
-    static const std::map<std::string, std::string> names{
-        {"q_proj", "q_proj"},      {"k_proj", "k_proj"},       {"v_proj", "v_proj"},   {"o_proj", "o_proj"},
-        {"output_proj", "o_proj"}, {"gate_proj", "gate_proj"}, {"up_proj", "up_proj"}, {"down_proj", "down_proj"}};
+    // Hugging Face's names, torchtune's output_proj, PEFT's "all-linear" (every projection: simtrain's default), and
+    // Megatron-core's fused linear layers by NeMo 2's and NeMo 1's names (attention_qkv, attention_dense, mlp_fc1/2).
+    static const std::map<std::string, std::string> names{{"q_proj", "q_proj"},
+                                                          {"k_proj", "k_proj"},
+                                                          {"v_proj", "v_proj"},
+                                                          {"o_proj", "o_proj"},
+                                                          {"output_proj", "o_proj"},
+                                                          {"gate_proj", "gate_proj"},
+                                                          {"up_proj", "up_proj"},
+                                                          {"down_proj", "down_proj"},
+                                                          {"linear_qkv", "linear_qkv"},
+                                                          {"linear_proj", "linear_proj"},
+                                                          {"linear_fc1", "linear_fc1"},
+                                                          {"linear_fc2", "linear_fc2"},
+                                                          {"attention_qkv", "linear_qkv"},
+                                                          {"attention_dense", "linear_proj"},
+                                                          {"mlp_fc1", "linear_fc1"},
+                                                          {"mlp_fc2", "linear_fc2"}};
     const bool all = targets->is_string() && lower(targets->get<std::string>()) == "all-linear";
     if (!all) {
       if (!targets->is_array() || targets->empty()) {
@@ -117,9 +131,11 @@ bool fine_tuning_of(Conversion& conv, const Json& plan, Json& p)
       for (const auto& t : *targets) {
         const auto name = t.is_string() ? names.find(lower(t.get<std::string>())) : names.end();
         if (name == names.end()) {
-          conv.refuse(fmt::format("plan.lora_targets: {} is not a projection simtrain knows (q_proj, k_proj, v_proj, "
-                                  "o_proj or output_proj, gate_proj, up_proj, down_proj)",
-                                  t.dump()));
+          conv.refuse(
+              fmt::format("plan.lora_targets: {} is not a projection simtrain knows (q_proj, k_proj, v_proj, "
+                          "o_proj or output_proj, gate_proj, up_proj, down_proj; Megatron's linear_qkv, linear_proj, "
+                          "linear_fc1, linear_fc2)",
+                          t.dump()));
           return false;
         }
         list.push_back(name->second);
@@ -187,9 +203,15 @@ bool fine_tuning_of(Conversion& conv, const Json& plan, Json& p)
   }
   if (const auto delayed = flag(plan, "delayed_update"))
     p["delayed_update"] = *delayed;
-  if (const auto packed = flag(plan, "packed"); packed && *packed)
+  if (const auto packed = flag(plan, "packed"); packed && *packed) {
     conv.assume("sequences packed to the full length: every token counts");
-  else if (packed)
+    // Documents packed with their boundaries kept (NeMo's packed SFT, flash attention's variable-length kernels):
+    // attention runs within each document.
+    if (const auto length = integer(plan, "document_length"); length && *length > 0) {
+      p["document_length"] = *length;
+      conv.assume(fmt::format("each packed document (about {} tokens) attends only to itself", *length));
+    }
+  } else if (packed)
     conv.assume("sequences padded to the full length, padding counted as the source counts it");
   const std::string precision = lower(text(plan, "precision"));
   if (mentions(precision, "pure") || mentions(precision, "bf16-true")) {
@@ -247,7 +269,7 @@ const std::set<std::string>& plan_fields()
        "local_batch", "fsdp_degree", "fp8_recipe", "cp_comm_type",
        // fine-tuning (this project's extension)
        "lora_rank", "lora_targets", "lora_dropout", "base_quantization", "optimizer", "compile", "packed",
-       "offload_optimizer", "offload_params", "cpu_optimizer", "delayed_update"});
+       "document_length", "offload_optimizer", "offload_params", "cpu_optimizer", "delayed_update"});
   return fields;
 }
 

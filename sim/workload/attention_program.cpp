@@ -180,13 +180,14 @@ std::vector<Kernel> core_forward(const Shape& x)
     Kernel k;
     k.name = "flash attention";
     k.kind = hardware::KernelKind::ATTENTION;
-    k.seq = x.s;
+    // Packed documents run as a variable-length kernel over s / span sequences of the document's length each.
+    k.seq = x.span;
     k.head_dim = x.d;
-    k.heads = x.b * heads / x.cp; // all-to-all context parallelism splits the heads
+    k.heads = x.b * heads / x.cp * (x.s / x.span); // all-to-all context parallelism splits the heads
     k.causal = true;
     k.attention = x.attention;
     // Causal: each query sees half the keys on average, or its window (a window's diagonal block is half masked).
-    const double causal_keys = x.keys < x.s ? x.keys - 0.5 * x.keys * x.keys / x.s : 0.5 * x.s;
+    const double causal_keys = x.keys < x.span ? x.keys - 0.5 * x.keys * x.keys / x.span : 0.5 * x.span;
     // With context parallelism a GPU holds 1/cp of the work (all-to-all: the heads; ring: see ring_attention).
     k.flops = 2.0 * x.b * x.s * causal_keys * (x.q + x.o) / x.t / x.cp;
     k.bytes = e * x.T * (2.0 * x.q + 2.0 * x.kv) / x.t;

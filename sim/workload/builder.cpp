@@ -439,7 +439,7 @@ double BuildState::item_trainable_params(int item, int s) const
 {
   if (!p.lora())
     return item_params(item, s);
-  return item >= 0 && !is_mtp(item) ? plan::lora_layer_params(m, p) : 0.0;
+  return item >= 0 && !is_mtp(item) ? plan::lora_layer_params(m, p) / static_cast<double>(p.tp) : 0.0;
 }
 
 double BuildState::item_gather_bytes(int item, int s, double weight_bytes) const
@@ -448,9 +448,9 @@ double BuildState::item_gather_bytes(int item, int s, double weight_bytes) const
     return weight_bytes * item_params(item, s);
   // QLoRA under FSDP (bitsandbytes' quant_storage): the packed 4-bit weights and their absmax travel as they are.
   const model::LayerParams l = model::layer_params(m, model::FfnPart::DENSE);
-  const double linear = l.attention + l.ffn;
+  const double linear = (l.attention + l.ffn) / static_cast<double>(p.tp);
   return plan::base_weight_bytes(p.base_quantization) * linear +
-         weight_bytes * (item_params(item, s) - linear + plan::lora_layer_params(m, p));
+         weight_bytes * (item_params(item, s) - linear + item_trainable_params(item, s));
 }
 
 std::int64_t BuildState::microbatches_through() const

@@ -417,9 +417,12 @@ void append(Program& head, const Program& tail)
       last.host_s += s.host_s;
       if (last.label != s.label && last.label.find(s.label) == std::string::npos)
         last.label += ", " + s.label;
-      continue;
+    } else {
+      head.push_back(s);
+      head.back().adapter_collectives.clear();
     }
-    head.push_back(s);
+    for (const AdapterCollective& a : s.adapter_collectives)
+      head.push_back(collective(s.label + " " + a.label, a.kind, a.bytes));
   }
 }
 

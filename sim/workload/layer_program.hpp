@@ -6,6 +6,7 @@
 #include "hardware/compute_model.hpp"
 #include "model/model_spec.hpp"
 #include "plan/parallel_plan.hpp"
+#include "workload/lora_kernels.hpp" // AdapterCollective
 #include "workload/optimizer_step.hpp"
 #include "workload/task_graph.hpp" // CollectiveKind
 
@@ -38,6 +39,9 @@ struct Step {
   // A MoE dispatch or combine deduplicated per node and GPU (DeepEP): `bytes` is then one copy of the rank's tokens,
   // sent once to each node and GPU that needs it (workload/collectives).
   bool deduplicated = false;
+  // COMPUTE and OVERLAP: the tensor-parallel collectives its LoRA adapters add, run after it (`append` makes each a
+  // step of its own).
+  std::vector<AdapterCollective> adapter_collectives;
 };
 
 using Program = std::vector<Step>;

@@ -86,7 +86,8 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const har
   x.eager_rope = p.software.rope == plan::PointwiseImpl::EAGER;
   x.eager_activation = p.software.activation == plan::PointwiseImpl::EAGER;
   x.attention = attention_impl(p.software.attention, gpu);
-  x.keys = is_windowed(kind) ? std::min(x.s, static_cast<double>(m.sliding_window)) : x.s;
+  x.span = p.document_length > 0 ? std::min(x.s, static_cast<double>(p.document_length)) : x.s;
+  x.keys = is_windowed(kind) ? std::min(x.span, static_cast<double>(m.sliding_window)) : x.span;
   x.o = static_cast<double>(m.o_width());
   if (m.mla) {
     const model::MlaSpec& a = *m.mla;

@@ -32,6 +32,7 @@ struct Shape {
   bool eager_activation;       // the gated activation as eager PyTorch operations (activation_impl eager)
   hardware::AttentionImpl attention;
   double keys; // keys each query attends to: s, or the sliding window
+  double span; // the sequence a query's causal mask runs over: s, or a packed document's length
   double o;    // the attention output's width (MLA: heads x value head size)
   // A MoE layer: the expert-tensor-parallel size, experts, experts per token, their FFN (f1: its first matrix's
   // width), the shared expert's, the experts on this GPU, the token-expert pairs this GPU sends and those its experts

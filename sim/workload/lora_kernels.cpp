@@ -15,6 +15,12 @@ bool starts_with(std::string_view name, std::string_view prefix)
   return name.substr(0, prefix.size()) == prefix;
 }
 
+// Megatron's column-parallel layers (split by output: QKV, fc1) against its row-parallel ones (split by input).
+bool is_column(plan::LinearSite site)
+{
+  return site == plan::LinearSite::QKV || site == plan::LinearSite::FC1;
+}
+
 } // namespace
 
 std::optional<LoraKernels> lora_kernels(const model::ModelSpec& m, const plan::ParallelPlan& p)
@@ -23,6 +29,8 @@ std::optional<LoraKernels> lora_kernels(const model::ModelSpec& m, const plan::P
     return std::nullopt;
   LoraKernels out;
   out.rank = p.lora_rank;
+  out.tp = static_cast<double>(p.tp);
+  out.sp = p.tp > 1 && p.sequence_parallel;
   out.quantized = p.base_quantization == plan::BaseQuantization::NF4;
   out.dropout = p.lora_dropout > 0;
   for (auto site : {plan::LinearSite::QKV, plan::LinearSite::PROJ, plan::LinearSite::FC1, plan::LinearSite::FC2})
@@ -55,11 +63,17 @@ std::vector<Kernel> with_adapters(const Kernel& k, const LoraKernels& lora)
     return k.weight_gradient ? std::vector<Kernel>{} : std::vector<Kernel>{k}; // the output layer's, frozen
   const auto& adapters = lora.adapters[static_cast<std::size_t>(*site)];
   const double r = lora.rank;
+  const double t = lora.tp;
+  // Column-parallel layers (QKV, fc1) see the whole input: A is split by rank. Row-parallel ones (projection, fc2)
+  // see 1/t of it: A is split by input. B is split by output either way.
+  const bool column = is_column(*site);
+  auto a_rank = [&](const plan::Adapter&) { return column ? r / t : r; };
+  auto a_in = [&](const plan::Adapter& a) { return column ? a.in : a.in / t; };
   std::vector<Kernel> out;
   if (k.layout == GemmLayout::WGRAD) { // dW = dY^T X: m = out, n = in, k = tokens; the base's is not computed
     for (const auto& a : adapters) {
-      Kernel b = gemm("lora B wgrad", a.out, r, k.k, 1, GemmLayout::WGRAD);
-      Kernel ak = gemm("lora A wgrad", r, a.in, k.k, 1, GemmLayout::WGRAD);
+      Kernel b = gemm("lora B wgrad", a.out / t, r, k.k, 1, GemmLayout::WGRAD);
+      Kernel ak = gemm("lora A wgrad", a_rank(a), a_in(a), k.k, 1, GemmLayout::WGRAD);
       b.weight_gradient = ak.weight_gradient = true;
       out.push_back(b);
       out.push_back(ak);
@@ -76,23 +90,54 @@ std::vector<Kernel> with_adapters(const Kernel& k, const LoraKernels& lora)
   for (const auto& a : adapters) {
     // PEFT's dropout on each adapter's input (peft/tuners/lora/layer.py): a 16-bit copy and a one-byte mask forward,
     // the gradient through the mask backward.
-    const double dropout = lora.dropout ? (2.0 * e + 1.0) * tokens * a.in : 0.0;
+    const double dropout = lora.dropout ? (2.0 * e + 1.0) * tokens * a_in(a) : 0.0;
+    // The output the scale and add cover: this GPU's 1/t of it (a row adapter's gathered output is scattered over
+    // the sequence under sequence parallelism; without it every GPU adds the whole).
+    const double added = column || lora.sp ? a.out / t : a.out;
     if (k.layout == GemmLayout::FORWARD) {
       // lora_B(lora_A(x)) * scaling, added to the base's output: two GEMMs, a scale and an add over the output.
       if (dropout > 0)
         out.push_back(memory_bound("lora dropout", dropout));
-      out.push_back(gemm("lora A", tokens, r, a.in));
-      out.push_back(gemm("lora B", tokens, a.out, r));
-      out.push_back(memory_bound("lora scale and add", 5.0 * e * tokens * a.out));
+      out.push_back(gemm("lora A", tokens, a_rank(a), a_in(a)));
+      out.push_back(gemm("lora B", tokens, a.out / t, r));
+      out.push_back(memory_bound("lora scale and add", 5.0 * e * tokens * added));
     } else {
       // The output gradient scaled, through B and A, added to the input gradient.
-      out.push_back(memory_bound("lora gradient scale", 2.0 * e * tokens * a.out));
-      out.push_back(gemm("lora B dgrad", tokens, r, a.out, 1, GemmLayout::DGRAD));
-      out.push_back(gemm("lora A dgrad", tokens, a.in, r, 1, GemmLayout::DGRAD));
+      out.push_back(memory_bound("lora gradient scale", 2.0 * e * tokens * added));
+      out.push_back(gemm("lora B dgrad", tokens, r, a.out / t, 1, GemmLayout::DGRAD));
+      out.push_back(gemm("lora A dgrad", tokens, a_in(a), a_rank(a), 1, GemmLayout::DGRAD));
       if (dropout > 0)
         out.push_back(memory_bound("lora dropout backward", dropout));
-      out.push_back(memory_bound("lora input-gradient add", 3.0 * e * tokens * a.in));
+      out.push_back(memory_bound("lora input-gradient add", 3.0 * e * tokens * a_in(a)));
     }
+  }
+  return out;
+}
+
+std::vector<AdapterCollective> adapter_collectives(const Kernel& k, const LoraKernels& lora)
+{
+  const auto site = k.kind == hardware::KernelKind::GEMM ? linear_site(k.name) : std::nullopt;
+  if (lora.tp <= 1 || !site || k.layout == GemmLayout::WGRAD || starts_with(k.name, "lora "))
+    return {};
+  const bool column = is_column(*site);
+  const double tokens = k.m;
+  const double r = lora.rank;
+  std::vector<AdapterCollective> out;
+  for (const auto& a : lora.adapters[static_cast<std::size_t>(*site)]) {
+    if (k.layout == GemmLayout::FORWARD) {
+      if (column) {
+        out.push_back({"lora A output all-gather", CollectiveKind::ALL_GATHER, e * tokens * r});
+      } else {
+        out.push_back({"lora A output all-reduce", CollectiveKind::ALL_REDUCE, e * tokens * r});
+        out.push_back({"lora B output all-gather", CollectiveKind::ALL_GATHER, e * tokens * a.out});
+      }
+      continue;
+    }
+    if (!column && lora.sp)
+      out.push_back({"lora output-grad all-gather", CollectiveKind::ALL_GATHER, e * tokens * a.out});
+    out.push_back({"lora B input-grad all-reduce", CollectiveKind::ALL_REDUCE, e * tokens * r});
+    if (column && !lora.sp)
+      out.push_back({"lora A input-grad all-reduce", CollectiveKind::ALL_REDUCE, e * tokens * a.in});
   }
   return out;
 }

@@ -232,8 +232,11 @@ void PipelinePasses::pass(int s, const PassRef& ref, const PassOptions& options)
     Where w = base;
     w.layer = items[i] >= 0 ? items[i] : -1;
     if (first_forward && dp_.gathers_before_forward())
-      for (int r : b_.stage_gpus(s))
-        b_.tail[static_cast<std::size_t>(r)].push_back(b_.params_ready[static_cast<std::size_t>(r)].at(items[i]));
+      for (int r : b_.stage_gpus(s)) {
+        const auto& ready = b_.params_ready[static_cast<std::size_t>(r)];
+        if (const auto it = ready.find(items[i]); it != ready.end()) // (a frozen item's weights are not gathered)
+          b_.tail[static_cast<std::size_t>(r)].push_back(it->second);
+      }
     if (p_.zero_stage >= 3) {
       if (i + 1 < items.size() && !prefetch_after) // prefetch the next item's parameters while this one computes
         gathered[i + 1] = dp_.gather_parameters(s, items[i + 1], w);

@@ -22,9 +22,12 @@ Step Costing::compute(std::string label, const std::vector<Kernel>& kernels, boo
   s.recompute = recompute;
   std::vector<Kernel> replaced;
   if (lora_)
-    for (const auto& k : kernels)
+    for (const auto& k : kernels) {
       for (auto& r : with_adapters(k, *lora_))
         replaced.push_back(r);
+      for (auto& a : adapter_collectives(k, *lora_))
+        s.adapter_collectives.push_back(std::move(a));
+    }
   for (const auto& k : lora_ ? replaced : kernels) {
     if (deferred_ != nullptr && k.weight_gradient) {
       deferred_->push_back(k);

@@ -206,5 +206,148 @@ TEST_CASE("LoRA plans outside what is simulated are refused with the reason")
   CHECK_THAT(refused({{"lora_targets", {"q_proj"}}}), Catch::Contains("adapters need a rank"));
   CHECK_THAT(refused({{"lora_rank", 16}, {"lora_targets", {"qkv"}}}), Catch::Contains("q_proj, k_proj"));
   CHECK_THAT(refused({{"lora_rank", 8192}}), Catch::Contains("exceeds hidden_size=4096"));
-  CHECK_THAT(refused({{"lora_rank", 16}, {"precision", "fp8"}}), Catch::Contains("/plan/lora_rank"));
+  CHECK_THAT(refused({{"lora_rank", 16}, {"lora_targets", {"linear_qkvo"}}}), Catch::Contains("linear_qkv"));
+}
+
+namespace {
+
+// Llama-2 7B on one DGX H100 with tensor parallelism `tp`, the rest of the plan as given.
+sim::scenario::Scenario llama7b_tp(int tp, nlohmann::json plan)
+{
+  plan["tp"] = tp;
+  plan["pp"] = 1;
+  plan["dp"] = 1;
+  nlohmann::json doc = {
+      {"schema", "scenario/v1"}, {"model", "llama2-7b"}, {"topology", "dgx-h100"}, {"gpus", tp}, {"plan", plan}};
+  const auto file = test::write_json(test::scratch_dir() / "lora-tp.json", doc);
+  return sim::scenario::load_scenario(file, test::options());
+}
+
+} // namespace
+
+TEST_CASE("Megatron's fused linear layers take one adapter each: linear_qkv is q + 2 kv wide, linear_fc1 gate and up")
+{
+  const auto s = llama7b_tp(1, {{"lora_rank", 32}, {"lora_targets", {"linear_qkv", "linear_fc1"}}});
+  using sim::plan::LinearSite;
+  const auto qkv = sim::plan::lora_adapters(s.model, s.plan, LinearSite::QKV);
+  REQUIRE(qkv.size() == 1);
+  CHECK(qkv[0].in == 4096);
+  CHECK(qkv[0].out == 3 * 4096);
+  const auto fc1 = sim::plan::lora_adapters(s.model, s.plan, LinearSite::FC1);
+  REQUIRE(fc1.size() == 1);
+  CHECK(fc1[0].out == 2 * 11008);
+  CHECK(sim::plan::lora_adapters(s.model, s.plan, LinearSite::FC2).empty());
+  // NeMo's per layer: 32 x (4096 + 12288) + 32 x (4096 + 22016).
+  CHECK(sim::plan::lora_layer_params(s.model, s.plan) == 32.0 * (4096 + 12288) + 32.0 * (4096 + 22016));
+}
+
+TEST_CASE("under tensor parallelism the adapters split as Megatron-core's and add their tensor-parallel collectives")
+{
+  using sim::workload::CollectiveKind;
+  const double tokens = 4096;
+  const double r = 32;
+  const double t = 2;
+  const nlohmann::json targets = {"linear_qkv", "linear_fc2"};
+  const auto sp = llama7b_tp(2, {{"lora_rank", 32}, {"lora_targets", targets}, {"sequence_parallel", true}});
+  const auto lora = sim::workload::lora_kernels(sp.model, sp.plan).value();
+  // Column-parallel QKV: A split by rank (r/t), B by output; A's output all-gathered (T x r, 16 bits).
+  const auto qkv = sim::workload::with_adapters(sim::hardware::gemm("qkv", tokens, 3 * 4096 / t, 4096), lora);
+  CHECK(names(qkv) == std::vector<std::string>{"qkv", "lora A", "lora B", "lora scale and add"});
+  CHECK(qkv[1].flops == 2.0 * tokens * (r / t) * 4096);
+  CHECK(qkv[2].flops == 2.0 * tokens * (3 * 4096 / t) * r);
+  const auto qkv_comm =
+      sim::workload::adapter_collectives(sim::hardware::gemm("qkv", tokens, 3 * 4096 / t, 4096), lora);
+  REQUIRE(qkv_comm.size() == 1);
+  CHECK(qkv_comm[0].kind == CollectiveKind::ALL_GATHER);
+  CHECK(qkv_comm[0].bytes == 2.0 * tokens * r);
+  // Row-parallel fc2: A split by input, its partial output all-reduced; B's output gathered whole (T x h).
+  const auto fc2 = sim::hardware::gemm("fc2", tokens, 4096, 11008 / t);
+  const auto fc2_kernels = sim::workload::with_adapters(fc2, lora);
+  CHECK(fc2_kernels[1].flops == 2.0 * tokens * r * (11008 / t));
+  CHECK(fc2_kernels[2].flops == 2.0 * tokens * (4096 / t) * r);
+  const auto fc2_comm = sim::workload::adapter_collectives(fc2, lora);
+  REQUIRE(fc2_comm.size() == 2);
+  CHECK(fc2_comm[0].kind == CollectiveKind::ALL_REDUCE);
+  CHECK(fc2_comm[0].bytes == 2.0 * tokens * r);
+  CHECK(fc2_comm[1].kind == CollectiveKind::ALL_GATHER);
+  CHECK(fc2_comm[1].bytes == 2.0 * tokens * 4096);
+  // Backward under sequence parallelism: fc2's output gradient gathered back over the sequence, B's input gradient
+  // all-reduced; QKV's input gradient joins the layer's reduce-scatter, so only B's.
+  const auto fc2_back = sim::workload::adapter_collectives(
+      sim::hardware::gemm("fc2 dgrad", tokens, 11008 / t, 4096, 1, GemmLayout::DGRAD), lora);
+  REQUIRE(fc2_back.size() == 2);
+  CHECK(fc2_back[0].kind == CollectiveKind::ALL_GATHER);
+  CHECK(fc2_back[0].bytes == 2.0 * tokens * 4096);
+  CHECK(fc2_back[1].bytes == 2.0 * tokens * r);
+  const auto qkv_back = sim::workload::adapter_collectives(
+      sim::hardware::gemm("qkv dgrad", tokens, 4096, 3 * 4096 / t, 1, GemmLayout::DGRAD), lora);
+  REQUIRE(qkv_back.size() == 1);
+  CHECK(qkv_back[0].bytes == 2.0 * tokens * r);
+  // Without sequence parallelism A's input gradient is a partial sum of its own: all-reduced (T x h).
+  const auto no_sp = llama7b_tp(2, {{"lora_rank", 32}, {"lora_targets", targets}});
+  const auto plain = sim::workload::lora_kernels(no_sp.model, no_sp.plan).value();
+  const auto qkv_back_plain = sim::workload::adapter_collectives(
+      sim::hardware::gemm("qkv dgrad", tokens, 4096, 3 * 4096 / t, 1, GemmLayout::DGRAD), plain);
+  REQUIRE(qkv_back_plain.size() == 2);
+  CHECK(qkv_back_plain[1].bytes == 2.0 * tokens * 4096);
+  // Weight gradients and tensor parallelism 1 add none.
+  CHECK(sim::workload::adapter_collectives(
+            sim::hardware::gemm("fc2 wgrad", 4096, 11008 / t, tokens, 1, GemmLayout::WGRAD), lora)
+            .empty());
+  const auto one = llama7b_tp(1, {{"lora_rank", 32}, {"lora_targets", targets}});
+  CHECK(sim::workload::adapter_collectives(fc2, sim::workload::lora_kernels(one.model, one.plan).value()).empty());
+  // Each GPU holds 1/t of the adapters: their gradients and Adam state are split too.
+  const auto st = sim::memory::estimate_memory(sp.model, sp.plan, sp.cluster.gpu).per_stage.at(0);
+  CHECK(st.trainable_params == Approx(sim::plan::lora_layer_params(sp.model, sp.plan) * 32 / t));
+}
+
+TEST_CASE("a step of LoRA under tensor parallelism carries its adapters' collectives on the tensor-parallel group")
+{
+  const nlohmann::json tiny = {{"schema", "model/v1"},
+                               {"name", "tiny"},
+                               {"num_layers", 2},
+                               {"hidden_size", 1024},
+                               {"num_attention_heads", 16},
+                               {"vocab_size", 32000},
+                               {"seq_length", 1024},
+                               {"ffn_hidden_size", 4096},
+                               {"ffn_kind", "swiglu"},
+                               {"norm", "rmsnorm"},
+                               {"position_embedding", "rope"}};
+  const auto tp_bytes = [&](const nlohmann::json& targets) {
+    nlohmann::json plan = {{"tp", 2}, {"global_batch", 1}, {"sequence_parallel", true}};
+    if (!targets.is_null())
+      plan.update({{"lora_rank", 16}, {"lora_targets", targets}});
+    const auto b = test::build(plan, tiny, "dgx-h100", false);
+    double bytes = 0;
+    for (const auto& c : b.tasks.collectives())
+      if (c.category == sim::workload::Category::TP)
+        bytes += c.bytes;
+    return bytes;
+  };
+  const double frozen = tp_bytes(nlohmann::json::array({"linear_qkv"})); // an adapter that talks little
+  const double base = tp_bytes(nullptr);
+  const double row = tp_bytes(nlohmann::json::array({"linear_qkv", "linear_proj"}));
+  // Per layer and micro-batch: QKV's adapter all-gathers T x r forward and all-reduces T x r backward; the
+  // projection's all-reduces T x r and gathers T x h forward, gathers T x h and all-reduces T x r backward
+  // (16 bits each; the task graph's flows carry each GPU's share, so compare differences).
+  const double tokens = 1024;
+  const double qkv_adapter = 2 * (2.0 * tokens * 16);
+  const double proj_adapter = 2 * (2.0 * tokens * 16) + 2 * (2.0 * tokens * 1024);
+  CHECK(frozen > base);
+  CHECK((row - frozen) / (frozen - base) == Approx(proj_adapter / qkv_adapter).epsilon(0.01));
+}
+
+TEST_CASE("LoRA beside FP8 base GEMMs runs its adapters in 16 bits, and a 4-bit base stays out of FP8 and TP")
+{
+  const auto s = llama7b_tp(1, {{"lora_rank", 16}, {"precision", "fp8"}});
+  const auto lora = sim::workload::lora_kernels(s.model, s.plan).value();
+  auto base = sim::hardware::fp8_gemm(sim::hardware::gemm("fc1", 4096, 2 * 11008, 4096));
+  const auto ks = sim::workload::with_adapters(base, lora);
+  CHECK(ks[0].fp8);
+  CHECK_FALSE(ks[1].fp8);
+  const auto refused = [](int tp, nlohmann::json plan) { return test::error_of([&] { llama7b_tp(tp, plan); }); };
+  CHECK_THAT(refused(1, {{"lora_rank", 16}, {"precision", "fp8"}, {"base_quantization", "nf4"}}),
+             Catch::Contains("/plan/base_quantization"));
+  CHECK_THAT(refused(2, {{"lora_rank", 16}, {"base_quantization", "nf4"}}), Catch::Contains("no tensor-parallel form"));
 }
