@@ -160,14 +160,34 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
   else if (!recomputes(model::RecomputeModule::CORE_ATTN))
     split += m.dropout ? (2.0 * element_bytes + mask_bytes) * scores : element_bytes * scores;
 
-  // LoRA adapters beside a column-parallel layer (QKV, fc1) keep their own 16-bit input when the base keeps another:
-  // the gathered norm output under sequence parallelism (Megatron-core returns it gathered to the adapter), the
-  // 16-bit one beside Transformer Engine's FP8 copy.
+  // LoRA: a frozen linear layer keeps no input (Transformer Engine saves it only `if weight.requires_grad`, PyTorch's
+  // autograd guards it by the weight's gradient), so the QKV, fc1 and fc2 inputs counted above go; each site with
+  // adapters keeps their input instead, in 16 bits (the gathered one under sequence parallelism, Megatron-core handing
+  // the adapters the gathered norm output), or with PEFT's dropout each adapter its dropped copy and mask. The
+  // projection's input is the attention output, which the attention's backward keeps anyway.
   double adapters = 0;
-  if (p.lora() && (p.fp8() || p.sequence_parallel))
-    for (auto site : {plan::LinearSite::QKV, plan::LinearSite::FC1})
-      if (!plan::lora_adapters(m, p, site).empty())
-        adapters += element_bytes * sb * h;
+  if (p.lora() && !moe_layer) {
+    const bool norms_recomputed =
+        recomputes(model::RecomputeModule::LAYERNORM) && p.software.norm != plan::NormImpl::TE;
+    const bool mlp_recomputed = recomputes(model::RecomputeModule::MLP);
+    if (!norms_recomputed)
+      unsplit -= 2.0 * saved * sb * h; // the QKV and fc1 inputs
+    if (!mlp_recomputed)
+      split -= saved * sb * static_cast<double>(m.ffn_hidden_size); // fc2's
+    const double dropped = p.lora_dropout > 0 ? element_bytes + mask_bytes : 0.0;
+    for (auto site : {plan::LinearSite::QKV, plan::LinearSite::PROJ, plan::LinearSite::FC1, plan::LinearSite::FC2}) {
+      const auto targets = plan::lora_adapters(m, p, site);
+      const bool in_mlp = site == plan::LinearSite::FC1 || site == plan::LinearSite::FC2;
+      if (targets.empty() || (in_mlp && mlp_recomputed))
+        continue;
+      const bool column = site == plan::LinearSite::QKV || site == plan::LinearSite::FC1;
+      const double width = column ? targets.front().in : targets.front().in / t; // the input each GPU holds
+      if (dropped > 0)
+        adapters += dropped * sb * width * static_cast<double>(targets.size());
+      else if (site != plan::LinearSite::PROJ)
+        adapters += element_bytes * sb * width;
+    }
+  }
 
   return unsplit / sp_divisor + split / t + adapters;
 }

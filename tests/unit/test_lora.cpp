@@ -351,3 +351,27 @@ TEST_CASE("LoRA beside FP8 base GEMMs runs its adapters in 16 bits, and a 4-bit 
              Catch::Contains("/plan/base_quantization"));
   CHECK_THAT(refused(2, {{"lora_rank", 16}, {"base_quantization", "nf4"}}), Catch::Contains("no tensor-parallel form"));
 }
+
+TEST_CASE("a frozen linear layer keeps no input for its backward: only the adapters' inputs stay")
+{
+  // Transformer Engine saves a linear layer's input only if its weight requires a gradient; PyTorch's autograd
+  // guards the save the same way. Llama-2 7B, 4,096 tokens, no recomputation.
+  const double sb = 4096, h = 4096, f = 11008, e = 2;
+  const auto full = llama7b({});
+  const double trained = sim::memory::layer_activation_bytes(full.model, full.plan);
+  const auto qv = llama7b({{"lora_rank", 16}, {"lora_targets", {"q_proj", "v_proj"}}});
+  // The QKV, fc1 and fc2 inputs go; the QKV adapters' shared input stays.
+  CHECK(sim::memory::layer_activation_bytes(qv.model, qv.plan) == Approx(trained - e * sb * (h + h + f) + e * sb * h));
+  const auto all = llama7b({{"lora_rank", 16}});
+  CHECK(sim::memory::layer_activation_bytes(all.model, all.plan) == Approx(trained));
+  // PEFT's dropout: each adapter keeps its own dropped copy and mask (q and v: two of the hidden size).
+  const auto dropped = llama7b({{"lora_rank", 16}, {"lora_targets", {"q_proj", "v_proj"}}, {"lora_dropout", 0.1}});
+  CHECK(sim::memory::layer_activation_bytes(dropped.model, dropped.plan) ==
+        Approx(trained - e * sb * (h + h + f) + 2 * (e + 1) * sb * h));
+  // Under sequence parallelism Megatron-core hands the adapters the gathered norm output: whole, not 1/tp.
+  const auto sp = llama7b_tp(2, {{"lora_rank", 16}, {"lora_targets", {"linear_qkv"}}, {"sequence_parallel", true}});
+  const auto sp_full = llama7b_tp(2, {{"sequence_parallel", true}});
+  CHECK(sim::memory::layer_activation_bytes(sp.model, sp.plan) ==
+        Approx(sim::memory::layer_activation_bytes(sp_full.model, sp_full.plan) - e * sb * (2 * h / 2 + f / 2) +
+               e * sb * h));
+}
