@@ -67,13 +67,13 @@ std::vector<Kernel> with_adapters(const Kernel& k, const LoraKernels& lora)
   // Column-parallel layers (QKV, fc1) see the whole input: A is split by rank. Row-parallel ones (projection, fc2)
   // see 1/t of it: A is split by input. B is split by output either way.
   const bool column = is_column(*site);
-  auto a_rank = [&](const plan::Adapter&) { return column ? r / t : r; };
+  const double a_rank = column ? r / t : r;
   auto a_in = [&](const plan::Adapter& a) { return column ? a.in : a.in / t; };
   std::vector<Kernel> out;
   if (k.layout == GemmLayout::WGRAD) { // dW = dY^T X: m = out, n = in, k = tokens; the base's is not computed
     for (const auto& a : adapters) {
       Kernel b = gemm("lora B wgrad", a.out / t, r, k.k, 1, GemmLayout::WGRAD);
-      Kernel ak = gemm("lora A wgrad", a_rank(a), a_in(a), k.k, 1, GemmLayout::WGRAD);
+      Kernel ak = gemm("lora A wgrad", a_rank, a_in(a), k.k, 1, GemmLayout::WGRAD);
       b.weight_gradient = ak.weight_gradient = true;
       out.push_back(b);
       out.push_back(ak);
@@ -98,14 +98,14 @@ std::vector<Kernel> with_adapters(const Kernel& k, const LoraKernels& lora)
       // lora_B(lora_A(x)) * scaling, added to the base's output: two GEMMs, a scale and an add over the output.
       if (dropout > 0)
         out.push_back(memory_bound("lora dropout", dropout));
-      out.push_back(gemm("lora A", tokens, a_rank(a), a_in(a)));
+      out.push_back(gemm("lora A", tokens, a_rank, a_in(a)));
       out.push_back(gemm("lora B", tokens, a.out / t, r));
       out.push_back(memory_bound("lora scale and add", 5.0 * e * tokens * added));
     } else {
       // The output gradient scaled, through B and A, added to the input gradient.
       out.push_back(memory_bound("lora gradient scale", 2.0 * e * tokens * added));
       out.push_back(gemm("lora B dgrad", tokens, r, a.out / t, 1, GemmLayout::DGRAD));
-      out.push_back(gemm("lora A dgrad", tokens, a_in(a), a_rank(a), 1, GemmLayout::DGRAD));
+      out.push_back(gemm("lora A dgrad", tokens, a_in(a), a_rank, 1, GemmLayout::DGRAD));
       if (dropout > 0)
         out.push_back(memory_bound("lora dropout backward", dropout));
       out.push_back(memory_bound("lora input-gradient add", 3.0 * e * tokens * a_in(a)));
