@@ -11,6 +11,7 @@
 #include "importer/nemo.hpp"
 #include "importer/torchtitan.hpp"
 #include "scenario/feasibility.hpp"
+#include "scenario/scenario.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -75,8 +76,12 @@ int import_config(const ImportArgs& a, const CommonOptions& o)
   if (a.framework == "megatron") {
     imported = importer::import_megatron(a.arguments, target);
   } else if (a.framework == "nemo") {
-    imported =
-        importer::import_nemo(importer::read_yaml_file(a.config), core::display_path(a.config), target, a.arguments);
+    std::optional<importer::GivenModel> model;
+    if (!a.model.empty())
+      model = importer::GivenModel{reference_from(a.model, scenario_dir),
+                                   scenario::load_model(a.model, load_options(o)).num_layers};
+    imported = importer::import_nemo(importer::read_yaml_file(a.config), core::display_path(a.config), target,
+                                     a.arguments, model);
   } else if (a.framework == "deepspeed") {
     const core::Json config = core::read_json_file(a.config);
     core::Provenance provenance;

@@ -314,6 +314,9 @@ Subcommand add_import(CLI::App& app, const std::vector<std::string>& passthrough
               "-- any NeMo overrides (model.x=y) or Megatron-LM arguments to apply on top");
   add_target(nemo);
   nemo->add_option("config", o->args.config, "The configuration's .yaml")->required();
+  nemo->add_option("--model", o->args.model,
+                   "Model preset name, model/v1 or HuggingFace config.json, for a fine-tuning configuration that "
+                   "restores its model from a checkpoint (model.restore_from_path)");
   auto* deepspeed = sub->add_subcommand("deepspeed", "A DeepSpeed config (ds_config.json)");
   add_target(deepspeed);
   deepspeed->add_option("config", o->args.config, "ds_config.json")->required();

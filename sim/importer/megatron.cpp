@@ -16,7 +16,8 @@
 
 namespace sim::importer {
 
-Imported import_megatron(const std::vector<std::string>& arguments, const Target& target)
+Imported import_megatron(const std::vector<std::string>& arguments, const Target& target,
+                         const std::optional<GivenModel>& model)
 {
   Imported out;
   for (std::size_t i = 0; i < arguments.size(); ++i)
@@ -45,9 +46,20 @@ Imported import_megatron(const std::vector<std::string>& arguments, const Target
   s["name"] = target.name;
   s["description"] = fmt::format("Imported by simtrain import megatron from {} arguments",
                                  script != arguments.end() ? *script : std::string("Megatron-LM"));
-  OrderedJson model = megatron_model(a, out, tp);
-  const auto layers = model["num_layers"].get<std::int64_t>();
-  s["model"] = std::move(model);
+  std::int64_t layers = 0;
+  if (model) {
+    if (const Given* described = a.find("num-layers"))
+      Arguments::fail(*described, "describes a model while --model gives one",
+                      fmt::format("{} layers", fmt::join(described->values, " ")),
+                      "either the configuration's model or --model, not both");
+    s["model"] = model->reference;
+    layers = model->layers;
+    out.origins.emplace_back("/model", "--model");
+  } else {
+    OrderedJson built = megatron_model(a, out, tp);
+    layers = built["num_layers"].get<std::int64_t>();
+    s["model"] = std::move(built);
+  }
   s["topology"] = target.topology;
   // NeMo's trainer.devices x trainer.num_nodes, where no launcher gave a count.
   const auto devices = a.integer("nemo-devices", 1, 1 << 16);
@@ -93,7 +105,9 @@ Imported import_megatron(const std::vector<std::string>& arguments, const Target
     else
       out.not_simulated.push_back(
           Setting{g.name.empty() ? fmt::format("{}", fmt::join(g.values, " ")) : g.spelt(),
-                  g.name.empty() ? "a word outside any argument" : "not understood, left out of the scenario"});
+                  g.name.empty() ? "a word outside any argument"
+                  : model ? "not understood, or a setting of the model, which is --model's: left out of the scenario"
+                          : "not understood, left out of the scenario"});
   }
   out.scenario = std::move(s);
   return out;

@@ -78,7 +78,76 @@ class PlanReader : MegatronReader {
     precision(p);
     dispatcher(p);
     software(p);
+    peft(p);
     return p;
+  }
+
+  // NeMo 1's PEFT (nemo/collections/nlp/parts/peft_config.py): LoRA of adapter_dim on target_modules (attention_qkv
+  // unless told), Megatron-core's ParallelLinearAdapter beside each fused layer, or Q, K, V and gate, up apart in the
+  // "canonical" variant. Other schemes (adapters, IA3, p-tuning) are reported.
+  void peft(OrderedJson& p)
+  {
+    if (a_.flag("nemo-packed-sequence"))
+      not_simulated("nemo-packed-sequence",
+                    "each packed document attends only to itself, but the configuration does not say how long they "
+                    "are: simulated as one document per sequence unless plan.document_length is set");
+    const auto scheme = a_.text("nemo-peft-scheme");
+    const char* lora_keys[] = {"nemo-lora-dim",     "nemo-lora-dropout",         "nemo-lora-dropout-position",
+                               "nemo-lora-variant", "nemo-lora-layer-selection", "nemo-lora-weight-tying",
+                               "nemo-lora-targets"};
+    if (scheme != "lora") {
+      if (scheme && *scheme != "none")
+        not_simulated("nemo-peft-scheme",
+                      fmt::format("NeMo's '{}' PEFT is not simulated: the scenario trains every weight", *scheme));
+      for (const char* key : lora_keys)
+        if (const Given* g = a_.find(key))
+          out_.no_effect.push_back(Setting{g->spelt(), "without peft_scheme lora"});
+      return;
+    }
+    if (!a_.find("nemo-lora-dim"))
+      out_.assumptions.emplace_back(
+          "LoRA rank 32: lora_tuning.adapter_dim not given (the launcher's PEFT configs' value)");
+    p["lora_rank"] = a_.integer_or("nemo-lora-dim", 32, 1, 1 << 16);
+    origin("/plan/lora_rank", "nemo-lora-dim");
+    const bool canonical = a_.choice("nemo-lora-variant", {"nemo", "canonical"}) == "canonical";
+    std::vector<std::string> targets;
+    auto add = [&](std::initializer_list<const char*> names) {
+      for (const char* name : names)
+        if (std::find(targets.begin(), targets.end(), name) == targets.end())
+          targets.emplace_back(name);
+    };
+    auto qkv = [&] { canonical ? add({"q_proj", "k_proj", "v_proj"}) : add({"linear_qkv"}); };
+    auto fc1 = [&] { canonical ? add({"gate_proj", "up_proj"}) : add({"linear_fc1"}); };
+    const Given* given = a_.find("nemo-lora-targets");
+    for (const auto& module : given ? given->values : std::vector<std::string>{"attention_qkv"}) {
+      const bool attention = module == "attention" || module == "all";
+      const bool mlp = module == "mlp" || module == "all";
+      if (!attention && !mlp && module != "attention_qkv" && module != "attention_dense" && module != "mlp_fc1" &&
+          module != "mlp_fc2")
+        Arguments::fail(*given, "names a module NeMo's LoRA does not target", module,
+                        "attention_qkv, attention_dense, mlp_fc1, mlp_fc2, attention, mlp or all");
+      if (module == "attention_qkv" || attention)
+        qkv();
+      if (module == "attention_dense" || attention)
+        add({"linear_proj"});
+      if (module == "mlp_fc1" || mlp)
+        fc1();
+      if (module == "mlp_fc2" || mlp)
+        add({"linear_fc2"});
+    }
+    p["lora_targets"] = targets;
+    origin("/plan/lora_targets", "nemo-lora-targets");
+    if (const auto dropout = a_.number("nemo-lora-dropout", 0.0, 1.0); dropout && *dropout > 0) {
+      p["lora_dropout"] = *dropout;
+      origin("/plan/lora_dropout", "nemo-lora-dropout");
+      if (a_.choice("nemo-lora-dropout-position", {"pre", "post"}).value_or("post") == "post")
+        not_simulated("nemo-lora-dropout", "NeMo drops the adapter's output (dropout_position post); simulated as "
+                                           "PEFT's dropout of its input");
+    }
+    if (a_.find("nemo-lora-layer-selection"))
+      not_simulated("nemo-lora-layer-selection", "adapters on some layers only: simulated on every layer");
+    if (a_.flag("nemo-lora-weight-tying"))
+      not_simulated("nemo-lora-weight-tying", "one adapter shared by every layer: simulated as one per layer");
   }
 
   void virtual_stages(OrderedJson& p, std::int64_t pp, std::int64_t layers)
@@ -189,8 +258,13 @@ class PlanReader : MegatronReader {
         not_simulated("fp8-recipe", "MXFP8 is simulated as blockwise scaling (scales per block of values)");
       if (recipe && *recipe != "delayed")
         p["fp8_recipe"] = *recipe == "tensorwise" ? "current" : "blockwise";
-      if (a_.flag("fp8-param-gather"))
+      // NeMo's fp8_params keeps FP8 weights (Transformer Engine's fp8_model_init) with any optimizer; gathering them
+      // in FP8 needs Megatron-core's distributed one (Megatron-LM asserts it for --fp8-param-gather).
+      if (a_.flag("fp8-param-gather") && a_.flag("use-distributed-optimizer"))
         p["fp8_param_gather"] = true;
+      else if (a_.flag("fp8-param-gather"))
+        not_simulated("fp8-param-gather", "FP8 weights outside the distributed optimizer: simulated as 16-bit "
+                                          "weights cast to FP8 for each micro-batch");
     } else if (a_.find("fp8-param-gather") || recipe) {
       out_.assumptions.emplace_back("FP8 settings without --fp8-format: no FP8, as Megatron-LM runs it");
     }

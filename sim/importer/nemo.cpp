@@ -3,7 +3,9 @@
 #include "core/document.hpp"
 #include "core/units.hpp"
 #include "importer/megatron.hpp"
+#include "importer/nemo_arguments.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <optional>
@@ -97,8 +99,12 @@ std::optional<std::string> evaluate(const std::string& body, const core::Json& r
   std::string path = body;
   if (path.starts_with("."))
     path = parent.empty() ? path.substr(1) : parent + path;
-  else if (path.starts_with("training."))
-    path = path.substr(9); // the launcher composes each training file under `training`
+  else // the launcher composes each stage's file under its name
+    for (const std::string_view stage : {"training.", "fine_tuning.", "peft."})
+      if (path.starts_with(stage)) {
+        path = path.substr(stage.size());
+        break;
+      }
   return lookup(root, path);
 }
 
@@ -127,8 +133,8 @@ void flatten(const core::Json& node, const std::string& path, const core::Json& 
       flatten(value, path + "." + key, root, out);
     return;
   }
-  if (node.is_array()) {
-    out.push_back(path + "=" + core::clip(node.dump(), 60)); // data blends and the like: listed, never matched
+  if (node.is_array()) { // LoRA's target modules read whole; data blends and the like listed, never matched
+    out.push_back(path + "=" + (path.starts_with("model.peft.") ? node.dump() : core::clip(node.dump(), 60)));
     return;
   }
   const std::string parent = path.substr(0, path.rfind('.'));
@@ -163,15 +169,51 @@ std::vector<std::string> nemo_overrides(const core::Json& config)
 }
 
 Imported import_nemo(const core::Json& config, const std::string& file, const Target& target,
-                     const std::vector<std::string>& extra)
+                     const std::vector<std::string>& extra, const std::optional<GivenModel>& model)
 {
   if (!config.is_object() || !config.contains("model"))
     throw core::InputError(core::Location{file, "", ""}, "not a NeMo training configuration",
                            config.is_object() ? "no model section" : "not a mapping",
                            "a YAML file with model: (and trainer:) sections");
   auto arguments = nemo_overrides(config);
-  arguments.insert(arguments.end(), extra.begin(), extra.end());
-  Imported imported = import_megatron(arguments, target);
+  // An override replaces the file's value of its key (an override that changes nothing, fused_adam for the file's
+  // distributed optimizer, must not leave the file's in force); Hydra's ~key (the launcher's scripts take the file's
+  // optimizer settings away so) removes the key and what is under it.
+  auto forget = [&arguments](std::string_view key, bool under) {
+    std::erase_if(arguments, [&](const std::string& a) {
+      const std::string_view set = nemo_unstaged(a);
+      return set.starts_with(key) && set.size() > key.size() &&
+             (set[key.size()] == '=' || (under && set[key.size()] == '.'));
+    });
+  };
+  std::vector<std::string> deletions;
+  for (const auto& token : extra) {
+    const std::string_view unstaged = nemo_unstaged(token);
+    if (token.starts_with('~')) {
+      forget(nemo_unstaged(std::string_view(token).substr(1, token.find('=') - 1)), true);
+      deletions.push_back(token);
+      continue;
+    }
+    if (is_nemo(token))
+      forget(unstaged.substr(0, unstaged.find('=')), false);
+    arguments.push_back(token);
+  }
+  // A fine-tuning configuration restores its model from a .nemo checkpoint (model.restore_from_path) and does not
+  // describe it: the model is --model's.
+  const bool described = std::any_of(arguments.begin(), arguments.end(), [](std::string_view a) {
+    while (a.starts_with('+'))
+      a.remove_prefix(1);
+    return a.starts_with("model.num_layers=") || a.starts_with("--num-layers") || a.starts_with("--num_layers");
+  });
+  if (!model && !described)
+    throw core::InputError(core::Location{file, "/model", ""}, "the configuration does not describe its model",
+                           lookup(config, "model.restore_from_path")
+                               ? "model.restore_from_path " + *lookup(config, "model.restore_from_path")
+                               : "no model.num_layers",
+                           "--model M (a preset, model/v1 file or HuggingFace config.json) for the model it trains");
+  Imported imported = import_megatron(arguments, target, model);
+  for (const auto& token : deletions)
+    imported.assumptions.push_back(fmt::format("{}: the file's value taken away (Hydra's deletion)", token));
   imported.scenario["description"] = fmt::format("Imported by simtrain import nemo from {}", file);
   for (const auto& [section, value] : config.items()) // the launcher's run:, exp_manager:, hydra settings
     if (section != "model" && section != "trainer")

@@ -4,8 +4,10 @@
 
 #include "core/json_reader.hpp"
 #include "importer/imported.hpp"
+#include "importer/megatron.hpp"
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +23,9 @@ core::Json read_yaml_file(const std::filesystem::path& file);
 std::vector<std::string> nemo_overrides(const core::Json& config);
 
 // `extra`: more overrides or Megatron-LM arguments from the command line, read after the file's (they win).
+// `model`: the model a fine-tuning configuration restores from a checkpoint (it must then not describe one); without
+// it the configuration must describe its model.
 Imported import_nemo(const core::Json& config, const std::string& file, const Target& target,
-                     const std::vector<std::string>& extra);
+                     const std::vector<std::string>& extra, const std::optional<GivenModel>& model = std::nullopt);
 
 } // namespace sim::importer

@@ -1,6 +1,8 @@
 #include "importer/nemo_arguments.hpp"
 
+#include <algorithm>
 #include <array>
+#include <optional>
 
 namespace sim::importer {
 namespace {
@@ -26,6 +28,8 @@ constexpr std::array nemo_keys = std::to_array<NemoKey>({
     {"model.expert_tensor_parallel_size", "expert-tensor-parallel-size"},
     {"model.encoder_seq_length", "seq-length"},
     {"model.data.seq_length", "seq-length"},
+    {"model.data.train_ds.max_seq_length", "seq-length"}, // fine-tuning's (a packed sequence's) length
+    {"model.data.train_ds.packed_sequence", "nemo-packed-sequence", "True"},
     {"model.max_position_embeddings", "max-position-embeddings"},
     {"model.num_layers", "num-layers"},
     {"model.hidden_size", "hidden-size"},
@@ -59,6 +63,7 @@ constexpr std::array nemo_keys = std::to_array<NemoKey>({
     {"model.rotary_base", "rotary-base"},
     {"model.fsdp", "use-torch-fsdp2", "True"},
     {"model.sharp", "nemo-sharp", "True"},
+    {"model.fp8_params", "fp8-param-gather", "True"}, // Transformer Engine's FP8 weights (fp8_model_init)
 });
 
 // NeMo settings that change nothing in one step (learning rate, data, logging, checkpoints, fusions assumed).
@@ -79,6 +84,9 @@ constexpr std::array nemo_idle_prefixes = std::to_array<std::string_view>({
     "model.native_amp_",
     "model.hysteresis",
     "model.resume_from_checkpoint",
+    "model.restore_from_path",
+    "model.answer_only_loss",
+    "model.save_nemo_on_validation_end",
     "model.apply_query_key_layer_scaling",
     "model.persist_layer_norm",
     "model.gradient_as_bucket_view",
@@ -113,6 +121,7 @@ constexpr std::array nemo_idle_prefixes = std::to_array<std::string_view>({
     "model.do_layer_norm_weight_decay",
     "model.ffn_dropout",
     "model.gc_interval",
+    "model.log_token_counts",
     "model.get_attention_mask_from_fusion",
     "model.headscale",
     "model.mcore_customization_config.",
@@ -150,27 +159,89 @@ constexpr std::array nemo_idle_prefixes = std::to_array<std::string_view>({
     "run.",
 });
 
+// NeMo 1's PEFT settings (nemo/collections/nlp/parts/peft_config.py) as pseudo-arguments the plan reader takes: the
+// scheme and LoRA's rank, targets, dropout and variant; the other schemes' settings change nothing under LoRA.
+constexpr std::array nemo_peft_keys = std::to_array<NemoKey>({
+    {"model.peft.peft_scheme", "nemo-peft-scheme"},
+    {"model.peft.lora_tuning.adapter_dim", "nemo-lora-dim"},
+    {"model.peft.lora_tuning.adapter_dropout", "nemo-lora-dropout"},
+    {"model.peft.lora_tuning.dropout_position", "nemo-lora-dropout-position"},
+    {"model.peft.lora_tuning.variant", "nemo-lora-variant"},
+    {"model.peft.lora_tuning.layer_selection", "nemo-lora-layer-selection"},
+    {"model.peft.lora_tuning.weight_tying", "nemo-lora-weight-tying", "True"},
+});
+
+// A list as an override writes it ([a,b], ['a', 'b']) or the file's JSON (["a","b"]): its items, unquoted.
+std::vector<std::string> list_items(std::string_view text)
+{
+  if (text.starts_with('['))
+    text.remove_prefix(1);
+  if (text.ends_with(']'))
+    text.remove_suffix(1);
+  std::vector<std::string> items;
+  std::size_t from = 0;
+  while (from <= text.size()) {
+    const auto comma = std::min(text.find(',', from), text.size());
+    std::string_view item = text.substr(from, comma - from);
+    const auto first = item.find_first_not_of(" '\"");
+    const auto last = item.find_last_not_of(" '\"");
+    if (first != std::string_view::npos)
+      items.emplace_back(item.substr(first, last - first + 1));
+    from = comma + 1;
+  }
+  return items;
+}
+
+std::optional<std::vector<Given>> peft_override(const std::string& key, const std::string& value,
+                                                const std::string& token, bool off)
+{
+  if (key == "model.peft.lora_tuning.target_modules")
+    return std::vector<Given>{Given{.name = "nemo-lora-targets", .values = list_items(value), .written = token}};
+  for (const auto& k : nemo_peft_keys) {
+    if (k.key != key)
+      continue;
+    if (off || (!k.flag.empty() && value != "True" && value != "true"))
+      return std::vector<Given>{Given{.written = token, .idle = true}};
+    return std::vector<Given>{
+        Given{.name = std::string(k.argument),
+              .values = k.flag.empty() ? std::vector<std::string>{value} : std::vector<std::string>{},
+              .written = token}};
+  }
+  if (key.starts_with("model.peft."))
+    return std::vector<Given>{Given{.written = token, .idle = true}};
+  return std::nullopt;
+}
+
 } // namespace
+
+std::string_view nemo_unstaged(std::string_view token)
+{
+  while (token.starts_with('+'))
+    token.remove_prefix(1);
+  for (const std::string_view stage : {"training.", "fine_tuning.", "peft."})
+    if (token.starts_with(stage))
+      return token.substr(stage.size());
+  return token;
+}
 
 bool is_nemo(std::string_view token)
 {
   const auto eq = token.find('=');
-  while (token.starts_with('+'))
-    token.remove_prefix(1);
+  token = nemo_unstaged(token);
   return eq != std::string_view::npos && (token.starts_with("model.") || token.starts_with("trainer.") ||
                                           token.starts_with("exp_manager.") || token.starts_with("run."));
 }
 
 std::vector<Given> nemo_override(const std::string& token)
 {
-  std::string_view text = token;
-  while (text.starts_with('+'))
-    text.remove_prefix(1);
+  const std::string_view text = nemo_unstaged(token);
   const auto eq = text.find('=');
   const std::string key(text.substr(0, eq));
   const std::string value(text.substr(eq + 1));
   auto idle = [&] { return std::vector<Given>{Given{.written = token, .idle = true}}; };
   const bool off = value == "null" || value == "None" || value == "~";
+  if (auto peft = peft_override(key, value, token, off))
+    return *peft;
   if (key == "model.activation") {
     if (value == "swiglu" || value == "fast-swiglu")
       return {Given{.name = "swiglu", .written = token}};

@@ -10,7 +10,12 @@
 
 namespace sim::importer {
 
-// Whether `token` is a NeMo override (model.*, trainer.*, exp_manager.*, run.* with a value; '+' prefixes allowed).
+// `token` without Hydra's '+' / '++' and the launcher's stage ("peft.model.x=v", "training.trainer.y=w"): the
+// override as the stage's own configuration reads it.
+std::string_view nemo_unstaged(std::string_view token);
+
+// Whether `token` is a NeMo override (model.*, trainer.*, exp_manager.*, run.* with a value; '+' prefixes and the
+// launcher's stage names allowed).
 bool is_nemo(std::string_view token);
 
 // One NeMo override as the Megatron-LM arguments it means.

@@ -176,6 +176,14 @@ topology::ClusterSpec load_cluster(const std::string& reference, const LoadOptio
   return topology::read_cluster(tree.node());
 }
 
+model::ModelSpec load_model(const std::string& reference, const LoadOptions& options)
+{
+  std::error_code ec;
+  DocumentTree tree(core::Json{{"model", reference}}, std::filesystem::current_path(ec) / "--model", options.data_dir);
+  tree.resolve("/model", ReferenceKind::MODEL);
+  return model::read_model(tree.node("/model"));
+}
+
 int nodes_for(const topology::ClusterSpec& cluster, int gpus, const std::string& where)
 {
   const int per_node = cluster.node.gpus;

@@ -52,6 +52,10 @@ void apply_overrides(DocumentTree& tree, const LoadOptions& options, ReferenceKi
 // A topology by path or preset name, with overrides relative to the topology (node.nics.count=4).
 topology::ClusterSpec load_cluster(const std::string& reference, const LoadOptions& options);
 
+// A model by path (model/v1 or a HuggingFace config.json, relative to the working folder) or preset name, as a scenario
+// naming it would read it.
+model::ModelSpec load_model(const std::string& reference, const LoadOptions& options);
+
 // Nodes for `gpus` GPUs on `cluster` (pinned nodes when gpus is 0); throws core::InputError naming `where`.
 int nodes_for(const topology::ClusterSpec& cluster, int gpus, const std::string& where);
 

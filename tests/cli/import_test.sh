@@ -54,6 +54,29 @@ simulates "$out/nemo405.json"
 grep -q '"gpus": 2304' "$out/nemo405.json" || fail "the override after -- did not win"
 grep -q '"recompute": "selective"' "$out/nemo405.json" || fail "the Megatron-LM argument after -- was not read"
 
+# NeMo fine-tuning: the launcher's LoRA example script as published, its `python3 main.py` a function importing the
+# peft stage's overrides over the stage's file, the model the checkpoint holds given with --model.
+(
+  cd "$out"
+  python3() {
+    local stage=()
+    for a in "$@"; do [[ $a == peft.* || $a == ++peft.* || $a == "~peft."* ]] && stage+=("$a"); done
+    "$simtrain" import nemo "$data/nemo/llama_sft.yaml" --model llama2-70b --topology dgx-h100 \
+      --out "$out/nemo_lora.json" -- "${stage[@]}" 2>"$out/nemo_lora.err"
+  }
+  export -f python3
+  export simtrain data out
+  MODEL=llama2-70b.nemo bash "$data/nemo/70b_1node_lora.sh" >/dev/null
+) || { cat "$out/nemo_lora.err"; fail "import nemo of the LoRA script"; }
+simulates "$out/nemo_lora.json" --set plan.document_length=200
+grep -q '"lora_rank": 32' "$out/nemo_lora.json" || fail "NeMo's LoRA was not read"
+grep -q '"distributed_optimizer": false' "$out/nemo_lora.json" || fail "the script's fused_adam did not replace the file's"
+grep -q "packed_sequence=true: each packed document" "$out/nemo_lora.err" || fail "no warning on packed sequences"
+if "$simtrain" import nemo "$data/nemo/llama_sft.yaml" --topology dgx-h100 --gpus 8 2>"$out/nomodel.err"; then
+  fail "a configuration that restores its model imported without --model"
+fi
+grep -q "does not describe its model" "$out/nomodel.err" || fail "no reason given without --model"
+
 # DeepSpeed: the examples' configs, with a model and what they leave to the script.
 "$simtrain" import deepspeed "$data/deepspeed/bf16_master_weight_baseline.json" --model llama2-7b --topology dgx-a100 \
   --gpus 16 --seq-length 2048 --out "$out/zero3.json" 2>/dev/null

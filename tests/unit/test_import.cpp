@@ -643,6 +643,92 @@ TEST_CASE("a NeMo-Framework-Launcher YAML reads as its overrides, interpolations
   CHECK_THAT(test::error_of([&] { sim::importer::read_yaml_file(broken); }), Catch::Contains("not valid YAML"));
 }
 
+TEST_CASE("NeMo's PEFT configuration: LoRA on a model restored from a checkpoint, the launcher's overrides applied")
+{
+  const auto sft = sim::importer::read_yaml_file(fixtures / "nemo" / "llama_sft.yaml");
+  const sim::importer::GivenModel llama70{"llama2-70b", 80};
+  // NeMo-Framework-Launcher's examples/peft/llama/h100/70b_1node_lora.sh (NeMo 24.07's LoRA row), its overrides as
+  // the script writes them: the launcher's stage name, '++', Hydra's deletions of the file's optimizer settings.
+  const std::vector<std::string> script{"peft.trainer.devices=8",
+                                        "peft.trainer.num_nodes=1",
+                                        "peft.model.micro_batch_size=1",
+                                        "peft.model.global_batch_size=32",
+                                        "peft.model.tensor_model_parallel_size=2",
+                                        "peft.model.pipeline_model_parallel_size=4",
+                                        "peft.model.peft.peft_scheme=lora",
+                                        "peft.model.fp8=true",
+                                        "++peft.model.fp8_params=true",
+                                        "peft.model.optim.name=fused_adam",
+                                        "~peft.model.optim.overlap_grad_sync",
+                                        "~peft.model.optim.grad_sync_dtype",
+                                        "peft.model.data.train_ds.packed_sequence=true",
+                                        "peft.model.data.train_ds.max_seq_length=4096"};
+  const Imported lora =
+      sim::importer::import_nemo(sft, "llama_sft.yaml", {"dgx-h100", std::nullopt, "l"}, script, llama70);
+  const auto& p = lora.scenario["plan"];
+  CHECK(lora.scenario["model"] == "llama2-70b");
+  CHECK(lora.scenario["gpus"] == 8);
+  CHECK(p["tp"] == 2);
+  CHECK(p["pp"] == 4);
+  CHECK(p["seq_length"] == 4096); // the packed sequence's, through ${peft.model.data.train_ds.max_seq_length}
+  CHECK(p["lora_rank"] == 32);    // lora_tuning.adapter_dim
+  CHECK(p["lora_targets"] == nlohmann::json::array({"linear_qkv"})); // NeMo's default target, attention_qkv
+  CHECK(p["precision"] == "fp8");
+  CHECK(p["distributed_optimizer"] == false); // fused_adam replaces the file's mcore_distributed_optim
+  CHECK(p["overlap_grad_reduce"] == false);   // the file's True taken away
+  CHECK(p["fp32_grad_accumulation"] == true); // the file's bf16 gradient reduction taken away
+  CHECK_FALSE(p.contains("fp8_param_gather"));
+  CHECK(listed(lora.not_simulated, "packed_sequence=true"));
+  CHECK(listed(lora.not_simulated, "fp8_params=true"));
+  CHECK(std::any_of(lora.assumptions.begin(), lora.assumptions.end(),
+                    [](const std::string& a) { return a.find("~peft.model.optim.overlap_grad_sync") == 0; }));
+  const auto loaded = load(lora);
+  CHECK(loaded.plan.lora_rank == 32);
+  CHECK(loaded.plan.dp == 1);
+
+  // Without a scheme the same file is full fine-tuning (SFT), its LoRA settings changing nothing.
+  const Imported full = sim::importer::import_nemo(sft, "llama_sft.yaml", {"dgx-h100", 8, "s"}, {}, llama70);
+  CHECK_FALSE(full.scenario["plan"].contains("lora_rank"));
+  CHECK(full.scenario["plan"]["distributed_optimizer"] == true);
+
+  // Targets by NeMo's names, the "canonical" variant's unfused Q, K, V and gate, up; dropout noted where NeMo puts it.
+  const Imported all =
+      sim::importer::import_nemo(sft, "llama_sft.yaml", {"dgx-h100", 8, "a"},
+                                 {"model.peft.peft_scheme=lora", "model.peft.lora_tuning.target_modules=[all]",
+                                  "+model.peft.lora_tuning.variant=canonical", "model.peft.lora_tuning.adapter_dim=16",
+                                  "model.peft.lora_tuning.adapter_dropout=0.1"},
+                                 llama70);
+  CHECK(all.scenario["plan"]["lora_targets"] ==
+        nlohmann::json::array({"q_proj", "k_proj", "v_proj", "linear_proj", "gate_proj", "up_proj", "linear_fc2"}));
+  CHECK(all.scenario["plan"]["lora_rank"] == 16);
+  CHECK(all.scenario["plan"]["lora_dropout"] == 0.1);
+  CHECK(listed(all.not_simulated, "adapter_dropout=0.1"));
+  const Imported mlp = sim::importer::import_nemo(
+      sft, "llama_sft.yaml", {"dgx-h100", 8, "m"},
+      {"model.peft.peft_scheme=lora", "model.peft.lora_tuning.target_modules=['attention_qkv', 'mlp']"}, llama70);
+  CHECK(mlp.scenario["plan"]["lora_targets"] == nlohmann::json::array({"linear_qkv", "linear_fc1", "linear_fc2"}));
+  const Imported ptuning = sim::importer::import_nemo(sft, "llama_sft.yaml", {"dgx-h100", 8, "p"},
+                                                      {"model.peft.peft_scheme=ptuning"}, llama70);
+  CHECK(listed(ptuning.not_simulated, "peft_scheme=ptuning"));
+  CHECK_FALSE(ptuning.scenario["plan"].contains("lora_rank"));
+
+  CHECK_THAT(test::error_of([&] {
+               sim::importer::import_nemo(
+                   sft, "llama_sft.yaml", {"dgx-h100", 8, "x"},
+                   {"model.peft.peft_scheme=lora", "model.peft.lora_tuning.target_modules=[qkv]"}, llama70);
+             }),
+             Catch::Contains("names a module NeMo's LoRA does not target"));
+  CHECK_THAT(test::error_of([&] {
+               sim::importer::import_nemo(sft, "llama_sft.yaml", {"dgx-h100", 8, "x"}, {});
+             }),
+             Catch::Contains("llama_sft.yaml:/model: the configuration does not describe its model"));
+  CHECK_THAT(
+      test::error_of([&] {
+        sim::importer::import_nemo(sft, "llama_sft.yaml", {"dgx-h100", 8, "x"}, {"model.num_layers=80"}, llama70);
+      }),
+      Catch::Contains("describes a model while --model gives one"));
+}
+
 TEST_CASE("Hugging Face Trainer: Alpaca's FSDP fine-tune as ZeRO-3 with Trainer's batches and AMP's fp32 gradients")
 {
   // tatsu-lab/stanford_alpaca README: 4 A100s, --bf16 --per_device_train_batch_size 4 --gradient_accumulation_steps 8
