@@ -97,7 +97,7 @@ void check_dualpipe(const ParallelPlan& p, const core::Node& node)
 
 // Context parallelism: what Megatron-core accepts, and what simtrain simulates of it.
 // Packed documents: no longer than a sequence; attention by document needs a fused kernel (varlen flash attention or
-// Transformer Engine's THD layout) and one GPU per sequence.
+// Transformer Engine's THD layout), and under a context-parallel ring two chunks of each on every GPU.
 void check_documents(const ParallelPlan& p, const core::Node& node)
 {
   if (p.document_length == 0)
@@ -109,10 +109,13 @@ void check_documents(const ParallelPlan& p, const core::Node& node)
     infeasible(node, "document_length",
                "attention by document runs fused kernels only (flash attention's variable-length ones)",
                "a fused attention, or document_length 0");
-  if (p.cp > 1)
+  // Under ring context parallelism Transformer Engine's THD layout splits every document into 2 x cp chunks, two per
+  // GPU (the causal load balance); all-to-all moves heads, and each GPU then holds whole documents.
+  if (p.cp > 1 && p.cp_kind == CpKind::RING && p.document_length < 2 * p.cp)
     infeasible(node, "document_length",
-               fmt::format("packed documents with context parallelism (cp={}) are not simulated yet", p.cp),
-               "cp 1, or document_length 0");
+               fmt::format("{} tokens do not split into 2 x cp = {} chunks of a document for ring context parallelism",
+                           p.document_length, 2 * p.cp),
+               fmt::format("at least {} tokens, or cp_kind all_to_all", 2 * p.cp));
 }
 
 void check_context(const ParallelPlan& p, const core::Node& node, const model::ModelSpec& m)

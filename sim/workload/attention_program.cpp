@@ -17,7 +17,11 @@ using hardware::MemoryKernel;
 // does two chunk-by-chunk blocks of work, 1/cp of the whole causal attention in all.
 std::vector<Kernel> ring_attention(const Shape& x, bool backward)
 {
-  const double chunk = x.s / (2.0 * x.cp);
+  // Each document (the sequence, unless packed: Transformer Engine's THD layout) is split into 2 x cp chunks, a GPU
+  // holding chunks i and 2 cp - 1 - i of every one; each step pairs its queries with one GPU's keys, document by
+  // document.
+  const double documents = x.s / x.span;
+  const double chunk = x.span / (2.0 * x.cp);
   std::vector<Kernel> ks;
   for (int step = 0; step < static_cast<int>(x.cp); ++step) {
     Kernel k;
@@ -25,10 +29,10 @@ std::vector<Kernel> ring_attention(const Shape& x, bool backward)
     k.kind = backward ? hardware::KernelKind::ATTENTION_BACKWARD : hardware::KernelKind::ATTENTION;
     k.seq = 2.0 * chunk;
     k.head_dim = x.d;
-    k.heads = x.b * x.a / x.t;
+    k.heads = x.b * x.a / x.t * documents;
     k.causal = step == 0;
     k.attention = x.attention;
-    k.flops = 2.0 * x.b * 2.0 * chunk * chunk * (x.q + x.o) / x.t * (backward ? 2.5 : 1.0);
+    k.flops = 2.0 * x.b * documents * 2.0 * chunk * chunk * (x.q + x.o) / x.t * (backward ? 2.5 : 1.0);
     k.bytes = e * x.T * (2.0 * x.q + 2.0 * x.kv) / x.t * (backward ? 2.0 : 1.0);
     ks.push_back(k);
   }

@@ -45,6 +45,37 @@ TEST_CASE("packed documents attend within themselves: a variable-length kernel o
   CHECK(flash(load({{"document_length", 4096}})).flops == Approx(whole.flops));
 }
 
+TEST_CASE("under context parallelism each packed document is split over the ring, or whole on each GPU after the "
+          "all-to-all: the GPU's share of the per-document causal work either way")
+{
+  const double s = 4096, L = 512, qo = 2 * 4096.0, heads = 32, cp = 2;
+  const double per_gpu = (s / L) * L * L * qo / cp; // s / L documents of L^2 (q + o) causal FLOPs, cp GPUs
+  std::vector<sim::hardware::Kernel> ring;
+  const auto ringed = load({{"document_length", L}, {"cp", cp}, {"dp", 4}});
+  for (const auto& k : sim::workload::kernel_costs(ringed.model, ringed.plan, ringed.cluster.gpu))
+    if (k.program == "layer forward" && k.kernel.kind == sim::hardware::KernelKind::ATTENTION)
+      ring.push_back(k.kernel);
+  REQUIRE(ring.size() == 2); // one kernel per ring step
+  double flops = 0;
+  for (const auto& k : ring) {
+    CHECK(k.seq == L / cp);            // two chunks of L / 2cp tokens of each document
+    CHECK(k.heads == heads * (s / L)); // every document in one variable-length call
+    flops += k.flops;
+  }
+  CHECK(flops == Approx(per_gpu));
+  const auto a2a = flash(load({{"document_length", L}, {"cp", cp}, {"dp", 4}, {"cp_kind", "all_to_all"}}));
+  CHECK(a2a.seq == L);
+  CHECK(a2a.heads == heads / cp * (s / L));
+  CHECK(a2a.flops == Approx(per_gpu));
+  // Unpacked, the ring's work is the whole sequence's.
+  double whole = 0;
+  const auto unpacked = load({{"cp", cp}, {"dp", 4}});
+  for (const auto& k : sim::workload::kernel_costs(unpacked.model, unpacked.plan, unpacked.cluster.gpu))
+    if (k.program == "layer forward" && k.kernel.kind == sim::hardware::KernelKind::ATTENTION)
+      whole += k.kernel.flops;
+  CHECK(whole == Approx(s * s * qo / cp));
+}
+
 TEST_CASE("model FLOPs count attention over each packed document, the linear layers over every token")
 {
   const auto docs = load({{"document_length", 512}});
@@ -55,12 +86,14 @@ TEST_CASE("model FLOPs count attention over each packed document, the linear lay
   CHECK(a.tokens_per_step == 8.0 * 4096);
 }
 
-TEST_CASE("a document longer than the sequence, with context parallelism or unfused attention is refused")
+TEST_CASE("a document longer than the sequence, shorter than a context-parallel ring's chunks or with unfused "
+          "attention is refused")
 {
   const auto refused = [](const nlohmann::json& plan) { return test::error_of([&] { load(plan); }); };
   CHECK_THAT(refused({{"document_length", 8192}}),
              Catch::Contains("/plan/document_length") && Catch::Contains("longer than seq_length=4096"));
-  CHECK_THAT(refused({{"document_length", 512}, {"cp", 2}, {"dp", 4}}), Catch::Contains("context parallelism"));
+  CHECK_THAT(refused({{"document_length", 6}, {"cp", 4}, {"dp", 2}}),
+             Catch::Contains("do not split into 2 x cp = 8 chunks"));
   CHECK_THAT(refused({{"document_length", 512}, {"attention", "unfused"}}), Catch::Contains("fused kernels only"));
   CHECK_THAT(refused({{"document_length", -1}}), Catch::Contains("/plan/document_length"));
 }
