@@ -140,9 +140,10 @@ class PlanReader : MegatronReader {
     if (const auto dropout = a_.number("nemo-lora-dropout", 0.0, 1.0); dropout && *dropout > 0) {
       p["lora_dropout"] = *dropout;
       origin("/plan/lora_dropout", "nemo-lora-dropout");
-      if (a_.choice("nemo-lora-dropout-position", {"pre", "post"}).value_or("post") == "post")
-        not_simulated("nemo-lora-dropout", "NeMo drops the adapter's output (dropout_position post); simulated as "
-                                           "PEFT's dropout of its input");
+      // NeMo drops the adapter's output unless told "pre".
+      const bool pre = a_.choice("nemo-lora-dropout-position", {"pre", "post"}).value_or("post") == "pre";
+      p["lora_dropout_position"] = pre ? "input" : "output";
+      origin("/plan/lora_dropout_position", "nemo-lora-dropout-position");
     }
     if (a_.find("nemo-lora-layer-selection"))
       not_simulated("nemo-lora-layer-selection", "adapters on some layers only: simulated on every layer");

@@ -174,7 +174,10 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
       unsplit -= 2.0 * saved * sb * h; // the QKV and fc1 inputs
     if (!mlp_recomputed)
       split -= saved * sb * static_cast<double>(m.ffn_hidden_size); // fc2's
-    const double dropped = p.lora_dropout > 0 ? element_bytes + mask_bytes : 0.0;
+    // PEFT's dropout keeps each adapter's dropped copy of its input and the mask; on the output (Megatron-core's,
+    // AutoModel's) the adapters keep their one input and each its mask over its output (this GPU's 1/t of it).
+    const bool on_input = p.lora_dropout > 0 && p.lora_dropout_position == plan::LoraDropoutAt::INPUT;
+    const double dropped = on_input ? element_bytes + mask_bytes : 0.0;
     for (auto site : {plan::LinearSite::QKV, plan::LinearSite::PROJ, plan::LinearSite::FC1, plan::LinearSite::FC2}) {
       const auto targets = plan::lora_adapters(m, p, site);
       const bool in_mlp = site == plan::LinearSite::FC1 || site == plan::LinearSite::FC2;
@@ -186,6 +189,9 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
         adapters += dropped * sb * width * static_cast<double>(targets.size());
       else if (site != plan::LinearSite::PROJ)
         adapters += element_bytes * sb * width;
+      if (p.lora_dropout > 0 && !on_input)
+        for (const auto& adapter : targets)
+          adapters += mask_bytes * sb * adapter.out / t;
     }
   }
 

@@ -68,6 +68,13 @@ enum class CpKind { RING, ALL_TO_ALL };
 inline constexpr std::array<core::Choice<CpKind>, 2> cp_kind_choices{
     {{"ring", CpKind::RING}, {"all_to_all", CpKind::ALL_TO_ALL}}};
 
+// Where LoRA's dropout acts: on each adapter's input (PEFT: a dropped copy of the input per adapter) or on its output
+// (Megatron-core's and NeMo's adapters, NeMo AutoModel's LinearLoRA: dropout_position "post").
+enum class LoraDropoutAt { INPUT, OUTPUT };
+
+inline constexpr std::array<core::Choice<LoraDropoutAt>, 2> lora_dropout_at_choices{
+    {{"input", LoraDropoutAt::INPUT}, {"output", LoraDropoutAt::OUTPUT}}};
+
 // How a MoE layer's tokens reach their experts: Megatron-core's all-to-all (one copy per token and expert, straight
 // to the expert's GPU), or DeepEP (Megatron-core's flex dispatcher): one copy per token and destination node through
 // the NICs, to the GPU of the same local rank there, which forwards one copy per token and destination GPU over
@@ -223,6 +230,7 @@ struct ParallelPlan {
   // nn.Identity otherwise), a kernel forward (the dropped copy and its mask) and backward (the gradient through the
   // mask).
   double lora_dropout = 0.0;
+  LoraDropoutAt lora_dropout_position = LoraDropoutAt::INPUT;
   // ZeRO-Infinity's NVMe swapping: the optimizer's update in sub-groups of this many parameters (DeepSpeed's
   // sub_group_size), each swapped in, updated and swapped out; with `nvme_pipeline` the next sub-group is read and
   // the last written while the CPU updates (pipeline_read / pipeline_write), else one after the other.

@@ -324,6 +324,26 @@ PlanKey lora_dropout_key()
   return k;
 }
 
+// Where the dropout acts, only with a dropout; written where on the output.
+PlanKey lora_dropout_position_key()
+{
+  PlanKey k = choice("lora_dropout_position", &ParallelPlan::lora_dropout_position, lora_dropout_at_choices,
+                     LoraDropoutAt::INPUT);
+  auto read = k.read;
+  k.read = [read](PlanReading& r) {
+    read(r);
+    if (auto given = r.in.find("lora_dropout_position"); given && r.plan.lora_dropout <= 0)
+      given->fail_found("a dropout position needs a dropout", "lora_dropout 0",
+                        "lora_dropout > 0, or no lora_dropout_position");
+  };
+  const auto write = k.write;
+  k.write = [write](const ParallelPlan& p) {
+    return p.lora_dropout > 0 && p.lora_dropout_position != LoraDropoutAt::INPUT ? write(p) : Json();
+  };
+  k.report_value = [write](const ParallelPlan& p) { return p.lora_dropout > 0 ? write(p) : Json(); };
+  return k;
+}
+
 // LoRA's target projections: a list of Hugging Face names, only with lora_rank; written where not every projection.
 PlanKey lora_targets_key()
 {
@@ -383,6 +403,7 @@ std::vector<PlanKey> make_plan_keys()
       integer("lora_rank", &P::lora_rank, 0, 0, 1 << 16),
       lora_targets_key(),
       lora_dropout_key(),
+      lora_dropout_position_key(),
       choice("base_quantization", &P::base_quantization, base_quantization_choices, BaseQuantization::NONE),
       choice("offload_optimizer", &P::offload_optimizer, offload_device_choices, OffloadDevice::NONE),
       choice("offload_params", &P::offload_params, offload_device_choices, OffloadDevice::NONE),

@@ -101,6 +101,14 @@ bool fine_tuning_of(Conversion& conv, const Json& plan, Json& p)
     conv.refuse(fmt::format("plan.lora_dropout {} is not a number", dropout->dump()));
     return false;
   }
+  if (member(plan, "lora_dropout_position")) { // PEFT drops the input; Megatron-core, NeMo, AutoModel the output
+    const auto at = conv.choice(plan, "lora_dropout_position",
+                                {{"input", "input"}, {"pre", "input"}, {"output", "output"}, {"post", "output"}});
+    if (!at)
+      return false;
+    if (p.contains("lora_dropout"))
+      p["lora_dropout_position"] = *at;
+  }
   if (const Json* targets = member(plan, "lora_targets")) {
     // Hugging Face's names, torchtune's output_proj, PEFT's "all-linear" (every projection: simtrain's default), and
     // Megatron-core's fused linear layers by NeMo 2's and NeMo 1's names (attention_qkv, attention_dense, mlp_fc1/2).
@@ -268,8 +276,9 @@ const std::set<std::string>& plan_fields()
        // case schema v2
        "local_batch", "fsdp_degree", "fp8_recipe", "cp_comm_type",
        // fine-tuning (this project's extension)
-       "lora_rank", "lora_targets", "lora_dropout", "base_quantization", "optimizer", "compile", "packed",
-       "document_length", "offload_optimizer", "offload_params", "cpu_optimizer", "delayed_update"});
+       "lora_rank", "lora_targets", "lora_dropout", "lora_dropout_position", "base_quantization", "optimizer",
+       "compile", "packed", "document_length", "offload_optimizer", "offload_params", "cpu_optimizer",
+       "delayed_update"});
   return fields;
 }
 

@@ -72,6 +72,8 @@ SoftwareChoice choose_software(const CaseText& t)
   else if (mentions(all, "megatron-deepspeed") || mentions(all, "megatron-turing") || mentions(all, "mt-nlg") ||
            mentions(all, "bigscience") || mentions(all, "bloom"))
     c.framework = Framework::MEGATRON_DEEPSPEED;
+  else if (mentions(all, "automodel"))
+    c.framework = Framework::AUTOMODEL;
   else if (mentions(all, "torchtune") || mentions(all, "hugging face") || mentions(all, "peft") ||
            mentions(all, "llama-factory") || mentions(all, "litgpt") || mentions(all, "qwenlm/qwen"))
     c.framework = Framework::PYTORCH;
@@ -159,6 +161,13 @@ SoftwareChoice choose_software(const CaseText& t)
         assume("loss: Hugging Face's CrossEntropyLoss under Trainer's bf16 autocast, which computes it in fp32 (the "
                "16-bit logits, their shifted copy, its fp32 upcast and log_softmax's fp32 output)");
       }
+      return c;
+    case Framework::AUTOMODEL:
+      // NeMo AutoModel's benchmark recipes (its performance summary's "TE" kernels: Transformer Engine's RMSNorm,
+      // Linear and DotProductAttention) run the kernels Megatron-core's Transformer Engine layers run, under FSDP2.
+      plan["software"] = "megatron-core";
+      assume("software: NeMo AutoModel with Transformer Engine's layers (RMSNorm, Linear, DotProductAttention): "
+             "Megatron-core's kernels, under PyTorch FSDP2");
       return c;
     case Framework::MEGATRON:
     case Framework::UNKNOWN:

@@ -13,7 +13,7 @@ namespace sim::validation {
 
 // PYTORCH: a PyTorch model in eager mode under a fine-tuning framework (torchtune, Hugging Face Trainer with PEFT,
 // LLaMA-Factory, LitGPT, the Qwen repository's finetune.py).
-enum class Framework { MEGATRON, MEGATRON_DEEPSPEED, DEEPSPEED_ZERO3, COMPOSER, PYTORCH, UNKNOWN };
+enum class Framework { MEGATRON, MEGATRON_DEEPSPEED, DEEPSPEED_ZERO3, COMPOSER, PYTORCH, AUTOMODEL, UNKNOWN };
 
 // Year and month; months of a bare year count as June.
 struct YearMonth {

@@ -33,6 +33,7 @@ std::optional<LoraKernels> lora_kernels(const model::ModelSpec& m, const plan::P
   out.sp = p.tp > 1 && p.sequence_parallel;
   out.quantized = p.base_quantization == plan::BaseQuantization::NF4;
   out.dropout = p.lora_dropout > 0;
+  out.dropout_on_output = p.lora_dropout_position == plan::LoraDropoutAt::OUTPUT;
   for (auto site : {plan::LinearSite::QKV, plan::LinearSite::PROJ, plan::LinearSite::FC1, plan::LinearSite::FC2})
     out.adapters[static_cast<std::size_t>(site)] = plan::lora_adapters(m, p, site);
   return out;
@@ -88,26 +89,33 @@ std::vector<Kernel> with_adapters(const Kernel& k, const LoraKernels& lora)
         memory_bound("nf4 dequantize", k.n * k.k * (plan::base_weight_bytes(plan::BaseQuantization::NF4) + e)));
   out.push_back(k);
   for (const auto& a : adapters) {
-    // PEFT's dropout on each adapter's input (peft/tuners/lora/layer.py): a 16-bit copy and a one-byte mask forward,
-    // the gradient through the mask backward.
-    const double dropout = lora.dropout ? (2.0 * e + 1.0) * tokens * a_in(a) : 0.0;
+    // The dropout (16-bit values in and out, a one-byte mask) on each adapter's input (PEFT's, peft/tuners/lora/
+    // layer.py) or on B's output (Megatron-core's and AutoModel's "post"); the gradient through the mask backward.
+    const double dropped = lora.dropout_on_output ? a.out / t : a_in(a);
+    const double dropout = lora.dropout ? (2.0 * e + 1.0) * tokens * dropped : 0.0;
+    const double before = lora.dropout_on_output ? 0.0 : dropout;
+    const double after = lora.dropout_on_output ? dropout : 0.0;
     // The output the scale and add cover: this GPU's 1/t of it (a row adapter's gathered output is scattered over
     // the sequence under sequence parallelism; without it every GPU adds the whole).
     const double added = column || lora.sp ? a.out / t : a.out;
     if (k.layout == GemmLayout::FORWARD) {
       // lora_B(lora_A(x)) * scaling, added to the base's output: two GEMMs, a scale and an add over the output.
-      if (dropout > 0)
-        out.push_back(memory_bound("lora dropout", dropout));
+      if (before > 0)
+        out.push_back(memory_bound("lora dropout", before));
       out.push_back(gemm("lora A", tokens, a_rank, a_in(a)));
       out.push_back(gemm("lora B", tokens, a.out / t, r));
+      if (after > 0)
+        out.push_back(memory_bound("lora dropout", after));
       out.push_back(memory_bound("lora scale and add", 5.0 * e * tokens * added));
     } else {
       // The output gradient scaled, through B and A, added to the input gradient.
       out.push_back(memory_bound("lora gradient scale", 2.0 * e * tokens * added));
+      if (after > 0)
+        out.push_back(memory_bound("lora dropout backward", after));
       out.push_back(gemm("lora B dgrad", tokens, r, a.out / t, 1, GemmLayout::DGRAD));
       out.push_back(gemm("lora A dgrad", tokens, a_in(a), a_rank, 1, GemmLayout::DGRAD));
-      if (dropout > 0)
-        out.push_back(memory_bound("lora dropout backward", dropout));
+      if (before > 0)
+        out.push_back(memory_bound("lora dropout backward", before));
       out.push_back(memory_bound("lora input-gradient add", 3.0 * e * tokens * a_in(a)));
     }
   }

@@ -25,7 +25,8 @@ struct LoraKernels {
   double tp = 1;          // tensor parallelism: the adapters split as Megatron-core splits them
   bool sp = false;        // sequence parallelism (with tp > 1)
   bool quantized = false; // NF4 base: dequantized before each forward and data-gradient GEMM
-  bool dropout = false;   // PEFT's lora_dropout above 0: a dropout kernel on each adapter's input
+  bool dropout = false;   // lora_dropout above 0: a dropout kernel on each adapter's input (PEFT's) or output
+  bool dropout_on_output = false;
   std::array<std::vector<plan::Adapter>, 4> adapters; // by plan::LinearSite
 };
 

@@ -125,27 +125,45 @@ TEST_CASE("under LoRA the step reduces and updates the adapters alone")
   CHECK(dp_bytes(full) > 100 * dp_bytes(lora));
 }
 
-TEST_CASE("PEFT's lora_dropout adds a dropout on each adapter's input, forward and backward")
+TEST_CASE("lora_dropout adds a dropout on each adapter's input (PEFT) or output, forward and backward")
 {
-  const auto s = llama7b({{"lora_rank", 16}, {"lora_dropout", 0.1}, {"lora_targets", {"gate_proj", "up_proj"}}});
-  const auto lora = sim::workload::lora_kernels(s.model, s.plan).value();
   const double tokens = 4096;
-  // fc1 holds gate and up: each adapter drops its own copy of the input (16 bits read and written, a one-byte mask).
-  const auto fwd = sim::workload::with_adapters(sim::hardware::gemm("fc1", tokens, 2 * 11008, 4096), lora);
+  // fc1 (gate and up) forward and data gradient, with the adapters of a plan on gate and up.
+  const auto fc1 = [&](const std::string& position) {
+    nlohmann::json plan{{"lora_rank", 16}, {"lora_dropout", 0.1}, {"lora_targets", {"gate_proj", "up_proj"}}};
+    if (!position.empty())
+      plan["lora_dropout_position"] = position;
+    const auto s = llama7b(plan);
+    const auto lora = sim::workload::lora_kernels(s.model, s.plan).value();
+    return std::pair{sim::workload::with_adapters(sim::hardware::gemm("fc1", tokens, 2 * 11008, 4096), lora),
+                     sim::workload::with_adapters(
+                         sim::hardware::gemm("fc1 dgrad", tokens, 4096, 2 * 11008, 1, GemmLayout::DGRAD), lora)};
+  };
+  // PEFT's: each adapter drops its own copy of the input (16 bits read and written, a one-byte mask); backward the
+  // gradient goes through the mask after A's data gradient.
+  const auto [fwd, bwd] = fc1("");
   CHECK(names(fwd) == std::vector<std::string>{"fc1", "lora dropout", "lora A", "lora B", "lora scale and add",
                                                "lora dropout", "lora A", "lora B", "lora scale and add"});
   CHECK(fwd[1].bytes == 5.0 * tokens * 4096);
-  // Backward the gradient goes through the mask after A's data gradient.
-  const auto bwd = sim::workload::with_adapters(
-      sim::hardware::gemm("fc1 dgrad", tokens, 4096, 2 * 11008, 1, GemmLayout::DGRAD), lora);
   CHECK(names(bwd)[4] == "lora dropout backward");
   CHECK(bwd[4].bytes == 5.0 * tokens * 4096);
+  // On the output (Megatron-core's and AutoModel's "post"): after B over its output, its gradient before B's.
+  const auto [post_fwd, post_bwd] = fc1("output");
+  CHECK(names(post_fwd) == std::vector<std::string>{"fc1", "lora A", "lora B", "lora dropout", "lora scale and add",
+                                                    "lora A", "lora B", "lora dropout", "lora scale and add"});
+  CHECK(post_fwd[3].bytes == 5.0 * tokens * 11008);
+  CHECK(names(post_bwd)[2] == "lora dropout backward");
+  CHECK(post_bwd[2].bytes == 5.0 * tokens * 11008);
   // Without it (PEFT's default 0: nn.Identity) no kernel; a dropout without adapters is refused.
   const auto none = llama7b({{"lora_rank", 16}});
   CHECK(names(sim::workload::with_adapters(sim::hardware::gemm("fc1", tokens, 2 * 11008, 4096),
                                            sim::workload::lora_kernels(none.model, none.plan).value()))
             .size() == 7);
   CHECK_THAT(test::error_of([] { llama7b({{"lora_dropout", 0.1}}); }), Catch::Contains("a dropout needs adapters"));
+  CHECK_THAT(test::error_of([] {
+               llama7b({{"lora_rank", 8}, {"lora_dropout_position", "output"}});
+             }),
+             Catch::Contains("a dropout position needs a dropout"));
   CHECK_THAT(test::error_of([] {
                llama7b({{"lora_rank", 8}, {"lora_dropout", 1.5}});
              }),
@@ -368,6 +386,13 @@ TEST_CASE("a frozen linear layer keeps no input for its backward: only the adapt
   const auto dropped = llama7b({{"lora_rank", 16}, {"lora_targets", {"q_proj", "v_proj"}}, {"lora_dropout", 0.1}});
   CHECK(sim::memory::layer_activation_bytes(dropped.model, dropped.plan) ==
         Approx(trained - e * sb * (h + h + f) + 2 * (e + 1) * sb * h));
+  // On the output: the shared input once, a one-byte mask over each adapter's output (q: h, v: the KV width, h).
+  const auto post = llama7b({{"lora_rank", 16},
+                             {"lora_targets", {"q_proj", "v_proj"}},
+                             {"lora_dropout", 0.1},
+                             {"lora_dropout_position", "output"}});
+  CHECK(sim::memory::layer_activation_bytes(post.model, post.plan) ==
+        Approx(trained - e * sb * (h + h + f) + e * sb * h + sb * (h + h)));
   // Under sequence parallelism Megatron-core hands the adapters the gathered norm output: whole, not 1/tp.
   const auto sp = llama7b_tp(2, {{"lora_rank", 16}, {"lora_targets", {"linear_qkv"}}, {"sequence_parallel", true}});
   const auto sp_full = llama7b_tp(2, {{"sequence_parallel", true}});
