@@ -75,6 +75,14 @@ enum class LoraDropoutAt { INPUT, OUTPUT };
 inline constexpr std::array<core::Choice<LoraDropoutAt>, 2> lora_dropout_at_choices{
     {{"input", LoraDropoutAt::INPUT}, {"output", LoraDropoutAt::OUTPUT}}};
 
+// Where LoRA's scale (alpha / rank) multiplies: B's output (PEFT's `lora_B(lora_A(x)) * scaling`, Megatron-core's
+// adapters) or A's rank-r output before B (NeMo AutoModel's LinearLoRA, which keeps a tensor-parallel partial sum
+// partial so).
+enum class LoraScaleAt { OUTPUT, RANK };
+
+inline constexpr std::array<core::Choice<LoraScaleAt>, 2> lora_scale_at_choices{
+    {{"output", LoraScaleAt::OUTPUT}, {"rank", LoraScaleAt::RANK}}};
+
 // How a MoE layer's tokens reach their experts: Megatron-core's all-to-all (one copy per token and expert, straight
 // to the expert's GPU), or DeepEP (Megatron-core's flex dispatcher): one copy per token and destination node through
 // the NICs, to the GPU of the same local rank there, which forwards one copy per token and destination GPU over
@@ -231,6 +239,7 @@ struct ParallelPlan {
   // mask).
   double lora_dropout = 0.0;
   LoraDropoutAt lora_dropout_position = LoraDropoutAt::INPUT;
+  LoraScaleAt lora_scale_position = LoraScaleAt::OUTPUT;
   // ZeRO-Infinity's NVMe swapping: the optimizer's update in sub-groups of this many parameters (DeepSpeed's
   // sub_group_size), each swapped in, updated and swapped out; with `nvme_pipeline` the next sub-group is read and
   // the last written while the CPU updates (pipeline_read / pipeline_write), else one after the other.

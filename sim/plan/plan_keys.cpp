@@ -344,6 +344,25 @@ PlanKey lora_dropout_position_key()
   return k;
 }
 
+// Where the scale multiplies, only with lora_rank; written where on the rank.
+PlanKey lora_scale_position_key()
+{
+  PlanKey k =
+      choice("lora_scale_position", &ParallelPlan::lora_scale_position, lora_scale_at_choices, LoraScaleAt::OUTPUT);
+  auto read = k.read;
+  k.read = [read](PlanReading& r) {
+    read(r);
+    if (auto given = r.in.find("lora_scale_position"); given && !r.plan.lora())
+      given->fail_found("a scale position needs adapters", "lora_rank 0", "lora_rank > 0, or no lora_scale_position");
+  };
+  const auto write = k.write;
+  k.write = [write](const ParallelPlan& p) {
+    return p.lora() && p.lora_scale_position != LoraScaleAt::OUTPUT ? write(p) : Json();
+  };
+  k.report_value = [write](const ParallelPlan& p) { return p.lora() ? write(p) : Json(); };
+  return k;
+}
+
 // LoRA's target projections: a list of Hugging Face names, only with lora_rank; written where not every projection.
 PlanKey lora_targets_key()
 {
@@ -404,6 +423,7 @@ std::vector<PlanKey> make_plan_keys()
       lora_targets_key(),
       lora_dropout_key(),
       lora_dropout_position_key(),
+      lora_scale_position_key(),
       choice("base_quantization", &P::base_quantization, base_quantization_choices, BaseQuantization::NONE),
       choice("offload_optimizer", &P::offload_optimizer, offload_device_choices, OffloadDevice::NONE),
       choice("offload_params", &P::offload_params, offload_device_choices, OffloadDevice::NONE),

@@ -109,6 +109,13 @@ bool fine_tuning_of(Conversion& conv, const Json& plan, Json& p)
     if (p.contains("lora_dropout"))
       p["lora_dropout_position"] = *at;
   }
+  if (member(plan, "lora_scale_position")) { // PEFT and Megatron-core scale B's output; AutoModel A's
+    const auto at = conv.choice(plan, "lora_scale_position", {{"output", "output"}, {"rank", "rank"}});
+    if (!at)
+      return false;
+    if (p.contains("lora_rank"))
+      p["lora_scale_position"] = *at;
+  }
   if (const Json* targets = member(plan, "lora_targets")) {
     // Hugging Face's names, torchtune's output_proj, PEFT's "all-linear" (every projection: simtrain's default), and
     // Megatron-core's fused linear layers by NeMo 2's and NeMo 1's names (attention_qkv, attention_dense, mlp_fc1/2).
@@ -276,8 +283,8 @@ const std::set<std::string>& plan_fields()
        // case schema v2
        "local_batch", "fsdp_degree", "fp8_recipe", "cp_comm_type",
        // fine-tuning (this project's extension)
-       "lora_rank", "lora_targets", "lora_dropout", "lora_dropout_position", "base_quantization", "optimizer",
-       "compile", "packed", "document_length", "offload_optimizer", "offload_params", "cpu_optimizer",
+       "lora_rank", "lora_targets", "lora_dropout", "lora_dropout_position", "lora_scale_position", "base_quantization",
+       "optimizer", "compile", "packed", "document_length", "offload_optimizer", "offload_params", "cpu_optimizer",
        "delayed_update"});
   return fields;
 }

@@ -34,6 +34,7 @@ std::optional<LoraKernels> lora_kernels(const model::ModelSpec& m, const plan::P
   out.quantized = p.base_quantization == plan::BaseQuantization::NF4;
   out.dropout = p.lora_dropout > 0;
   out.dropout_on_output = p.lora_dropout_position == plan::LoraDropoutAt::OUTPUT;
+  out.scale_rank = p.lora_scale_position == plan::LoraScaleAt::RANK;
   for (auto site : {plan::LinearSite::QKV, plan::LinearSite::PROJ, plan::LinearSite::FC1, plan::LinearSite::FC2})
     out.adapters[static_cast<std::size_t>(site)] = plan::lora_adapters(m, p, site);
   return out;
@@ -103,16 +104,25 @@ std::vector<Kernel> with_adapters(const Kernel& k, const LoraKernels& lora)
       if (before > 0)
         out.push_back(memory_bound("lora dropout", before));
       out.push_back(gemm("lora A", tokens, a_rank, a_in(a)));
+      if (lora.scale_rank) // AutoModel's LinearLoRA: lora_B(lora_A(x) * scale)
+        out.push_back(memory_bound("lora scale", 2.0 * e * tokens * a_rank));
       out.push_back(gemm("lora B", tokens, a.out / t, r));
       if (after > 0)
         out.push_back(memory_bound("lora dropout", after));
-      out.push_back(memory_bound("lora scale and add", 5.0 * e * tokens * added));
+      if (lora.scale_rank)
+        out.push_back(memory_bound("lora add", 3.0 * e * tokens * added));
+      else // PEFT's and Megatron-core's lora_B(lora_A(x)) * scale: the scale over the output, then the add
+        out.push_back(memory_bound("lora scale and add", 5.0 * e * tokens * added));
     } else {
-      // The output gradient scaled, through B and A, added to the input gradient.
-      out.push_back(memory_bound("lora gradient scale", 2.0 * e * tokens * added));
+      // The output gradient scaled (or, scaled on the rank, B's input gradient), through B and A, added to the input
+      // gradient.
+      if (!lora.scale_rank)
+        out.push_back(memory_bound("lora gradient scale", 2.0 * e * tokens * added));
       if (after > 0)
         out.push_back(memory_bound("lora dropout backward", after));
       out.push_back(gemm("lora B dgrad", tokens, r, a.out / t, 1, GemmLayout::DGRAD));
+      if (lora.scale_rank)
+        out.push_back(memory_bound("lora gradient scale", 2.0 * e * tokens * r));
       out.push_back(gemm("lora A dgrad", tokens, a_in(a), a_rank, 1, GemmLayout::DGRAD));
       if (before > 0)
         out.push_back(memory_bound("lora dropout backward", before));

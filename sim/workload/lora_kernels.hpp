@@ -27,6 +27,7 @@ struct LoraKernels {
   bool quantized = false; // NF4 base: dequantized before each forward and data-gradient GEMM
   bool dropout = false;   // lora_dropout above 0: a dropout kernel on each adapter's input (PEFT's) or output
   bool dropout_on_output = false;
+  bool scale_rank = false; // the scale on A's rank-r output (AutoModel's), not over B's output (PEFT's, Megatron's)
   std::array<std::vector<plan::Adapter>, 4> adapters; // by plan::LinearSite
 };
 

@@ -170,6 +170,39 @@ TEST_CASE("lora_dropout adds a dropout on each adapter's input (PEFT) or output,
              Catch::Contains("/plan/lora_dropout"));
 }
 
+TEST_CASE("LoRA's scale over B's output (PEFT, Megatron-core) or on A's rank-r output (AutoModel)")
+{
+  const double tokens = 4096, r = 16, out = 4096, e = 2;
+  const auto kernels = [&](const nlohmann::json& plan, GemmLayout layout) {
+    const auto s = llama7b(plan);
+    const auto lora = sim::workload::lora_kernels(s.model, s.plan).value();
+    const auto base = layout == GemmLayout::FORWARD
+                          ? sim::hardware::gemm("attention projection", tokens, out, 4096)
+                          : sim::hardware::gemm("projection dgrad", tokens, 4096, out, 1, GemmLayout::DGRAD);
+    return sim::workload::with_adapters(base, lora);
+  };
+  const nlohmann::json o_proj{{"lora_rank", 16}, {"lora_targets", {"o_proj"}}};
+  auto rank = o_proj;
+  rank["lora_scale_position"] = "rank";
+  const auto peft = kernels(o_proj, GemmLayout::FORWARD);
+  CHECK(names(peft) == std::vector<std::string>{"attention projection", "lora A", "lora B", "lora scale and add"});
+  CHECK(peft[3].bytes == 5 * e * tokens * out); // the scale reads and writes the output, the add reads two, writes one
+  const auto automodel = kernels(rank, GemmLayout::FORWARD);
+  CHECK(names(automodel) ==
+        std::vector<std::string>{"attention projection", "lora A", "lora scale", "lora B", "lora add"});
+  CHECK(automodel[2].bytes == 2 * e * tokens * r);
+  CHECK(automodel[4].bytes == 3 * e * tokens * out);
+  const auto back = kernels(rank, GemmLayout::DGRAD);
+  CHECK(names(back) == std::vector<std::string>{"projection dgrad", "lora B dgrad", "lora gradient scale",
+                                                "lora A dgrad", "lora input-gradient add"});
+  CHECK(back[2].bytes == 2 * e * tokens * r);
+  CHECK(names(kernels(o_proj, GemmLayout::DGRAD))[1] == "lora gradient scale"); // over the output gradient
+  CHECK_THAT(test::error_of([] {
+               llama7b({{"lora_scale_position", "rank"}});
+             }),
+             Catch::Contains("a scale position needs adapters"));
+}
+
 TEST_CASE("QLoRA under ZeRO-3 (FSDP with bitsandbytes' quant storage) gathers the packed 4-bit weights")
 {
   const nlohmann::json tiny = {
