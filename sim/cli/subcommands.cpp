@@ -310,8 +310,9 @@ Subcommand add_import(CLI::App& app, const std::vector<std::string>& passthrough
   megatron->footer("Everything after -- is pretrain_gpt.py's: simtrain import megatron --topology dgx-h100 "
                    "--gpus 64 -- --num-layers 32 --hidden-size 4096 ...");
   auto* nemo = sub->add_subcommand(
-      "nemo", "A NeMo 1.x training configuration (YAML, as NeMo-Framework-Launcher's conf/training files), and after "
-              "-- any NeMo overrides (model.x=y) or Megatron-LM arguments to apply on top");
+      "nemo", "A NeMo 1.x training or fine-tuning configuration (YAML, as NeMo-Framework-Launcher's conf/training and "
+              "conf/peft files), and after -- any NeMo overrides (model.x=y, as the launcher's scripts write them) or "
+              "Megatron-LM arguments to apply on top");
   add_target(nemo);
   nemo->add_option("config", o->args.config, "The configuration's .yaml")->required();
   nemo->add_option("--model", o->args.model,
