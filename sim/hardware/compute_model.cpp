@@ -7,7 +7,7 @@ namespace sim::hardware {
 namespace {
 
 constexpr double tile = 128.0;
-constexpr double element_bytes = 2.0;
+constexpr double element_bytes = 2.0; // an FP8 GEMM's output
 
 bool sixteen_bit(Precision p)
 {
@@ -67,7 +67,7 @@ double attention_rate(const Kernel& kernel, const GpuSpec& gpu, Precision precis
 
 } // namespace
 
-Kernel gemm(std::string_view name, double m, double n, double k, double batch, GemmLayout layout)
+Kernel gemm(std::string_view name, double m, double n, double k, double batch, GemmLayout layout, double element)
 {
   Kernel g;
   g.name = name;
@@ -78,7 +78,7 @@ Kernel gemm(std::string_view name, double m, double n, double k, double batch, G
   g.batch = batch;
   g.layout = layout;
   g.flops = 2.0 * m * n * k * batch;
-  g.bytes = element_bytes * (m * k + k * n + m * n) * batch;
+  g.bytes = element * (m * k + k * n + m * n) * batch;
   return g;
 }
 

@@ -38,9 +38,10 @@ struct Kernel {
   double launches = 1; // kernels the host launches for it (a grouped expert GEMM: one per local expert)
 };
 
-// A GEMM of 16-bit operands: its FLOPs and the bytes of its three matrices.
+// A GEMM of 16-bit operands (or of `element` bytes each: 4 in full precision): its FLOPs and the bytes of its three
+// matrices.
 Kernel gemm(std::string_view name, double m, double n, double k, double batch = 1,
-            GemmLayout layout = GemmLayout::FORWARD);
+            GemmLayout layout = GemmLayout::FORWARD, double element = 2.0);
 // The same GEMM with FP8 operands: one byte per input element, the output still 16-bit.
 Kernel fp8_gemm(Kernel g);
 Kernel memory_bound(std::string_view name, double bytes, MemoryKernel memory = MemoryKernel::ELEMENTWISE,

@@ -90,10 +90,9 @@ class DeepSpeedImport {
         out_.not_simulated.push_back(Setting{spelt(n), "not understood, left out of the scenario"});
     }
     if (!precision_given_) {
-      plan["precision"] = "fp16";
-      out_.assumptions.emplace_back("no fp16 or bf16 section: DeepSpeed trains in fp32, simulated as fp16 mixed "
-                                    "precision");
-      out_.not_simulated.push_back(Setting{"(no fp16 or bf16 section)", "fp32 training is not simulated"});
+      plan["precision"] = "fp32";
+      out_.assumptions.emplace_back("no fp16 or bf16 section: DeepSpeed trains in fp32, its matmuls on the CUDA "
+                                    "cores (PyTorch's default since 1.12; plan precision tf32 where TF32 is allowed)");
     }
     batches(train_batch, micro_batch, accumulation, o, config, plan);
   }
@@ -345,8 +344,8 @@ Imported import_deepspeed(const core::Node& config, const Target& target, const 
     plan["seq_length"] = *options.seq_length;
   const std::string precision = plan.value("precision", "bf16");
   // Without ZeRO, bf16 runs DeepSpeed's BF16_Optimizer, which accumulates fp32 gradients; the ZeRO optimizers and
-  // fp16 reduce 16-bit ones (DeepSpeed's defaults, without data_types.grad_accum_dtype).
-  const bool fp32_grads = precision == "bf16" && ds.stage() == 0;
+  // fp16 reduce 16-bit ones (DeepSpeed's defaults, without data_types.grad_accum_dtype); fp32 training's are fp32.
+  const bool fp32_grads = (precision == "bf16" && ds.stage() == 0) || precision == "fp32";
   plan["fp32_grad_accumulation"] = fp32_grads;
   if (ds.stage() >= 1)
     plan["dp_bucket_size"] = fmt::format("{:.0f}B", ds.bucket_elements() * (fp32_grads ? 4.0 : 2.0));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <fmt/format.h>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -104,7 +105,6 @@ const std::set<std::string, std::less<>>& no_effect_keys()
                                                        "average_tokens_across_devices",
                                                        "include_tokens_per_second",
                                                        "include_num_input_tokens_seen",
-                                                       "tf32",
                                                        "bf16_full_eval",
                                                        "fp16_full_eval",
                                                        "fp16_opt_level",
@@ -172,6 +172,8 @@ class HfImport {
         accumulation_ = n.as_integer(1, 1 << 20);
       else if (key == "bf16" || key == "fp16")
         precision_flag(n, key);
+      else if (key == "tf32")
+        tf32_ = n.json().is_null() ? std::optional<core::Node>{} : std::optional<core::Node>{n};
       else if (key == "gradient_checkpointing")
         checkpointing_ = n.as_bool();
       else if (key == "optim")
@@ -206,6 +208,20 @@ class HfImport {
     if (!precision_.empty() && precision_ != key)
       n.fail("bf16 and fp16 are both on", "one of them");
     precision_ = key;
+  }
+
+  // `tf32: true` (torch.backends.cuda.matmul.allow_tf32) puts an fp32 training's matmuls on TF32 tensor cores; they
+  // run on the CUDA cores otherwise (PyTorch's default since 1.12).
+  void tf32(OrderedJson& plan)
+  {
+    if (!tf32_ || !tf32_->as_bool())
+      return;
+    if (plan.value("precision", "") != "fp32") {
+      out_.no_effect.push_back(Setting{spelt(*tf32_), "TF32 changes fp32 matmuls; the plan's are 16-bit"});
+      return;
+    }
+    plan["precision"] = "tf32";
+    out_.origins.emplace_back("/plan/precision", tf32_->pointer());
   }
 
   void optimizer(const core::Node& n)
@@ -346,9 +362,9 @@ class HfImport {
     plan["global_batch"] = global_batch();
     out_.origins.emplace_back("/plan/global_batch", args.pointer() + "/per_device_train_batch_size");
     if (precision_.empty()) {
-      plan["precision"] = "bf16";
-      out_.not_simulated.push_back(
-          Setting{"(neither bf16 nor fp16)", "fp32 training is not simulated yet: simulated as bf16 mixed precision"});
+      plan["precision"] = "fp32";
+      out_.assumptions.emplace_back("neither bf16 nor fp16: fp32 training, its matmuls on the CUDA cores unless tf32 "
+                                    "is true");
     }
     plan["zero_stage"] = zero_stage_;
     if (!fsdp_origin_.empty())
@@ -374,9 +390,11 @@ class HfImport {
     plan["grad_accumulation"] = "autograd";
     plan["optimizer"] = "fused";
     common(plan, false, false);
-    out_.assumptions.emplace_back(
-        "PyTorch's automatic mixed precision keeps fp32 weights and gradients (16 bytes a parameter with Adam); "
-        "simulated in Megatron's layout, 16-bit weights beside fp32 gradients and master weights (18)");
+    tf32(plan);
+    if (!precision_.empty())
+      out_.assumptions.emplace_back(
+          "PyTorch's automatic mixed precision keeps fp32 weights and gradients (16 bytes a parameter with Adam); "
+          "simulated in Megatron's layout, 16-bit weights beside fp32 gradients and master weights (18)");
     out_.assumptions.emplace_back(
         "a PyTorch model under Trainer: transformers' eager RMSNorm, rotary embedding and "
         "gated activation (fused under torch_compile), scaled_dot_product_attention's "
@@ -412,6 +430,7 @@ class HfImport {
     if (!fsdp_origin_.empty())
       args.element_of("fsdp").fail("fsdp and deepspeed are both given", "one of them");
     common(plan, plan.contains("optimizer_algorithm") || ds_has_optimizer(ds), true);
+    tf32(plan);
     out_.assumptions.emplace_back("a transformers model under Trainer and DeepSpeed: its eager RMSNorm, rotary "
                                   "embedding and gated activation (fused under torch_compile), "
                                   "scaled_dot_product_attention's FlashAttention-2 kernels and DeepSpeed's optimizer "
@@ -430,6 +449,7 @@ class HfImport {
   std::int64_t micro_batch_ = 8; // TrainingArguments' defaults
   std::int64_t accumulation_ = 1;
   std::string precision_;
+  std::optional<core::Node> tf32_;
   bool checkpointing_ = false;
   std::string fused_origin_; // torch_compile or use_liger_kernel, when true
   std::string algorithm_;

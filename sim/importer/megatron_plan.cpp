@@ -250,10 +250,16 @@ class PlanReader : MegatronReader {
     const bool bf16 = a_.flag("bf16");
     const auto fp8 = a_.choice("fp8-format", {"e4m3", "hybrid"});
     const auto recipe = a_.choice("fp8-recipe", {"delayed", "tensorwise", "mxfp8", "blockwise"});
-    if (!fp16 && !bf16 && !fp8)
-      not_simulated("(no --fp16, --bf16 or --fp8-format)", "fp32 training is simulated as bf16 mixed precision");
-    p["precision"] = fp8 ? "fp8" : fp16 ? "fp16" : "bf16";
-    origin("/plan/precision", fp8 ? "fp8-format" : fp16 ? "fp16" : "bf16");
+    if (!fp16 && !bf16 && !fp8) {
+      // Megatron-LM without a 16-bit flag trains in fp32 (FP32Optimizer); PyTorch leaves its matmuls on the CUDA
+      // cores since 1.12.
+      p["precision"] = "fp32";
+      out_.assumptions.emplace_back("no --fp16, --bf16 or --fp8-format: fp32 training, its matmuls on the CUDA cores "
+                                    "(PyTorch's default since 1.12; plan precision tf32 where TF32 is allowed)");
+    } else {
+      p["precision"] = fp8 ? "fp8" : fp16 ? "fp16" : "bf16";
+      origin("/plan/precision", fp8 ? "fp8-format" : fp16 ? "fp16" : "bf16");
+    }
     if (fp8) {
       if (recipe == "mxfp8")
         not_simulated("fp8-recipe", "MXFP8 is simulated as blockwise scaling (scales per block of values)");

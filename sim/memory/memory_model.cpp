@@ -12,9 +12,8 @@
 namespace sim::memory {
 namespace {
 
-constexpr double element_bytes = 2.0; // 16-bit activations
-constexpr double mask_bytes = 1.0;    // dropout masks are bytes
-constexpr double fp32_bytes = 4.0;    // router scores
+constexpr double mask_bytes = 1.0; // dropout masks are bytes
+constexpr double fp32_bytes = 4.0; // router scores
 constexpr double fp8_bytes = 1.0;
 // DeepSpeed's swap buffers in pinned host memory (runtime/zero/offload_config.py defaults): the optimizer swapper's 4
 // buffers of a sub-group's fp32 elements each; the parameter swapper's 5 of 1e8 16-bit elements.
@@ -23,31 +22,33 @@ constexpr double nvme_param_buffers = 5.0;
 constexpr double nvme_param_buffer_elements = 1e8;
 
 // Bytes per logit the cross entropy keeps from its forward to its backward, and the bytes more it holds at its busiest
-// moment (in its forward and again in its backward).
+// moment (in its forward and again in its backward), for logits of `l` bytes (16-bit, or fp32 in full precision, where
+// every upcast returns its input).
 struct LossBytes {
   double held = 0;
   double working = 0;
 };
 
-LossBytes loss_bytes(plan::LossImpl impl)
+LossBytes loss_bytes(plan::LossImpl impl, double l)
 {
+  const double upcast = l < fp32_bytes ? fp32_bytes : 0.0; // an fp32 copy of 16-bit logits
   switch (impl) {
-    case plan::LossImpl::FUSED: // Megatron-core's vocab-parallel cross entropy: the 16-bit logits upcast to fp32
-      // inside the function, exponentiated in place and kept as the softmax for the backward (4); the 16-bit logits
-      // alive beside that copy, and in backward the 16-bit gradient cast from the fp32 one (2)
-      return {4.0, 2.0};
-    case plan::LossImpl::EAGER: // CrossEntropyLoss on the 16-bit logits: log_softmax's output kept (2); beside it the
-      // logits and their shifted contiguous copy in forward, the output and input gradients in backward (4)
-      return {2.0, 4.0};
+    case plan::LossImpl::FUSED: // Megatron-core's vocab-parallel cross entropy: the logits upcast to fp32 inside the
+      // function, exponentiated in place and kept as the softmax for the backward (4); the logits alive beside that
+      // copy, and in backward the gradient cast from the fp32 one (l)
+      return {fp32_bytes, l};
+    case plan::LossImpl::EAGER: // CrossEntropyLoss on the logits: log_softmax's output kept (l); beside it the
+      // logits and their shifted contiguous copy in forward, the output and input gradients in backward (2 l)
+      return {l, 2.0 * l};
     case plan::LossImpl::EAGER_FP32: // the same computed in fp32 (autocast upcasts cross_entropy's input;
-      // transformers' Llama calls logits.float()): log_softmax's fp32 output kept (4); beside it the 16-bit logits,
-      // their shifted copy and its fp32 upcast in forward, the fp32 gradients and the 16-bit one in backward (8)
-      return {4.0, 8.0};
-    case plan::LossImpl::CHUNKED: // torchtune's compiled chunked cross entropy: the 16-bit logit chunks kept, from
-      // which the backward recomputes the softmax (2); one of 8 chunks upcast to fp32 with its softmax at a time (1)
-      return {2.0, 1.0};
+      // transformers' Llama calls logits.float()): log_softmax's fp32 output kept (4); beside it the logits, their
+      // shifted copy and its fp32 upcast in forward, the fp32 gradients and the 16-bit one in backward (2 l + 4)
+      return {fp32_bytes, 2.0 * l + upcast};
+    case plan::LossImpl::CHUNKED: // torchtune's compiled chunked cross entropy: the logit chunks kept, from which the
+      // backward recomputes the softmax (l); one of 8 chunks upcast to fp32 with its softmax at a time (1)
+      return {l, (fp32_bytes + upcast) / 8.0};
   }
-  return {4.0, 2.0};
+  return {fp32_bytes, l};
 }
 
 } // namespace
@@ -89,19 +90,20 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
   const auto h = static_cast<double>(m.hidden_size);
   const double t = p.tp;
   const double sp_divisor = p.sequence_parallel ? t : 1.0;
+  const double value = p.value_bytes(); // an activation: 16 bits, 4 bytes in full precision
 
   if (p.recompute == model::Recompute::FULL)
-    return element_bytes * sb * h / sp_divisor; // only the layer's input is kept
+    return value * sb * h / sp_divisor; // only the layer's input is kept
 
   // Inputs of the two norms and of the QKV and first FFN GEMMs (a MoE layer's router), and the two residual dropout
   // masks: whole hidden states, split across the TP group only with sequence parallelism. Under FP8, Transformer
   // Engine keeps a linear layer's input for its weight gradient as the FP8 copy it made (one byte): the QKV and
   // fc1 inputs, fc2's input, and the experts' inputs.
-  const double saved = p.fp8() ? fp8_bytes : element_bytes;
+  const double saved = p.fp8() ? fp8_bytes : value;
   const bool moe_layer = m.is_moe_layer(layer);
   const bool selective = p.recompute == model::Recompute::SELECTIVE;
   auto recomputes = [&](model::RecomputeModule module) { return selective && p.recompute_modules.has(module); };
-  double unsplit = (2.0 * element_bytes + saved + (moe_layer ? element_bytes : saved)) * sb * h;
+  double unsplit = (2.0 * value + saved + (moe_layer ? value : saved)) * sb * h;
   // Recomputed norms keep no output: those that are kernels of their own (Megatron-core's TransformerLayer; with
   // Transformer Engine the input norm and a dense layer's FFN norm are fused into the next linear layer).
   if (recomputes(model::RecomputeModule::LAYERNORM)) {
@@ -109,7 +111,7 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
     if (!fused)
       unsplit -= saved * sb * h;
     if (moe_layer || !fused)
-      unsplit -= (moe_layer ? element_bytes : saved) * sb * h;
+      unsplit -= (moe_layer ? value : saved) * sb * h;
   }
   if (m.dropout)
     unsplit += 2.0 * mask_bytes * sb * h;
@@ -120,8 +122,8 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
   const double ffn_tensors = model::is_gated(m.ffn_kind) ? 3.0 : 2.0;
   // An FFN of width `f` on `tokens`: its first GEMM's output (two tensors when gated) in 16 bits, the second's input
   // as saved.
-  auto ffn = [&](double tokens, double f) { return tokens * f * ((ffn_tensors - 1.0) * element_bytes + saved); };
-  double split = element_bytes * sb * (q + static_cast<double>(m.o_width()) + 2.0 * kv);
+  auto ffn = [&](double tokens, double f) { return tokens * f * ((ffn_tensors - 1.0) * value + saved); };
+  double split = value * sb * (q + static_cast<double>(m.o_width()) + 2.0 * kv);
   if (moe_layer) {
     // The shared expert like a dense FFN; the routed experts' permuted inputs, intermediate tensors and outputs
     // for the token-expert pairs this GPU's experts took (its expert-tensor-parallel group's, their FFN split over
@@ -135,7 +137,7 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
       if (!recomputes(model::RecomputeModule::SHARED_EXPERTS))
         split += ffn(sb, static_cast<double>(e.shared_expert_ffn_hidden_size));
       unsplit += fp32_bytes * sb * static_cast<double>(e.num_experts);
-      split += t * pairs * ((element_bytes + saved) * h + ffn(1.0, expert_width));
+      split += t * pairs * ((value + saved) * h + ffn(1.0, expert_width));
       if (recomputes(model::RecomputeModule::MOE_ACT))
         split -= t * pairs * expert_width * saved;
     }
@@ -143,11 +145,12 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
     split += ffn(sb, static_cast<double>(m.ffn_hidden_size));
     // silu(gate) * up run eagerly: the product keeps silu's output for its backward too.
     if (p.software.activation == plan::PointwiseImpl::EAGER && model::is_gated(m.ffn_kind))
-      split += element_bytes * sb * static_cast<double>(m.ffn_hidden_size);
+      split += value * sb * static_cast<double>(m.ffn_hidden_size);
   }
-  // An eager RMSNorm (norm_impl eager) keeps its fp32 upcast for the square's and the scale's backward: two a layer.
+  // An eager RMSNorm (norm_impl eager) keeps its fp32 upcast for the square's and the scale's backward: two a layer
+  // (none in full precision, where the upcast is the input itself).
   if (p.software.norm == plan::NormImpl::EAGER && m.norm == model::NormKind::RMSNORM &&
-      !recomputes(model::RecomputeModule::LAYERNORM))
+      !recomputes(model::RecomputeModule::LAYERNORM) && !p.full_precision())
     unsplit += 2.0 * fp32_bytes * sb * h;
 
   // The attention core: without fusion, the s x s softmax output (and dropout mask and output); fused attention
@@ -158,7 +161,7 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
   if (p.fused_attention())
     split += 4.0 * a * sb;
   else if (!recomputes(model::RecomputeModule::CORE_ATTN))
-    split += m.dropout ? (2.0 * element_bytes + mask_bytes) * scores : element_bytes * scores;
+    split += m.dropout ? (2.0 * value + mask_bytes) * scores : value * scores;
 
   // LoRA: a frozen linear layer keeps no input (Transformer Engine saves it only `if weight.requires_grad`, PyTorch's
   // autograd guards it by the weight's gradient), so the QKV, fc1 and fc2 inputs counted above go; each site with
@@ -177,7 +180,7 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
     // PEFT's dropout keeps each adapter's dropped copy of its input and the mask; on the output (Megatron-core's,
     // AutoModel's) the adapters keep their one input and each its mask over its output (this GPU's 1/t of it).
     const bool on_input = p.lora_dropout > 0 && p.lora_dropout_position == plan::LoraDropoutAt::INPUT;
-    const double dropped = on_input ? element_bytes + mask_bytes : 0.0;
+    const double dropped = on_input ? value + mask_bytes : 0.0;
     for (auto site : {plan::LinearSite::QKV, plan::LinearSite::PROJ, plan::LinearSite::FC1, plan::LinearSite::FC2}) {
       const auto targets = plan::lora_adapters(m, p, site);
       const bool in_mlp = site == plan::LinearSite::FC1 || site == plan::LinearSite::FC2;
@@ -188,7 +191,7 @@ double layer_activation_bytes(const model::ModelSpec& m, const plan::ParallelPla
       if (dropped > 0)
         adapters += dropped * sb * width * static_cast<double>(targets.size());
       else if (site != plan::LinearSite::PROJ)
-        adapters += element_bytes * sb * width;
+        adapters += value * sb * width;
       if (p.lora_dropout > 0 && !on_input)
         for (const auto& adapter : targets)
           adapters += mask_bytes * sb * adapter.out / t;
@@ -247,7 +250,7 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
     for (std::int64_t l = 0; l < m.num_layers; ++l)
       recomputed_layer_bytes = std::max(recomputed_layer_bytes, layer_activation_bytes(m, kept, l));
   }
-  const LossBytes loss = loss_bytes(p.software.loss);
+  const LossBytes loss = loss_bytes(p.software.loss, p.value_bytes());
 
   const double t = p.tp;
   const double d = p.shards(); // CP ranks shard the optimizer with the DP ranks (all, or a hybrid shard group)
@@ -255,6 +258,7 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
   const double sb = p.local_seq() * p.micro_batch;
   const double sp_divisor = p.sequence_parallel ? t : 1.0;
   const double grad_bytes = p.fp32_grad_accumulation ? 4.0 : 2.0;
+  const double value = p.value_bytes(); // a weight: 16 bits, 4 bytes in full precision
 
   for (int stage = 0; stage < p.pp; ++stage) {
     StageMemory s;
@@ -314,8 +318,8 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
     };
     const double dense_all = s.params - s.expert_params;
     const double optimizer_bytes =
-        plan::optimizer_state_bytes(p.optimizer_algorithm, static_cast<double>(m.hidden_size));
-    s.weights_bytes = bytes(element_bytes, 3, dense_all);
+        plan::optimizer_state_bytes(p.optimizer_algorithm, static_cast<double>(m.hidden_size), !p.full_precision());
+    s.weights_bytes = bytes(value, 3, dense_all);
     // FP8: Transformer Engine's FP8 copy of each transformer-layer weight and its transpose, kept across the step's
     // micro-batches; FP8 parameters replace the 16-bit ones, so only the transpose is added.
     // Under ZeRO-3 the FP8 copies live with the gathered layer only (below, in the buffers).
@@ -343,7 +347,7 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
     s.optimizer_bytes = bytes(gpu_optimizer_bytes, 1, dense_all);
     s.host_bytes = host(dense_all);
     s.nvme_bytes = nvme(dense_all);
-    double layer_weights = bytes(element_bytes, 3, dense_params);
+    double layer_weights = bytes(value, 3, dense_params);
     s.layer_state_bytes =
         layer_weights + bytes(gpu_grad_bytes, 2, dense_params) + bytes(gpu_optimizer_bytes, 1, dense_params);
     s.trainable_params = s.params;
@@ -355,18 +359,16 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
       const model::LayerParams l = model::layer_params(m, model::FfnPart::DENSE);
       const double linear = s.layers * (l.attention + l.ffn) / t;
       const double adapters = s.layers * plan::lora_layer_params(m, p) / t;
-      const double base = plan::base_weight_bytes(p.base_quantization);
+      const double base = plan::base_weight_bytes(p.base_quantization, p.value_bytes());
       s.trainable_params = adapters;
-      s.weights_bytes =
-          bytes(base, 3, linear) + bytes(element_bytes, 3, dense_all - linear) + bytes(element_bytes, 3, adapters);
+      s.weights_bytes = bytes(base, 3, linear) + bytes(value, 3, dense_all - linear) + bytes(value, 3, adapters);
       if (p.fp8() && !p.fp8_param_gather && p.zero_stage < 3)
         s.weights_bytes += 2.0 * fp8_bytes * s.layer_params;
       s.grads_bytes = bytes(gpu_grad_bytes, 2, adapters);
       s.optimizer_bytes = bytes(gpu_optimizer_bytes, 1, adapters);
       s.host_bytes = host(adapters);
       s.nvme_bytes = nvme(adapters);
-      layer_weights =
-          bytes(base, 3, linear) + bytes(element_bytes, 3, dense_params - linear) + bytes(element_bytes, 3, adapters);
+      layer_weights = bytes(base, 3, linear) + bytes(value, 3, dense_params - linear) + bytes(value, 3, adapters);
       s.layer_state_bytes =
           layer_weights + bytes(gpu_grad_bytes, 2, adapters) + bytes(gpu_optimizer_bytes, 1, adapters);
     }
@@ -376,7 +378,7 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
       s.weights_bytes = 0;
     } else if (p.offload_params == plan::OffloadDevice::NVME) { // on the drives, through the swapper's host buffers
       s.nvme_bytes += s.weights_bytes;
-      s.host_bytes += nvme_param_buffers * nvme_param_buffer_elements * element_bytes;
+      s.host_bytes += nvme_param_buffers * nvme_param_buffer_elements * value;
       s.layer_state_bytes -= layer_weights;
       s.weights_bytes = 0;
     }
@@ -384,15 +386,15 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
     if (embedding_chunk >= 0) { // embedding dropout mask (and BLOOM's embedding norm input)
       double per_microbatch = m.dropout ? mask_bytes * sb * h / sp_divisor : 0.0;
       if (m.embedding_norm)
-        per_microbatch += element_bytes * sb * h / sp_divisor;
+        per_microbatch += value * sb * h / sp_divisor;
       extras += per_microbatch * s.in_flight.per_chunk[static_cast<std::size_t>(embedding_chunk)];
     }
     const double logits = sb * static_cast<double>(m.vocab_size) / t;
     if (head_chunk >= 0) { // final norm and output-layer inputs, what the cross entropy keeps
-      double per_microbatch = 2.0 * element_bytes * sb * h / sp_divisor + loss.held * logits;
+      double per_microbatch = 2.0 * value * sb * h / sp_divisor + loss.held * logits;
       // Each MTP module: its own output (the same again) and the inputs of its two norms and its projection.
       per_microbatch *= 1.0 + static_cast<double>(m.mtp_layers);
-      per_microbatch += static_cast<double>(m.mtp_layers) * 4.0 * element_bytes * sb * h / sp_divisor;
+      per_microbatch += static_cast<double>(m.mtp_layers) * 4.0 * value * sb * h / sp_divisor;
       extras += per_microbatch * s.in_flight.per_chunk[static_cast<std::size_t>(head_chunk)];
     }
     if (p.offload_activations) {
@@ -411,15 +413,14 @@ MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, 
     // Buffers: pipeline send/receive of one micro-batch each way; ZeRO-3's gathered layers (current and
     // prefetched); ZeRO-2/3's gradient bucket being reduced.
     if (p.pp > 1)
-      s.buffers_bytes += 4.0 * element_bytes * sb * h / sp_divisor;
+      s.buffers_bytes += 4.0 * value * sb * h / sp_divisor;
     if (p.zero_stage >= 3)
-      s.buffers_bytes +=
-          2.0 * (p.fp8() ? element_bytes + fp8_bytes : element_bytes) * s.layer_params / std::max(1, s.layers);
+      s.buffers_bytes += 2.0 * (p.fp8() ? value + fp8_bytes : value) * s.layer_params / std::max(1, s.layers);
     if (p.zero_stage >= 2)
       s.buffers_bytes += p.dp_bucket_bytes;
     // A MoE layer's token dispatch: the all-to-all's send and receive buffers.
     if (m.moe && s.expert_params > 0)
-      s.buffers_bytes += 2.0 * element_bytes * h * expert_tokens_per_rank(m, p) / p.etp;
+      s.buffers_bytes += 2.0 * value * h * expert_tokens_per_rank(m, p) / p.etp;
 
     // Working memory at the stage's busiest moment, beside all it holds: the cross entropy's copies of the logits
     // where the output layer is, or the layer being recomputed.

@@ -47,9 +47,9 @@ double lora_layer_params(const model::ModelSpec& m, const ParallelPlan& p)
   return params;
 }
 
-double base_weight_bytes(BaseQuantization q)
+double base_weight_bytes(BaseQuantization q, double value_bytes)
 {
-  return q == BaseQuantization::NF4 ? 0.5 + 1.0 / 64 + 4.0 / (64.0 * 256.0) : 2.0;
+  return q == BaseQuantization::NF4 ? 0.5 + 1.0 / 64 + 4.0 / (64.0 * 256.0) : value_bytes;
 }
 
 } // namespace sim::plan

@@ -24,8 +24,9 @@ std::vector<Adapter> lora_adapters(const model::ModelSpec& m, const ParallelPlan
 // Adapter parameters of one layer: rank x (in + out), summed over the targets.
 double lora_layer_params(const model::ModelSpec& m, const ParallelPlan& p);
 
-// Bytes per frozen linear weight: 16 bits, or NF4 with double quantization (bitsandbytes: 4 bits, an 8-bit absmax
-// per 64 weights, an fp32 scale per 256 of those: 4.127 bits, the QLoRA paper's 0.127 bits of constants).
-double base_weight_bytes(BaseQuantization q);
+// Bytes per frozen linear weight: the training's `value_bytes` (16 bits, fp32 in full precision), or NF4 with double
+// quantization (bitsandbytes: 4 bits, an 8-bit absmax per 64 weights, an fp32 scale per 256 of those: 4.127 bits, the
+// QLoRA paper's 0.127 bits of constants).
+double base_weight_bytes(BaseQuantization q, double value_bytes);
 
 } // namespace sim::plan

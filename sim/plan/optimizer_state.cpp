@@ -10,22 +10,23 @@ constexpr double bnb_block = 256.0;
 
 } // namespace
 
-double optimizer_state_bytes(OptimizerAlgorithm algorithm, double hidden)
+double optimizer_state_bytes(OptimizerAlgorithm algorithm, double hidden, bool master_weights)
 {
+  const double master = master_weights ? fp32 : 0.0;
   switch (algorithm) {
     case OptimizerAlgorithm::ADAM: // exp_avg, exp_avg_sq
-      return fp32 + 2.0 * fp32;
+      return master + 2.0 * fp32;
     case OptimizerAlgorithm::SGD:  // torch.optim.SGD's momentum_buffer
     case OptimizerAlgorithm::LION: // exp_avg
-      return fp32 + fp32;
+      return master + fp32;
     case OptimizerAlgorithm::ADAM_8BIT: // state1, state2 (uint8) and their absmax1, absmax2
-      return fp32 + 2.0 * (1.0 + fp32 / bnb_block);
+      return master + 2.0 * (1.0 + fp32 / bnb_block);
     case OptimizerAlgorithm::ADAFACTOR:
       // exp_avg_sq_row and exp_avg_sq_col of an r x c matrix: 4 (r + c) bytes, at most 8 / hidden a parameter when
       // both sides are at least the model's width (transformers' Adafactor, beta1 None: no exp_avg).
-      return fp32 + 2.0 * fp32 / hidden;
+      return master + 2.0 * fp32 / hidden;
   }
-  return fp32 + 2.0 * fp32;
+  return master + 2.0 * fp32;
 }
 
 double optimizer_update_bytes(OptimizerAlgorithm algorithm)

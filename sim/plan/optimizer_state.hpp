@@ -7,9 +7,10 @@
 
 namespace sim::plan {
 
-// Bytes of state per parameter the optimizer holds (and ZeRO stage 1 shards): the fp32 master weight and the
-// algorithm's own. `hidden`: the model's width, which bounds Adafactor's factored accumulators.
-double optimizer_state_bytes(OptimizerAlgorithm algorithm, double hidden);
+// Bytes of state per parameter the optimizer holds (and ZeRO stage 1 shards): the fp32 master weight (in mixed
+// precision: `master_weights`) and the algorithm's own. `hidden`: the model's width, which bounds Adafactor's factored
+// accumulators.
+double optimizer_state_bytes(OptimizerAlgorithm algorithm, double hidden, bool master_weights);
 
 // Bytes one fused update moves per parameter: an fp32 gradient read, the master weight and the states read and
 // written (Adafactor: its unfused passes).

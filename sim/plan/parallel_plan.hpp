@@ -48,9 +48,15 @@ inline constexpr std::array<core::Choice<CollectiveAlgorithm>, 4> collective_alg
      {"tree", CollectiveAlgorithm::TREE}}};
 
 // Mixed precision: weights and activations in 16 bits with fp32 master weights; under `fp8` (Transformer Engine) the
-// linear layers' GEMMs also take FP8 operands (E4M3 forward, E5M2 gradients).
-inline constexpr std::array<core::Choice<hardware::Precision>, 3> training_precision_choices{
-    {{"bf16", hardware::Precision::BF16}, {"fp16", hardware::Precision::FP16}, {"fp8", hardware::Precision::FP8}}};
+// linear layers' GEMMs also take FP8 operands (E4M3 forward, E5M2 gradients). Full precision: weights, activations,
+// gradients and optimizer state all in fp32 (no master copy, no loss scaling), the GEMMs on the CUDA cores (`fp32`,
+// PyTorch's default since 1.12: torch.backends.cuda.matmul.allow_tf32 = False) or on TF32 tensor cores (`tf32`).
+inline constexpr std::array<core::Choice<hardware::Precision>, 5> training_precision_choices{
+    {{"bf16", hardware::Precision::BF16},
+     {"fp16", hardware::Precision::FP16},
+     {"fp8", hardware::Precision::FP8},
+     {"fp32", hardware::Precision::FP32},
+     {"tf32", hardware::Precision::TF32}}};
 
 // How Transformer Engine scales FP8 tensors: per tensor from the amax history of earlier steps (delayed), per tensor
 // from the tensor's own amax just before the cast (current), or per block of 128 values (blockwise, DeepSeek-V3's
@@ -257,6 +263,13 @@ struct ParallelPlan {
   bool fused_attention() const { return software.attention != Attention::UNFUSED; }
   bool lora() const { return lora_rank > 0; }
   bool fp8() const { return precision == hardware::Precision::FP8; }
+  // Full precision (fp32 or tf32): every value in 4 bytes, no 16-bit copies.
+  bool full_precision() const
+  {
+    return precision == hardware::Precision::FP32 || precision == hardware::Precision::TF32;
+  }
+  // Bytes of an activation, a weight or a weight gradient as the GEMMs and kernels read them.
+  double value_bytes() const { return full_precision() ? 4.0 : 2.0; }
   // The precision of everything but FP8 GEMMs (attention, norms, the output layer), and what MFU is measured against.
   hardware::Precision compute_precision() const { return fp8() ? hardware::Precision::BF16 : precision; }
 

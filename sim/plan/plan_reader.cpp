@@ -202,8 +202,10 @@ void check_lora(const ParallelPlan& p, const core::Node& node, const model::Mode
     infeasible(node, "base_quantization",
                fmt::format("bitsandbytes' 4-bit layers have no tensor-parallel form (tp={})", p.tp),
                "tp 1 (QLoRA shards its base with FSDP/ZeRO-3), or base_quantization none");
-  if (p.fp8() && p.base_quantization == BaseQuantization::NF4)
-    infeasible(node, "base_quantization", "a 4-bit base is dequantized to 16 bits for its GEMMs, not run in FP8",
+  if ((p.fp8() || p.full_precision()) && p.base_quantization == BaseQuantization::NF4)
+    infeasible(node, "base_quantization",
+               fmt::format("a 4-bit base is dequantized to 16 bits for its GEMMs, not run in {}",
+                           core::choice_name(p.precision, training_precision_choices)),
                "precision bf16 or fp16, or base_quantization none");
   if (m.moe || m.mla)
     infeasible(node, "lora_rank",
@@ -251,6 +253,12 @@ void check_offload(const ParallelPlan& p, const core::Node& node, const topology
                "a topology with node.pcie and node.host, or offload_activations false");
   if (p.offload_optimizer == OffloadDevice::NONE)
     return;
+  if (p.full_precision())
+    infeasible(node, "offload_optimizer",
+               fmt::format("offloading the optimizer of {} training is not simulated (ZeRO-Offload and Megatron-core's "
+                           "hybrid optimizer are simulated with 16-bit weights beside fp32 state)",
+                           core::choice_name(p.precision, training_precision_choices)),
+               "precision bf16 or fp16, or offload_optimizer none");
   if (p.zero_stage == 0 && !p.distributed_optimizer)
     infeasible(node, "offload_optimizer",
                "the optimizer state offloaded is a shard of ZeRO's or of the distributed optimizer; the plan has "
@@ -384,10 +392,14 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
 
   if (!cluster.gpu.peak(p.precision)) {
     const auto name = core::choice_name(p.precision, hardware::precision_choices);
-    infeasible(node, "precision",
-               fmt::format("{} has no {} tensor-core rate in its catalogue entry", cluster.gpu.name, name),
+    infeasible(node, "precision", fmt::format("{} has no {} rate in its catalogue entry", cluster.gpu.name, name),
                "a precision listed in the GPU's peak_flops");
   }
+  if (p.full_precision() && !p.fp32_grad_accumulation)
+    infeasible(node, "fp32_grad_accumulation",
+               fmt::format("false, but {} training keeps and reduces its gradients in fp32",
+                           core::choice_name(p.precision, training_precision_choices)),
+               "fp32_grad_accumulation true (or left out)");
 
   if (p.fp8_param_gather && !p.distributed_optimizer && p.zero_stage != 3)
     infeasible(node, "fp8_param_gather",
@@ -402,6 +414,12 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
                                  "and dp > 1");
   if (p.tp_comm_overlap && (!p.sequence_parallel || p.tp == 1))
     warn("tp_comm_overlap", "has no effect without sequence_parallel and tp > 1 (Megatron-core requires both)");
+  if (p.full_precision())
+    warn("precision",
+         fmt::format("{0} GEMMs and attention priced at {1}'s {0} peak times its measured 16-bit efficiencies: the "
+                     "catalogue has no measured {0} GEMM rate (GeForce cards' fp32 peaks count dual-issue FP32 units "
+                     "a GEMM does not fill)",
+                     core::choice_name(p.precision, training_precision_choices), cluster.gpu.name));
 
   // Fewer micro-batches than stages: most of the pipeline idles (GPipe and 1F1B: (p-1)/(m+p-1)).
   if (p.pp > 1 && p.microbatches() < p.pp) {

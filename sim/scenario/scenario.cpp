@@ -127,7 +127,7 @@ Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& fi
       const core::Node at = node_gpus->element(i).element_of("gpu");
       if (!gpu.peak(s.plan.precision))
         at.fail_found(
-            "no tensor-core rate for the plan's precision",
+            "no rate for the plan's precision",
             fmt::format("'{}' without {}", gpu.name, core::choice_name(s.plan.precision, hardware::precision_choices)),
             "a part with the plan's precision in its peak_flops");
       if (!workload::same_steps(base, workload::build_programs(s.model, s.plan, gpu)))

@@ -3,7 +3,6 @@
 namespace sim::workload {
 namespace {
 
-using hardware::gemm;
 using hardware::GemmLayout;
 using hardware::Kernel;
 using hardware::KernelPass;
@@ -33,7 +32,7 @@ std::vector<Kernel> ring_attention(const Shape& x, bool backward)
     k.causal = step == 0;
     k.attention = x.attention;
     k.flops = 2.0 * x.b * documents * 2.0 * chunk * chunk * (x.q + x.o) / x.t * (backward ? 2.5 : 1.0);
-    k.bytes = e * x.T * (2.0 * x.q + 2.0 * x.kv) / x.t * (backward ? 2.0 : 1.0);
+    k.bytes = x.e * x.T * (2.0 * x.q + 2.0 * x.kv) / x.t * (backward ? 2.0 : 1.0);
     ks.push_back(k);
   }
   return ks;
@@ -51,14 +50,14 @@ std::vector<Kernel> core_backward(const Shape& x)
     return {k};
   }
   const double scores = x.b * heads * x.s * x.s;
-  std::vector<Kernel> ks{gemm("context dgrad", x.s, x.s, x.d, x.b * heads, GemmLayout::DGRAD),
-                         gemm("context wgrad", x.s, x.d, x.s, x.b * heads, GemmLayout::WGRAD)};
+  std::vector<Kernel> ks{matmul(x, "context dgrad", x.s, x.s, x.d, x.b * heads, GemmLayout::DGRAD),
+                         matmul(x, "context wgrad", x.s, x.d, x.s, x.b * heads, GemmLayout::WGRAD)};
   if (x.dropout)
-    ks.push_back(memory_bound("attention dropout backward", (e + 1.0 + e) * scores, MemoryKernel::DROPOUT,
+    ks.push_back(memory_bound("attention dropout backward", (x.e + 1.0 + x.e) * scores, MemoryKernel::DROPOUT,
                               KernelPass::BACKWARD));
-  ks.push_back(memory_bound("softmax backward", 3.0 * e * scores, MemoryKernel::SOFTMAX, KernelPass::BACKWARD));
-  ks.push_back(gemm("scores dgrad q", x.s, x.d, x.s, x.b * heads, GemmLayout::DGRAD));
-  ks.push_back(gemm("scores dgrad k", x.s, x.d, x.s, x.b * heads, GemmLayout::WGRAD));
+  ks.push_back(memory_bound("softmax backward", 3.0 * x.e * scores, MemoryKernel::SOFTMAX, KernelPass::BACKWARD));
+  ks.push_back(matmul(x, "scores dgrad q", x.s, x.d, x.s, x.b * heads, GemmLayout::DGRAD));
+  ks.push_back(matmul(x, "scores dgrad k", x.s, x.d, x.s, x.b * heads, GemmLayout::WGRAD));
   return ks;
 }
 
@@ -144,7 +143,7 @@ Program attention_backward_cp(const Shape& x, const Costing& c, const std::vecto
                               const Kernel& projection_dgrad, const std::vector<Kernel>& attn_back,
                               const std::vector<Kernel>& qkv_dgrad, const std::vector<Kernel>& qkv_wgrad)
 {
-  const double act = x.T * x.h * e;
+  const double act = x.T * x.h * x.e;
   const double gathered = x.T * x.h * x.gathered_element;
   const auto core_kernels = static_cast<std::ptrdiff_t>(core_backward(x).size());
   Program p;
@@ -194,16 +193,16 @@ std::vector<Kernel> core_forward(const Shape& x)
     const double causal_keys = x.keys < x.span ? x.keys - 0.5 * x.keys * x.keys / x.span : 0.5 * x.span;
     // With context parallelism a GPU holds 1/cp of the work (all-to-all: the heads; ring: see ring_attention).
     k.flops = 2.0 * x.b * x.s * causal_keys * (x.q + x.o) / x.t / x.cp;
-    k.bytes = e * x.T * (2.0 * x.q + 2.0 * x.kv) / x.t;
+    k.bytes = x.e * x.T * (2.0 * x.q + 2.0 * x.kv) / x.t;
     return {k};
   }
   const double scores = x.b * heads * x.s * x.s;
   const double value_dim = x.o / x.a;
-  std::vector<Kernel> ks{gemm("attention scores", x.s, x.s, x.d, x.b * heads),
-                         memory_bound("softmax", 2.0 * e * scores, MemoryKernel::SOFTMAX)};
+  std::vector<Kernel> ks{matmul(x, "attention scores", x.s, x.s, x.d, x.b * heads),
+                         memory_bound("softmax", 2.0 * x.e * scores, MemoryKernel::SOFTMAX)};
   if (x.dropout)
-    ks.push_back(memory_bound("attention dropout", (e + 1.0 + e) * scores, MemoryKernel::DROPOUT));
-  ks.push_back(gemm("attention context", x.s, value_dim, x.s, x.b * heads));
+    ks.push_back(memory_bound("attention dropout", (x.e + 1.0 + x.e) * scores, MemoryKernel::DROPOUT));
+  ks.push_back(matmul(x, "attention context", x.s, value_dim, x.s, x.b * heads));
   return ks;
 }
 
@@ -212,15 +211,15 @@ Program context_parallel_core(const Shape& x, const Costing& c, const CoreOption
   const bool backward = options.backward;
   const bool recompute = options.recompute;
   if (x.cp_kind == plan::CpKind::RING) {
-    const double kv = e * x.T * (x.kv + x.v) / x.t; // this GPU's keys and values
+    const double kv = x.e * x.T * (x.kv + x.v) / x.t; // this GPU's keys and values
     Step ring =
         c.compute(backward ? "ring attention backward" : "ring attention", ring_attention(x, backward), recompute);
     ring = overlap(std::move(ring), CollectiveKind::ALL_GATHER, x.cp * kv * (backward ? 2.0 : 1.0));
     ring.group = Group::CP;
     return {ring};
   }
-  const double qkv = e * x.T * (x.q + x.kv + x.v) / x.t;
-  const double out = e * x.T * x.o / x.t;
+  const double qkv = x.e * x.T * (x.q + x.kv + x.v) / x.t;
+  const double out = x.e * x.T * x.o / x.t;
   return {collective(backward ? "cp output-grad all-to-all" : "cp qkv all-to-all", CollectiveKind::ALL_TO_ALL,
                      backward ? out : qkv, Group::CP),
           c.compute(backward ? "attention core backward" : "attention core",
@@ -231,7 +230,7 @@ Program context_parallel_core(const Shape& x, const Costing& c, const CoreOption
 
 Program attention_forward(const Shape& x, const Costing& c, bool recompute)
 {
-  const double act = x.T * x.h * e;                       // one hidden-state tensor, whole
+  const double act = x.T * x.h * x.e;                     // one hidden-state tensor, whole
   const double gathered = x.T * x.h * x.gathered_element; // the QKV GEMMs' input, gathered
   std::vector<Kernel> norms = norm(x, "input norm");
   quantize(norms, x, "qkv input cast", x.Tsp * x.h, {.after_norm = true});
@@ -281,7 +280,7 @@ Program attention_forward(const Shape& x, const Costing& c, bool recompute)
 
 Program attention_backward(const Shape& x, const Costing& c)
 {
-  const double act = x.T * x.h * e;
+  const double act = x.T * x.h * x.e;
   const double gathered = x.T * x.h * x.gathered_element; // an output gradient or the QKV input, gathered
   const std::vector<Kernel> output_grad_cast = quantized(x, "projection output-grad cast", x.Tsp * x.h);
   const Kernel projection_dgrad = linear(x, "projection dgrad", x.T, x.o / x.t, x.h, 1, GemmLayout::DGRAD);

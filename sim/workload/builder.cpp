@@ -74,7 +74,7 @@ BuildState::BuildState(const model::ModelSpec& model_spec, const plan::ParallelP
   for (int r = 0; r < gpus; ++r)
     if (simulated(r))
       g.simulated.push_back(r);
-  act_bytes = static_cast<double>(p.micro_batch) * p.local_seq() * static_cast<double>(m.hidden_size) * element_bytes;
+  act_bytes = static_cast<double>(p.micro_batch) * p.local_seq() * static_cast<double>(m.hidden_size) * p.value_bytes();
   grad_bytes = p.fp32_grad_accumulation ? 4.0 : 2.0;
   for (std::int64_t l = 0; l < m.num_layers; ++l)
     layer_params_.push_back(memory::layer_params_per_rank(m, p, l));
@@ -449,7 +449,7 @@ double BuildState::item_gather_bytes(int item, int s, double weight_bytes) const
   // QLoRA under FSDP (bitsandbytes' quant_storage): the packed 4-bit weights and their absmax travel as they are.
   const model::LayerParams l = model::layer_params(m, model::FfnPart::DENSE);
   const double linear = (l.attention + l.ffn) / static_cast<double>(p.tp);
-  return plan::base_weight_bytes(p.base_quantization) * linear +
+  return plan::base_weight_bytes(p.base_quantization, p.value_bytes()) * linear +
          weight_bytes * (item_params(item, s) - linear + item_trainable_params(item, s));
 }
 

@@ -26,8 +26,6 @@
 
 namespace sim::workload {
 
-inline constexpr double element_bytes = 2.0;
-
 // Where a task sits in the step, for reports.
 struct Where {
   Category category = Category::FORWARD;

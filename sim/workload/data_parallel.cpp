@@ -45,7 +45,7 @@ DataParallel::Gathered DataParallel::gather_parameters(int s, int item, const Wh
       // each waits for the one before, so the last ends them all.
       TaskId end = no_task;
       // FP8 parameters (torchao's float8 all-gather) travel in one byte: the layers' matrices, not the embedding.
-      const double bytes = (item >= 0 || is_mtp(item)) && p_.fp8_param_gather ? 1.0 : element_bytes;
+      const double bytes = (item >= 0 || is_mtp(item)) && p_.fp8_param_gather ? 1.0 : p_.value_bytes();
       for (double share : tensor_shares(item))
         end = gather(group, share * b_.item_gather_bytes(item, s, bytes), "zero-3 parameter all-gather");
       for (int r : b_.simulated_of(group))
@@ -54,7 +54,7 @@ DataParallel::Gathered DataParallel::gather_parameters(int s, int item, const Wh
   if (b_.item_expert_params(item) > 0 && p_.edp() > 1)
     for (const auto& group : b_.groups(Dim::EDP, s)) {
       const TaskId end =
-          gather(group, element_bytes * b_.item_expert_params(item), "zero-3 expert parameter all-gather");
+          gather(group, p_.value_bytes() * b_.item_expert_params(item), "zero-3 expert parameter all-gather");
       for (int r : b_.simulated_of(group))
         ends[r].push_back(end);
     }
@@ -146,11 +146,11 @@ void DataParallel::offload_gradients(int s, const std::vector<int>& items, doubl
       deps.push_back(b_.grad_ready[static_cast<std::size_t>(r)].at(item));
     if (!first) {
       auto& fetched = b_.fetch_tail[static_cast<std::size_t>(r)];
-      fetched = b_.host_copy(r, shard * element_bytes / pinned_copy_efficiency, copy_from_host,
+      fetched = b_.host_copy(r, shard * p_.value_bytes() / pinned_copy_efficiency, copy_from_host,
                              label + ": accumulated gradients from host", w, {deps.front(), fetched});
       deps.push_back(fetched);
     }
-    const double bytes = last ? offload_copy_bytes_per_param : element_bytes / pinned_copy_efficiency;
+    const double bytes = last ? offload_copy_bytes_per_param : p_.value_bytes() / pinned_copy_efficiency;
     copies = b_.host_copy(r, shard * bytes, copy_to_host, label + " to host", w, deps);
   }
 }
@@ -283,7 +283,7 @@ void DataParallel::gather_updated_parameters(int s)
         for (int r : members)
           deps.push_back(b_.gather_tail[static_cast<std::size_t>(r)]);
         const TaskId end =
-            b_.collective(CollectiveKind::ALL_GATHER, group, element_bytes * params, Category::DP,
+            b_.collective(CollectiveKind::ALL_GATHER, group, p_.value_bytes() * params, Category::DP,
                           fmt::format("{}parameter all-gather, bucket {}", experts ? "expert " : "", bucket), w, deps);
         for (int r : members) {
           b_.gather_tail[static_cast<std::size_t>(r)] = end;

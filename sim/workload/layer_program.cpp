@@ -10,7 +10,6 @@
 namespace sim::workload {
 namespace {
 
-using hardware::gemm;
 using hardware::GemmLayout;
 using hardware::Kernel;
 using hardware::KernelPass;
@@ -76,9 +75,9 @@ std::vector<Kernel> shared_expert_forward(const Shape& x)
 Program moe_forward(const Shape& x, const Costing& c, bool recompute)
 {
   const double per_expert = x.per_expert;
-  std::vector<Kernel> route{gemm("router", x.Tsp, x.experts, x.h),
+  std::vector<Kernel> route{matmul(x, "router", x.Tsp, x.experts, x.h),
                             memory_bound("router softmax and top-k", 3.0 * 4.0 * x.Tsp * x.experts),
-                            memory_bound("permute", 2.0 * e * x.pairs_sent * x.h)};
+                            memory_bound("permute", 2.0 * x.e * x.pairs_sent * x.h)};
   std::vector<Kernel> experts = quantized(x, "expert input cast", x.pairs_taken * x.h);
   experts.push_back(linear(x, "expert fc1", per_expert, x.fe1 / x.et, x.h, x.local_experts));
   append_kernels(experts, expert_activation(x));
@@ -98,7 +97,7 @@ Program moe_forward(const Shape& x, const Costing& c, bool recompute)
   p.push_back(token_all_to_all(x, "moe combine all-to-all", Direction::FROM_EXPERTS));
   if (shared_gather)
     p.push_back(collective("shared expert reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.shared_gathered));
-  p.push_back(c.compute("unpermute", {memory_bound("unpermute", 3.0 * e * x.pairs_sent * x.h)}, recompute));
+  p.push_back(c.compute("unpermute", {memory_bound("unpermute", 3.0 * x.e * x.pairs_sent * x.h)}, recompute));
   return p;
 }
 
@@ -123,7 +122,7 @@ Program moe_backward(const Shape& x, const Costing& c)
     experts.push_back(linear(x, "shared expert fc1 wgrad", x.fs1 / x.t, x.h, x.T, 1, GemmLayout::WGRAD));
   }
   const bool shared_gather = x.fs > 0 && x.t > 1;
-  Program p{c.compute("unpermute backward", {memory_bound("unpermute backward", 3.0 * e * x.pairs_sent * x.h)})};
+  Program p{c.compute("unpermute backward", {memory_bound("unpermute backward", 3.0 * x.e * x.pairs_sent * x.h)})};
   if (shared_gather)
     p.push_back(collective("shared expert output-grad all-gather", CollectiveKind::ALL_GATHER, x.shared_gathered));
   p.push_back(token_all_to_all(x, "moe combine backward all-to-all", Direction::TO_EXPERTS));
@@ -138,17 +137,17 @@ Program moe_backward(const Shape& x, const Costing& c)
     p.push_back(
         collective("shared expert input-grad reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.shared_gathered));
   p.push_back(c.compute("router backward",
-                        {memory_bound("permute backward", 2.0 * e * x.pairs_sent * x.h),
+                        {memory_bound("permute backward", 2.0 * x.e * x.pairs_sent * x.h),
                          memory_bound("router softmax backward", 3.0 * 4.0 * x.Tsp * x.experts),
-                         gemm("router dgrad", x.Tsp, x.h, x.experts, 1, GemmLayout::DGRAD),
-                         weight_gradient(gemm("router wgrad", x.experts, x.h, x.Tsp, 1, GemmLayout::WGRAD))}));
+                         matmul(x, "router dgrad", x.Tsp, x.h, x.experts, 1, GemmLayout::DGRAD),
+                         weight_gradient(matmul(x, "router wgrad", x.experts, x.h, x.Tsp, 1, GemmLayout::WGRAD))}));
   return p;
 }
 
 // A dense layer's FFN forward with its tensor-parallel collectives, `norms` (ending with the FFN's norm) run first.
 Program dense_ffn_forward(const Shape& x, const Costing& c, std::vector<Kernel> norms, bool recompute)
 {
-  const double act = x.T * x.h * e;                       // one hidden-state tensor, whole
+  const double act = x.T * x.h * x.e;                     // one hidden-state tensor, whole
   const double gathered = x.T * x.h * x.gathered_element; // fc1's input, gathered
   Program p;
   quantize(norms, x, "fc1 input cast", x.Tsp * x.h, {.after_norm = true});
@@ -192,7 +191,7 @@ Program layer_forward(const Shape& x, const Costing& c, bool recompute)
 // The FFN half of a dense layer's backward pass, from the layer's output gradient to the FFN norm's.
 Program ffn_backward(const Shape& x, const Costing& c)
 {
-  const double act = x.T * x.h * e;
+  const double act = x.T * x.h * x.e;
   const double gathered = x.T * x.h * x.gathered_element; // an output gradient or fc1's input, gathered
   // fc2's dgrad first; then its wgrad, the activation's backward and the cast of fc1's output gradient (fp8).
   const Kernel fc2_dgrad = linear(x, "fc2 dgrad", x.T, x.f / x.t, x.h, 1, GemmLayout::DGRAD);
@@ -287,14 +286,14 @@ Program layer_backward(const Shape& x, const Costing& c, model::Recompute recomp
 
 Program embedding_forward(const Shape& x, const Costing& c)
 {
-  const double act = x.T * x.h * e;
-  Program p{c.compute("embedding", {memory_bound("embedding lookup", 2.0 * e * x.T * x.h, MemoryKernel::EMBEDDING)})};
+  const double act = x.T * x.h * x.e;
+  Program p{c.compute("embedding", {memory_bound("embedding lookup", 2.0 * x.e * x.T * x.h, MemoryKernel::EMBEDDING)})};
   if (x.t > 1)
     p.push_back(collective("embedding " + std::string(x.sp ? "reduce-scatter" : "all-reduce"),
                            x.sp ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, act));
   if (x.dropout)
     p.push_back(c.compute("embedding dropout",
-                          {memory_bound("embedding dropout", (2.0 * e + 1.0) * x.Tsp * x.h, MemoryKernel::DROPOUT)}));
+                          {memory_bound("embedding dropout", (2.0 * x.e + 1.0) * x.Tsp * x.h, MemoryKernel::DROPOUT)}));
   return p;
 }
 
@@ -302,8 +301,8 @@ Program embedding_backward(const Shape& x, const Costing& c)
 {
   Program p;
   if (x.sp)
-    p.push_back(collective("embedding grad all-gather", CollectiveKind::ALL_GATHER, x.T * x.h * e));
-  p.push_back(c.compute("embedding backward", {memory_bound("embedding grad scatter-add", 2.0 * e * x.T * x.h,
+    p.push_back(collective("embedding grad all-gather", CollectiveKind::ALL_GATHER, x.T * x.h * x.e));
+  p.push_back(c.compute("embedding backward", {memory_bound("embedding grad scatter-add", 2.0 * x.e * x.T * x.h,
                                                             MemoryKernel::EMBEDDING, KernelPass::BACKWARD)}));
   return p;
 }
@@ -313,14 +312,17 @@ Program head_forward(const Shape& x, const Costing& c)
   const double logits = x.T * x.vocab / x.t;
   Program p{c.compute("final norm", norm(x, "final norm"))};
   if (x.sp)
-    p.push_back(collective("output all-gather", CollectiveKind::ALL_GATHER, x.T * x.h * e));
+    p.push_back(collective("output all-gather", CollectiveKind::ALL_GATHER, x.T * x.h * x.e));
   // Megatron-LM's vocabulary-parallel cross entropy on fp32 logits: upcast, max, subtract, exp, sum, normalise (the
-  // softmax is kept for the backward pass).
-  p.push_back(
-      c.compute("logits", {gemm("logits", x.T, x.vocab / x.t, x.h), memory_bound("logits to fp32", (e + 4.0) * logits),
-                           memory_bound("logit max", 4.0 * logits), memory_bound("subtract max", 8.0 * logits),
-                           memory_bound("exp", 8.0 * logits), memory_bound("sum of exp", 4.0 * logits),
-                           memory_bound("softmax", 8.0 * logits)}));
+  // softmax is kept for the backward pass). Full-precision logits need no upcast.
+  std::vector<Kernel> head{matmul(x, "logits", x.T, x.vocab / x.t, x.h)};
+  if (x.e < 4.0)
+    head.push_back(memory_bound("logits to fp32", (x.e + 4.0) * logits));
+  for (const Kernel& k : {memory_bound("logit max", 4.0 * logits), memory_bound("subtract max", 8.0 * logits),
+                          memory_bound("exp", 8.0 * logits), memory_bound("sum of exp", 4.0 * logits),
+                          memory_bound("softmax", 8.0 * logits)})
+    head.push_back(k);
+  p.push_back(c.compute("logits", head));
   if (x.t > 1) // the vocabulary-parallel cross entropy's max, sum and target logit
     p.push_back(collective("cross-entropy all-reduce", CollectiveKind::ALL_REDUCE, 3.0 * 4.0 * x.T));
   return p;
@@ -329,13 +331,15 @@ Program head_forward(const Shape& x, const Costing& c)
 Program head_backward(const Shape& x, const Costing& c)
 {
   const double logits = x.T * x.vocab / x.t;
-  Program p{c.compute("logits dgrad", {memory_bound("cross entropy backward", 8.0 * logits),
-                                       memory_bound("logit gradient to 16 bits", (4.0 + e) * logits),
-                                       gemm("logits dgrad", x.T, x.h, x.vocab / x.t, 1, GemmLayout::DGRAD)})};
-  const Step wgrad =
-      c.compute("logits wgrad", {weight_gradient(gemm("logits wgrad", x.vocab / x.t, x.h, x.T, 1, GemmLayout::WGRAD))});
+  std::vector<Kernel> dgrad{memory_bound("cross entropy backward", 8.0 * logits)};
+  if (x.e < 4.0)
+    dgrad.push_back(memory_bound("logit gradient to 16 bits", (4.0 + x.e) * logits));
+  dgrad.push_back(matmul(x, "logits dgrad", x.T, x.h, x.vocab / x.t, 1, GemmLayout::DGRAD));
+  Program p{c.compute("logits dgrad", dgrad)};
+  const Step wgrad = c.compute(
+      "logits wgrad", {weight_gradient(matmul(x, "logits wgrad", x.vocab / x.t, x.h, x.T, 1, GemmLayout::WGRAD))});
   if (x.t > 1)
-    backward_overlap(p, x, wgrad, x.sp ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, x.T * x.h * e);
+    backward_overlap(p, x, wgrad, x.sp ? CollectiveKind::REDUCE_SCATTER : CollectiveKind::ALL_REDUCE, x.T * x.h * x.e);
   else
     p.push_back(wgrad);
   p.push_back(c.compute("final norm backward", norm_backward(x, "final norm backward")));
@@ -351,7 +355,7 @@ Program mtp_input_forward(const Shape& x, const Costing& c)
   ks.push_back(linear(x, "mtp projection", x.T, x.h / x.t, 2.0 * x.h));
   Program p{c.compute("mtp input", ks)};
   if (x.t > 1)
-    p.push_back(collective("mtp projection all-gather", CollectiveKind::ALL_GATHER, x.T * x.h * e));
+    p.push_back(collective("mtp projection all-gather", CollectiveKind::ALL_GATHER, x.T * x.h * x.e));
   return p;
 }
 
@@ -359,7 +363,7 @@ Program mtp_input_backward(const Shape& x, const Costing& c)
 {
   Program p;
   if (x.t > 1)
-    p.push_back(collective("mtp projection grad reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.T * x.h * e));
+    p.push_back(collective("mtp projection grad reduce-scatter", CollectiveKind::REDUCE_SCATTER, x.T * x.h * x.e));
   std::vector<Kernel> ks{
       linear(x, "mtp projection dgrad", x.T, 2.0 * x.h, x.h / x.t, 1, GemmLayout::DGRAD),
       weight_gradient(linear(x, "mtp projection wgrad", x.h / x.t, 2.0 * x.h, x.T, 1, GemmLayout::WGRAD))};

@@ -57,6 +57,7 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const har
   x.b = p.micro_batch;
   x.s = static_cast<double>(p.seq_length);
   x.cp = p.cp;
+  x.e = p.value_bytes();
   x.cp_kind = p.cp_kind;
   x.T = x.b * x.s / x.cp;
   x.t = p.tp;
@@ -79,7 +80,7 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const har
   x.backward_overlap = p.software.tp_backward_overlap;
   x.fp8 = p.fp8();
   x.recipe = p.fp8_recipe;
-  x.gathered_element = x.fp8 ? 1.0 : e;
+  x.gathered_element = x.fp8 ? 1.0 : x.e;
   x.norm = norm_kernel(m.norm, p.software.norm);
   x.eager_norm = p.software.norm == plan::NormImpl::EAGER && m.norm == model::NormKind::RMSNORM;
   x.norm_weights_train = !p.lora();
@@ -109,7 +110,7 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const har
     const model::MoeSpec& moe = *m.moe;
     x.et = p.etp;
     x.deepep = p.moe_dispatcher == plan::MoeDispatcher::DEEPEP;
-    x.fp8_sent = p.moe_fp8_dispatch ? (1.0 + 4.0 / 128.0) / e : 1.0; // an FP8 byte, an fp32 scale per 128
+    x.fp8_sent = p.moe_fp8_dispatch ? (1.0 + 4.0 / 128.0) / x.e : 1.0; // an FP8 byte, an fp32 scale per 128
     x.experts = static_cast<double>(moe.num_experts);
     x.topk = static_cast<double>(moe.experts_per_token);
     x.fe = static_cast<double>(moe.expert_ffn_hidden_size);
@@ -120,9 +121,9 @@ Shape shape_of(const model::ModelSpec& m, const plan::ParallelPlan& p, const har
     x.pairs_sent = x.Tsp * x.topk;
     x.pairs_taken = memory::expert_tokens_per_rank(m, p);
     x.per_expert = x.pairs_taken / x.local_experts;
-    x.dispatched = x.pairs_taken / x.et * x.h * e;
-    x.expert_gathered = x.pairs_taken * x.h * e;
-    x.shared_gathered = x.T * x.h * e;
+    x.dispatched = x.pairs_taken / x.et * x.h * x.e;
+    x.expert_gathered = x.pairs_taken * x.h * x.e;
+    x.shared_gathered = x.T * x.h * x.e;
   }
   return x;
 }

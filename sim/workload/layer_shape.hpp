@@ -11,12 +11,11 @@
 
 namespace sim::workload {
 
-inline constexpr double e = 2.0; // bytes per 16-bit element
-
 // Shapes of one layer on one tensor-parallel rank for one micro-batch.
 struct Shape {
   double b, s, T, Tsp; // micro-batch, sequence, tokens on this GPU (b s / cp), tokens outside the TP region (T / t, SP)
   double cp;           // context-parallel ranks sharing each sequence
+  double e;            // bytes of an activation or weight value: 2 (16 bits), 4 in full precision
   plan::CpKind cp_kind;
   double h, q, kv, v, f, f1, a, d, t, vocab; // v: the values' width (MLA's differ from its keys')
   bool sp, flash, dropout, rope, gated;

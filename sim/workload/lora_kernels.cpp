@@ -8,8 +8,6 @@ using hardware::GemmLayout;
 using hardware::Kernel;
 using hardware::memory_bound;
 
-constexpr double e = 2.0; // bytes per 16-bit element
-
 bool starts_with(std::string_view name, std::string_view prefix)
 {
   return name.substr(0, prefix.size()) == prefix;
@@ -30,6 +28,7 @@ std::optional<LoraKernels> lora_kernels(const model::ModelSpec& m, const plan::P
   LoraKernels out;
   out.rank = p.lora_rank;
   out.tp = static_cast<double>(p.tp);
+  out.e = p.value_bytes();
   out.sp = p.tp > 1 && p.sequence_parallel;
   out.quantized = p.base_quantization == plan::BaseQuantization::NF4;
   out.dropout = p.lora_dropout > 0;
@@ -74,8 +73,8 @@ std::vector<Kernel> with_adapters(const Kernel& k, const LoraKernels& lora)
   std::vector<Kernel> out;
   if (k.layout == GemmLayout::WGRAD) { // dW = dY^T X: m = out, n = in, k = tokens; the base's is not computed
     for (const auto& a : adapters) {
-      Kernel b = gemm("lora B wgrad", a.out / t, r, k.k, 1, GemmLayout::WGRAD);
-      Kernel ak = gemm("lora A wgrad", a_rank, a_in(a), k.k, 1, GemmLayout::WGRAD);
+      Kernel b = gemm("lora B wgrad", a.out / t, r, k.k, 1, GemmLayout::WGRAD, lora.e);
+      Kernel ak = gemm("lora A wgrad", a_rank, a_in(a), k.k, 1, GemmLayout::WGRAD, lora.e);
       b.weight_gradient = ak.weight_gradient = true;
       out.push_back(b);
       out.push_back(ak);
@@ -86,14 +85,14 @@ std::vector<Kernel> with_adapters(const Kernel& k, const LoraKernels& lora)
   // n x k elements, which a 4-bit base reads at 4.127 bits and writes back in 16 (bitsandbytes' dequantize_4bit).
   const double tokens = k.m;
   if (lora.quantized)
-    out.push_back(
-        memory_bound("nf4 dequantize", k.n * k.k * (plan::base_weight_bytes(plan::BaseQuantization::NF4) + e)));
+    out.push_back(memory_bound("nf4 dequantize",
+                               k.n * k.k * (plan::base_weight_bytes(plan::BaseQuantization::NF4, lora.e) + lora.e)));
   out.push_back(k);
   for (const auto& a : adapters) {
     // The dropout (16-bit values in and out, a one-byte mask) on each adapter's input (PEFT's, peft/tuners/lora/
     // layer.py) or on B's output (Megatron-core's and AutoModel's "post"); the gradient through the mask backward.
     const double dropped = lora.dropout_on_output ? a.out / t : a_in(a);
-    const double dropout = lora.dropout ? (2.0 * e + 1.0) * tokens * dropped : 0.0;
+    const double dropout = lora.dropout ? (2.0 * lora.e + 1.0) * tokens * dropped : 0.0;
     const double before = lora.dropout_on_output ? 0.0 : dropout;
     const double after = lora.dropout_on_output ? dropout : 0.0;
     // The output the scale and add cover: this GPU's 1/t of it (a row adapter's gathered output is scattered over
@@ -103,30 +102,30 @@ std::vector<Kernel> with_adapters(const Kernel& k, const LoraKernels& lora)
       // lora_B(lora_A(x)) * scaling, added to the base's output: two GEMMs, a scale and an add over the output.
       if (before > 0)
         out.push_back(memory_bound("lora dropout", before));
-      out.push_back(gemm("lora A", tokens, a_rank, a_in(a)));
+      out.push_back(gemm("lora A", tokens, a_rank, a_in(a), 1, GemmLayout::FORWARD, lora.e));
       if (lora.scale_rank) // AutoModel's LinearLoRA: lora_B(lora_A(x) * scale)
-        out.push_back(memory_bound("lora scale", 2.0 * e * tokens * a_rank));
-      out.push_back(gemm("lora B", tokens, a.out / t, r));
+        out.push_back(memory_bound("lora scale", 2.0 * lora.e * tokens * a_rank));
+      out.push_back(gemm("lora B", tokens, a.out / t, r, 1, GemmLayout::FORWARD, lora.e));
       if (after > 0)
         out.push_back(memory_bound("lora dropout", after));
       if (lora.scale_rank)
-        out.push_back(memory_bound("lora add", 3.0 * e * tokens * added));
+        out.push_back(memory_bound("lora add", 3.0 * lora.e * tokens * added));
       else // PEFT's and Megatron-core's lora_B(lora_A(x)) * scale: the scale over the output, then the add
-        out.push_back(memory_bound("lora scale and add", 5.0 * e * tokens * added));
+        out.push_back(memory_bound("lora scale and add", 5.0 * lora.e * tokens * added));
     } else {
       // The output gradient scaled (or, scaled on the rank, B's input gradient), through B and A, added to the input
       // gradient.
       if (!lora.scale_rank)
-        out.push_back(memory_bound("lora gradient scale", 2.0 * e * tokens * added));
+        out.push_back(memory_bound("lora gradient scale", 2.0 * lora.e * tokens * added));
       if (after > 0)
         out.push_back(memory_bound("lora dropout backward", after));
-      out.push_back(gemm("lora B dgrad", tokens, r, a.out / t, 1, GemmLayout::DGRAD));
+      out.push_back(gemm("lora B dgrad", tokens, r, a.out / t, 1, GemmLayout::DGRAD, lora.e));
       if (lora.scale_rank)
-        out.push_back(memory_bound("lora gradient scale", 2.0 * e * tokens * r));
-      out.push_back(gemm("lora A dgrad", tokens, a_in(a), a_rank, 1, GemmLayout::DGRAD));
+        out.push_back(memory_bound("lora gradient scale", 2.0 * lora.e * tokens * r));
+      out.push_back(gemm("lora A dgrad", tokens, a_in(a), a_rank, 1, GemmLayout::DGRAD, lora.e));
       if (before > 0)
         out.push_back(memory_bound("lora dropout backward", before));
-      out.push_back(memory_bound("lora input-gradient add", 3.0 * e * tokens * a_in(a)));
+      out.push_back(memory_bound("lora input-gradient add", 3.0 * lora.e * tokens * a_in(a)));
     }
   }
   return out;
@@ -144,18 +143,18 @@ std::vector<AdapterCollective> adapter_collectives(const Kernel& k, const LoraKe
   for (const auto& a : lora.adapters[static_cast<std::size_t>(*site)]) {
     if (k.layout == GemmLayout::FORWARD) {
       if (column) {
-        out.push_back({"lora A output all-gather", CollectiveKind::ALL_GATHER, e * tokens * r});
+        out.push_back({"lora A output all-gather", CollectiveKind::ALL_GATHER, lora.e * tokens * r});
       } else {
-        out.push_back({"lora A output all-reduce", CollectiveKind::ALL_REDUCE, e * tokens * r});
-        out.push_back({"lora B output all-gather", CollectiveKind::ALL_GATHER, e * tokens * a.out});
+        out.push_back({"lora A output all-reduce", CollectiveKind::ALL_REDUCE, lora.e * tokens * r});
+        out.push_back({"lora B output all-gather", CollectiveKind::ALL_GATHER, lora.e * tokens * a.out});
       }
       continue;
     }
     if (!column && lora.sp)
-      out.push_back({"lora output-grad all-gather", CollectiveKind::ALL_GATHER, e * tokens * a.out});
-    out.push_back({"lora B input-grad all-reduce", CollectiveKind::ALL_REDUCE, e * tokens * r});
+      out.push_back({"lora output-grad all-gather", CollectiveKind::ALL_GATHER, lora.e * tokens * a.out});
+    out.push_back({"lora B input-grad all-reduce", CollectiveKind::ALL_REDUCE, lora.e * tokens * r});
     if (column && !lora.sp)
-      out.push_back({"lora A input-grad all-reduce", CollectiveKind::ALL_REDUCE, e * tokens * a.in});
+      out.push_back({"lora A input-grad all-reduce", CollectiveKind::ALL_REDUCE, lora.e * tokens * a.in});
   }
   return out;
 }

@@ -23,6 +23,7 @@ namespace sim::workload {
 struct LoraKernels {
   double rank = 0;
   double tp = 1;          // tensor parallelism: the adapters split as Megatron-core splits them
+  double e = 2;           // bytes of a value (the layer's: 4 in full precision)
   bool sp = false;        // sequence parallelism (with tp > 1)
   bool quantized = false; // NF4 base: dequantized before each forward and data-gradient GEMM
   bool dropout = false;   // lora_dropout above 0: a dropout kernel on each adapter's input (PEFT's) or output

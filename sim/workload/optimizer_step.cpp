@@ -10,8 +10,6 @@ using hardware::memory_bound;
 using hardware::MemoryKernel;
 using plan::Pass;
 
-constexpr double e = 2.0; // bytes per 16-bit element
-
 } // namespace
 
 double optimizer_bytes_per_param(const plan::ParallelPlan& p)
@@ -22,18 +20,26 @@ double optimizer_bytes_per_param(const plan::ParallelPlan& p)
   const double adam = plan::optimizer_update_bytes(plan::OptimizerAlgorithm::ADAM);
   // PyTorch's GradScaler under fp16: unscale_ reads and writes every gradient once, checking for inf and NaN
   // (torch._amp_foreach_non_finite_check_and_unscale_, torch/amp/grad_scaler.py).
+  const double e = 2.0; // a 16-bit weight or gradient
   const double grad = p.fp32_grad_accumulation ? 4.0 : e;
   const double scaler = p.precision == hardware::Precision::FP16 ? 2.0 * grad : 0.0;
+  const bool full = p.full_precision(); // fp32 weights: no 16-bit copy to write, no master copy to keep
   switch (p.software.optimizer) {
     case plan::OptimizerImpl::FUSED:
       // One pass: read the gradient and the fp32 weight, momentum and variance; write them and the 16-bit weight.
-      return update - (4.0 - grad) + e + scaler;
+      return update - (4.0 - grad) + (full ? 0.0 : e) + scaler;
     case plan::OptimizerImpl::MEGATRON:
       // Float16OptimizerWithFloat16Params: cast to fp32 (fp16 only), unscale and inf check (fp16 only), grad norm,
-      // FusedAdam, copy back to 16 bits (Megatron-LM optimizer/optimizer.py, 2021-24).
+      // FusedAdam, copy back to 16 bits (Megatron-LM optimizer/optimizer.py, 2021-24). In fp32, FP32Optimizer: the
+      // gradient norm (an fp32 read) and FusedAdam.
+      if (full)
+        return 4.0 + update;
       return (p.precision == hardware::Precision::FP16 ? 52.0 : 38.0) - adam + update;
     case plan::OptimizerImpl::DEEPSPEED:
-      // FP16_Optimizer: per-tensor overflow check, cast and flatten, norm, unscale, FusedAdam, copy back (v0.5).
+      // FP16_Optimizer: per-tensor overflow check, cast and flatten, norm, unscale, FusedAdam, copy back (v0.5). In
+      // fp32 the engine steps the client's FusedAdam alone.
+      if (full)
+        return update;
       return 70.0 - adam + update;
     case plan::OptimizerImpl::COMPOSER:
       // DecoupledAdamW's per-tensor Python loop: about nine elementwise kernels (composer/optim, 2023).
@@ -50,9 +56,9 @@ double grad_accumulation_bytes_per_param(const plan::ParallelPlan& p)
     case plan::GradAccumulation::FUSED:
       return 0.0;
     case plan::GradAccumulation::HOOK: // main_grad.add_(grad): read main_grad and grad, write main_grad
-      return p.fp32_grad_accumulation ? 4.0 + e + 4.0 : 3.0 * e;
-    case plan::GradAccumulation::AUTOGRAD: // AccumulateGrad: grad += new, in 16 bits
-      return 3.0 * e;
+      return p.fp32_grad_accumulation ? 4.0 + p.value_bytes() + 4.0 : 3.0 * p.value_bytes();
+    case plan::GradAccumulation::AUTOGRAD: // AccumulateGrad: grad += new, in the weights' precision
+      return 3.0 * p.value_bytes();
   }
   return 0.0;
 }
@@ -68,8 +74,8 @@ double fp8_weight_cast_bytes_per_param(const plan::ParallelPlan& p)
   // forward its FP8 copy, the backward the transpose; gathered in FP8 (enable_fsdp_float8_all_gather) the shard was
   // cast before the gather and the pass only lays the FP8 weight out (a one-byte read and write).
   if (p.zero_stage >= 3)
-    return p.fp8_param_gather ? 2.0 : e + 1.0;
-  return p.fp8_param_gather ? 2.0 : e + 2.0;
+    return p.fp8_param_gather ? 2.0 : p.value_bytes() + 1.0;
+  return p.fp8_param_gather ? 2.0 : p.value_bytes() + 2.0;
 }
 
 bool offload_at_step(const plan::ParallelPlan& p)
@@ -144,7 +150,7 @@ TaskId OptimizerStep::swapped_update(int r, double params, const Where& w, const
   // weights and moments) read from the drives into pinned buffers, updated by the CPU, written back. Without
   // pipelining each waits for the one before; with it the next sub-group is read and the last written while the CPU
   // updates (pipeline_read, pipeline_write).
-  const double state = plan::optimizer_state_bytes(p_.optimizer_algorithm, static_cast<double>(b_.m.hidden_size));
+  const double state = plan::optimizer_state_bytes(p_.optimizer_algorithm, static_cast<double>(b_.m.hidden_size), true);
   const int groups = std::max(1, static_cast<int>(std::ceil(params / static_cast<double>(p_.nvme_sub_group))));
   const double group = params / groups;
   const double seconds = group * cpu_optimizer_seconds_per_param(p_, b_.cluster);
@@ -205,7 +211,7 @@ void OptimizerStep::step(int s)
                                 ? swapped_update(r, cpu_params, w, tail)
                                 : b_.host_compute(r, seconds, "cpu optimizer", w, tail);
       if (p_.offload_params == plan::OffloadDevice::NVME) { // the updated 16-bit shard written to the drives
-        tail = {b_.nvme_copy(r, element_bytes * cpu_params, false, "updated parameters to nvme", w, {update})};
+        tail = {b_.nvme_copy(r, p_.value_bytes() * cpu_params, false, "updated parameters to nvme", w, {update})};
         continue;
       }
       if (p_.offload_params != plan::OffloadDevice::NONE) {
@@ -251,9 +257,9 @@ void OptimizerStep::step(int s)
           b_.tail[static_cast<std::size_t>(r)] = {end};
       }
     };
-    gather(b_.groups(Dim::SHARD, s), element_bytes * params, "parameter all-gather");
+    gather(b_.groups(Dim::SHARD, s), p_.value_bytes() * params, "parameter all-gather");
     if (expert_params > 0 && p_.edp() > 1)
-      gather(b_.groups(Dim::EDP, s), element_bytes * expert_params, "expert parameter all-gather");
+      gather(b_.groups(Dim::EDP, s), p_.value_bytes() * expert_params, "expert parameter all-gather");
   }
 }
 

@@ -87,9 +87,14 @@ Kernel weight_gradient(Kernel k)
   return k;
 }
 
+Kernel matmul(const Shape& x, std::string_view name, double m, double n, double k, double batch, GemmLayout layout)
+{
+  return gemm(name, m, n, k, batch, layout, x.e);
+}
+
 Kernel linear(const Shape& x, std::string_view name, double m, double n, double k, double batch, GemmLayout layout)
 {
-  Kernel g = gemm(name, m, n, k, batch, layout);
+  Kernel g = matmul(x, name, m, n, k, batch, layout);
   g.weight_gradient = layout == GemmLayout::WGRAD;
   g.launches = batch; // a linear layer per local expert (Transformer Engine's GroupedLinear: one GEMM each)
   return x.fp8 ? hardware::fp8_gemm(g) : g;
@@ -101,9 +106,9 @@ void quantize(std::vector<Kernel>& ks, const Shape& x, std::string_view name, do
   if (!x.fp8)
     return;
   if (x.recipe == plan::Fp8Recipe::CURRENT)
-    ks.push_back(memory_bound("amax", e * elements));
+    ks.push_back(memory_bound("amax", x.e * elements));
   if (!(options.after_norm && x.recipe == plan::Fp8Recipe::DELAYED))
-    ks.push_back(memory_bound(name, (e + 2.0) * elements));
+    ks.push_back(memory_bound(name, (x.e + 2.0) * elements));
 }
 
 std::vector<Kernel> quantized(const Shape& x, std::string_view name, double elements, const CastOptions& options)
@@ -124,42 +129,54 @@ namespace {
 // An RMSNorm written as PyTorch operations (transformers' LlamaRMSNorm of 2023-24, torchtune's and LitGPT's RMSNorm:
 // upcast to fp32, square, mean, add epsilon, rsqrt, scale, downcast, times the weight), each a kernel over `n`
 // values of `rows` rows; the bytes each reads and writes per value.
-std::vector<Kernel> eager_rmsnorm(double n, double rows)
+std::vector<Kernel> eager_rmsnorm(double n, double rows, double e)
 {
-  return {memory_bound("rmsnorm: to fp32", (e + 4.0) * n),     memory_bound("rmsnorm: square", 8.0 * n),
-          memory_bound("rmsnorm: mean", 4.0 * n + 4.0 * rows), memory_bound("rmsnorm: add eps", 8.0 * rows),
-          memory_bound("rmsnorm: rsqrt", 8.0 * rows),          memory_bound("rmsnorm: scale", 8.0 * n + 4.0 * rows),
-          memory_bound("rmsnorm: to 16 bits", (4.0 + e) * n),  memory_bound("rmsnorm: weight", 2.0 * e * n)};
+  // In full precision the casts return their input: no kernel.
+  const bool casts = e < 4.0;
+  std::vector<Kernel> ks;
+  if (casts)
+    ks.push_back(memory_bound("rmsnorm: to fp32", (e + 4.0) * n));
+  for (const Kernel& k : {memory_bound("rmsnorm: square", 8.0 * n), memory_bound("rmsnorm: mean", 4.0 * n + 4.0 * rows),
+                          memory_bound("rmsnorm: add eps", 8.0 * rows), memory_bound("rmsnorm: rsqrt", 8.0 * rows),
+                          memory_bound("rmsnorm: scale", 8.0 * n + 4.0 * rows)})
+    ks.push_back(k);
+  if (casts)
+    ks.push_back(memory_bound("rmsnorm: to 16 bits", (4.0 + e) * n));
+  ks.push_back(memory_bound("rmsnorm: weight", 2.0 * e * n));
+  return ks;
 }
 
 // Autograd's backward of it, operation by operation (torch's derivatives.yaml): the weight's product (and, when the
 // norm's weight trains, its gradient and the sum over rows), both casts, the scale's two products and the sum for
 // rsqrt's input, rsqrt's and the mean's backward, pow's (self.pow(1) copied, times 2, times the gradient), and the
 // fp32 gradient's two paths added.
-std::vector<Kernel> eager_rmsnorm_backward(double n, double rows, bool weight_trains)
+std::vector<Kernel> eager_rmsnorm_backward(double n, double rows, bool weight_trains, double e)
 {
+  const bool casts = e < 4.0;
   std::vector<Kernel> ks{memory_bound("rmsnorm backward: weight", 2.0 * e * n)};
   if (weight_trains) {
     ks.push_back(memory_bound("rmsnorm backward: weight gradient", 3.0 * e * n));
     ks.push_back(memory_bound("rmsnorm backward: weight gradient sum", e * n));
   }
+  if (casts)
+    ks.push_back(memory_bound("rmsnorm backward: to fp32", (e + 4.0) * n));
   for (const Kernel& k :
-       {memory_bound("rmsnorm backward: to fp32", (e + 4.0) * n),
-        memory_bound("rmsnorm backward: scale", 8.0 * n + 4.0 * rows),
+       {memory_bound("rmsnorm backward: scale", 8.0 * n + 4.0 * rows),
         memory_bound("rmsnorm backward: rsqrt input", 12.0 * n + 4.0 * rows),
         memory_bound("rmsnorm backward: rsqrt input sum", 4.0 * n),
         memory_bound("rmsnorm backward: rsqrt", 24.0 * rows),
         memory_bound("rmsnorm backward: mean", 4.0 * n + 4.0 * rows), memory_bound("rmsnorm backward: pow", 8.0 * n),
         memory_bound("rmsnorm backward: times 2", 8.0 * n), memory_bound("rmsnorm backward: times gradient", 12.0 * n),
-        memory_bound("rmsnorm backward: add paths", 12.0 * n),
-        memory_bound("rmsnorm backward: to 16 bits", (4.0 + e) * n)})
+        memory_bound("rmsnorm backward: add paths", 12.0 * n)})
     ks.push_back(k);
+  if (casts)
+    ks.push_back(memory_bound("rmsnorm backward: to 16 bits", (4.0 + e) * n));
   return ks;
 }
 
 // transformers' apply_rotary_pos_emb on one tensor of `n` values: q * cos, rotate_half's negation of one half and
 // the concatenation, times sin, the sum (cos and sin broadcast over the heads, read from cache).
-void eager_rotary(std::vector<Kernel>& ks, double n)
+void eager_rotary(std::vector<Kernel>& ks, double n, double e)
 {
   for (const Kernel& k : {memory_bound("rotary: times cos", 2.0 * e * n), memory_bound("rotary: negate half", e * n),
                           memory_bound("rotary: concatenate", 2.0 * e * n),
@@ -169,7 +186,7 @@ void eager_rotary(std::vector<Kernel>& ks, double n)
 
 // Its backward: the gradient times sin, negated on one half, each half's slice backward (zeros and a copy into
 // them), times cos, and the three paths added.
-void eager_rotary_backward(std::vector<Kernel>& ks, double n)
+void eager_rotary_backward(std::vector<Kernel>& ks, double n, double e)
 {
   Kernel slices = memory_bound("rotary backward: slices", 4.0 * e * n);
   slices.launches = 4;
@@ -185,15 +202,15 @@ void eager_rotary_backward(std::vector<Kernel>& ks, double n)
 std::vector<Kernel> norm(const Shape& x, const char* name, double elements, double rows)
 {
   if (x.eager_norm)
-    return eager_rmsnorm(elements, rows);
-  return {memory_bound(name, 2.0 * e * elements, x.norm)};
+    return eager_rmsnorm(elements, rows, x.e);
+  return {memory_bound(name, 2.0 * x.e * elements, x.norm)};
 }
 
 std::vector<Kernel> norm_backward(const Shape& x, const char* name, double elements, double rows)
 {
   if (x.eager_norm)
-    return eager_rmsnorm_backward(elements, rows, x.norm_weights_train);
-  return {memory_bound(name, 3.0 * e * elements, x.norm, KernelPass::BACKWARD)};
+    return eager_rmsnorm_backward(elements, rows, x.norm_weights_train, x.e);
+  return {memory_bound(name, 3.0 * x.e * elements, x.norm, KernelPass::BACKWARD)};
 }
 
 std::vector<Kernel> norm(const Shape& x, const char* name)
@@ -211,10 +228,10 @@ std::vector<Kernel> rotary(const Shape& x)
   if (!x.rope)
     return {};
   if (!x.eager_rope)
-    return {memory_bound("rotary embedding", 2.0 * e * x.T * (x.q + x.kv) / x.t, MemoryKernel::ROPE)};
+    return {memory_bound("rotary embedding", 2.0 * x.e * x.T * (x.q + x.kv) / x.t, MemoryKernel::ROPE)};
   std::vector<Kernel> ks;
-  eager_rotary(ks, x.T * x.q / x.t);
-  eager_rotary(ks, x.T * x.kv / x.t);
+  eager_rotary(ks, x.T * x.q / x.t, x.e);
+  eager_rotary(ks, x.T * x.kv / x.t, x.e);
   return ks;
 }
 
@@ -223,31 +240,31 @@ std::vector<Kernel> rotary_backward(const Shape& x)
   if (!x.rope)
     return {};
   if (!x.eager_rope)
-    return {
-        memory_bound("rotary backward", 2.0 * e * x.T * (x.q + x.kv) / x.t, MemoryKernel::ROPE, KernelPass::BACKWARD)};
+    return {memory_bound("rotary backward", 2.0 * x.e * x.T * (x.q + x.kv) / x.t, MemoryKernel::ROPE,
+                         KernelPass::BACKWARD)};
   std::vector<Kernel> ks;
-  eager_rotary_backward(ks, x.T * x.q / x.t);
-  eager_rotary_backward(ks, x.T * x.kv / x.t);
+  eager_rotary_backward(ks, x.T * x.q / x.t, x.e);
+  eager_rotary_backward(ks, x.T * x.kv / x.t, x.e);
   return ks;
 }
 
 std::vector<Kernel> activation(const Shape& x, const char* name, double n)
 {
   if (!x.gated)
-    return {memory_bound(name, 2.0 * e * n, MemoryKernel::GELU)};
+    return {memory_bound(name, 2.0 * x.e * n, MemoryKernel::GELU)};
   if (!x.eager_activation)
-    return {memory_bound(name, 3.0 * e * n, MemoryKernel::SWIGLU)};
-  return {memory_bound("silu", 2.0 * e * n), memory_bound("silu times up", 3.0 * e * n)};
+    return {memory_bound(name, 3.0 * x.e * n, MemoryKernel::SWIGLU)};
+  return {memory_bound("silu", 2.0 * x.e * n), memory_bound("silu times up", 3.0 * x.e * n)};
 }
 
 std::vector<Kernel> activation_backward(const Shape& x, const char* name, double n)
 {
   if (!x.gated)
-    return {memory_bound(name, 3.0 * e * n, MemoryKernel::GELU, KernelPass::BACKWARD)};
+    return {memory_bound(name, 3.0 * x.e * n, MemoryKernel::GELU, KernelPass::BACKWARD)};
   if (!x.eager_activation)
-    return {memory_bound(name, 5.0 * e * n, MemoryKernel::SWIGLU, KernelPass::BACKWARD)};
-  return {memory_bound("silu times up backward: up", 3.0 * e * n),
-          memory_bound("silu times up backward: silu", 3.0 * e * n), memory_bound("silu backward", 3.0 * e * n)};
+    return {memory_bound(name, 5.0 * x.e * n, MemoryKernel::SWIGLU, KernelPass::BACKWARD)};
+  return {memory_bound("silu times up backward: up", 3.0 * x.e * n),
+          memory_bound("silu times up backward: silu", 3.0 * x.e * n), memory_bound("silu backward", 3.0 * x.e * n)};
 }
 
 std::vector<Kernel> residual(const Shape& x, const char* name)
@@ -256,18 +273,18 @@ std::vector<Kernel> residual(const Shape& x, const char* name)
   if (x.post_norms)
     ks = norm(x, "post norm");
   if (x.dropout)
-    ks.push_back(memory_bound(name, 3.0 * e * x.Tsp * x.h + x.Tsp * x.h, MemoryKernel::BIAS_DROPOUT_ADD));
+    ks.push_back(memory_bound(name, 3.0 * x.e * x.Tsp * x.h + x.Tsp * x.h, MemoryKernel::BIAS_DROPOUT_ADD));
   else
-    ks.push_back(memory_bound(name, 3.0 * e * x.Tsp * x.h, MemoryKernel::RESIDUAL_ADD));
+    ks.push_back(memory_bound(name, 3.0 * x.e * x.Tsp * x.h, MemoryKernel::RESIDUAL_ADD));
   return ks;
 }
 
 Kernel residual_backward(const Shape& x)
 {
   if (x.dropout)
-    return memory_bound("residual backward", 2.0 * e * x.Tsp * x.h + x.Tsp * x.h, MemoryKernel::DROPOUT,
+    return memory_bound("residual backward", 2.0 * x.e * x.Tsp * x.h + x.Tsp * x.h, MemoryKernel::DROPOUT,
                         KernelPass::BACKWARD);
-  return memory_bound("residual backward", 3.0 * e * x.Tsp * x.h, MemoryKernel::RESIDUAL_ADD, KernelPass::BACKWARD);
+  return memory_bound("residual backward", 3.0 * x.e * x.Tsp * x.h, MemoryKernel::RESIDUAL_ADD, KernelPass::BACKWARD);
 }
 
 } // namespace sim::workload

@@ -64,8 +64,12 @@ void add_compute(Program& p, const Costing& c, std::string label, const std::vec
 
 hardware::Kernel weight_gradient(hardware::Kernel k);
 
-// A linear layer's GEMM: FP8 operands under fp8 (Transformer Engine), 16-bit otherwise. Attention, the router and
-// the output layer stay in 16 bits, as Megatron-core keeps them.
+// A GEMM of the layer's values (16-bit, or fp32 in full precision).
+hardware::Kernel matmul(const Shape& x, std::string_view name, double m, double n, double k, double batch = 1,
+                        hardware::GemmLayout layout = hardware::GemmLayout::FORWARD);
+
+// A linear layer's GEMM: FP8 operands under fp8 (Transformer Engine), the layer's values otherwise. Attention, the
+// router and the output layer stay in 16 bits, as Megatron-core keeps them.
 hardware::Kernel linear(const Shape& x, std::string_view name, double m, double n, double k, double batch = 1,
                         hardware::GemmLayout layout = hardware::GemmLayout::FORWARD);
 

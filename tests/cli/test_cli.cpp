@@ -625,6 +625,21 @@ TEST_CASE("steps fp16's loss scaler skips train no tokens: tokens/s falls by the
   CHECK(bf16.out.find("only fp16's loss scaler skips steps") != std::string::npos);
 }
 
+TEST_CASE("fp32 and tf32 runs: full precision's memory and GEMM rates in the report, its missing fp32 table warned")
+{
+  const std::string fine_tune = scenario("finetune/full-8xa100.json");
+  const auto bf16 = run_json(fine_tune);
+  const auto fp32 = run_json(fine_tune + " --set plan.precision=fp32");
+  const auto tf32 = run_json(fine_tune + " --set plan.precision=tf32");
+  // On the CUDA cores a step takes many times the 16-bit one; TF32's tensor cores (8x the fp32 peak) win most back.
+  CHECK(fp32["step_time_s"].get<double>() > 5.0 * bf16["step_time_s"].get<double>());
+  CHECK(tf32["step_time_s"].get<double>() < fp32["step_time_s"].get<double>() / 4.0);
+  CHECK(tf32["step_time_s"].get<double>() > bf16["step_time_s"].get<double>());
+  const auto text = run("run " + fine_tune + " --set plan.precision=fp32", Streams::WITH_ERRORS);
+  CHECK(text.status == 0);
+  CHECK(text.out.find("no measured fp32 GEMM rate") != std::string::npos);
+}
+
 TEST_CASE("a folder given as the scenario is named as such")
 {
   const auto r = run("run " + (test::source_dir() / "tests").string(), Streams::WITH_ERRORS);

@@ -1070,3 +1070,52 @@ TEST_CASE(
   CHECK(s.plan.distributed_optimizer);
   CHECK(s.plan.offload_fraction == 0.5);
 }
+
+TEST_CASE("fp32 training from the importers: Trainer without bf16 or fp16 (tf32 on TF32 cores), Megatron-LM without a "
+          "16-bit flag, DeepSpeed without a precision section")
+{
+  sim::core::Provenance provenance;
+  provenance.add_source("", "args");
+  const auto trainer = [&provenance](const sim::core::Json& j) {
+    return sim::importer::import_hf_trainer(sim::core::Node(j, "", provenance), target(1, "dgx-a100"),
+                                            {"llama2-7b", 1024, {}});
+  };
+  const Imported fp32 = trainer({{"per_device_train_batch_size", 1}});
+  CHECK(fp32.scenario["plan"]["precision"] == "fp32");
+  CHECK(fp32.not_simulated.empty());
+  const Imported tf32 = trainer({{"per_device_train_batch_size", 1}, {"tf32", true}});
+  CHECK(tf32.scenario["plan"]["precision"] == "tf32");
+  CHECK(load(tf32).plan.precision == sim::hardware::Precision::TF32);
+  // With bf16 the matmuls are 16-bit: TF32 changes nothing simtrain runs, and says so.
+  const Imported both = trainer({{"per_device_train_batch_size", 1}, {"tf32", true}, {"bf16", true}});
+  CHECK(both.scenario["plan"]["precision"] == "bf16");
+  CHECK(listed(both.no_effect, "tf32"));
+
+  const std::vector<std::string> args{"--num-layers",
+                                      "4",
+                                      "--hidden-size",
+                                      "1024",
+                                      "--num-attention-heads",
+                                      "16",
+                                      "--seq-length",
+                                      "1024",
+                                      "--max-position-embeddings",
+                                      "1024",
+                                      "--micro-batch-size",
+                                      "1",
+                                      "--global-batch-size",
+                                      "8",
+                                      "--vocab-size",
+                                      "32000"};
+  const Imported megatron = sim::importer::import_megatron(args, target(8, "dgx-a100"));
+  CHECK(megatron.scenario["plan"]["precision"] == "fp32");
+  CHECK(megatron.scenario["plan"]["fp32_grad_accumulation"] == true);
+  CHECK(load(megatron).plan.full_precision());
+
+  const sim::core::Json ds = {{"train_micro_batch_size_per_gpu", 1}, {"zero_optimization", {{"stage", 2}}}};
+  const Imported deepspeed = sim::importer::import_deepspeed(sim::core::Node(ds, "", provenance), target(8, "dgx-a100"),
+                                                             {"llama2-7b", 1024, {}, {}});
+  CHECK(deepspeed.scenario["plan"]["precision"] == "fp32");
+  CHECK(deepspeed.scenario["plan"]["fp32_grad_accumulation"] == true);
+  CHECK(load(deepspeed).plan.value_bytes() == 4.0);
+}

@@ -50,14 +50,14 @@ TEST_CASE("rank-16 adapters on every projection of Llama-2 7B are PEFT's 39,976,
 
 TEST_CASE("QLoRA's frozen base weighs 4.127 bits a weight and only the adapters carry gradients and Adam")
 {
-  CHECK(sim::plan::base_weight_bytes(sim::plan::BaseQuantization::NF4) == Approx(4.127 / 8).epsilon(1e-3));
+  CHECK(sim::plan::base_weight_bytes(sim::plan::BaseQuantization::NF4, 2.0) == Approx(4.127 / 8).epsilon(1e-3));
   const auto s = llama7b({{"lora_rank", 16}, {"base_quantization", "nf4"}});
   const auto e = sim::memory::estimate_memory(s.model, s.plan, s.cluster.gpu);
   const auto& st = e.per_stage.at(0);
   const double adapters = 39976960.0;
   const double linear = 32 * (4.0 * 4096 * 4096 + 3.0 * 4096 * 11008);
   CHECK(st.trainable_params == adapters);
-  CHECK(st.weights_bytes == Approx(linear * sim::plan::base_weight_bytes(sim::plan::BaseQuantization::NF4) +
+  CHECK(st.weights_bytes == Approx(linear * sim::plan::base_weight_bytes(sim::plan::BaseQuantization::NF4, 2.0) +
                                    2.0 * (st.params - linear) + 2.0 * adapters));
   CHECK(st.grads_bytes == Approx(4.0 * adapters));      // fp32 gradients (bf16 training)
   CHECK(st.optimizer_bytes == Approx(12.0 * adapters)); // Adam's master weights and moments
@@ -230,7 +230,7 @@ TEST_CASE("QLoRA under ZeRO-3 (FSDP with bitsandbytes' quant storage) gathers th
   const double linear = lp.attention + lp.ffn;
   const double adapters = sim::plan::lora_layer_params(m, q.scenario.plan);
   // Per layer and pass, the 16-bit gather less what 4.127-bit storage saves on the linear weights.
-  const double saved_per_layer = (2.0 - sim::plan::base_weight_bytes(sim::plan::BaseQuantization::NF4)) * linear;
+  const double saved_per_layer = (2.0 - sim::plan::base_weight_bytes(sim::plan::BaseQuantization::NF4, 2.0)) * linear;
   const double per_layer = 2.0 * (lp.total() + adapters);
   // Each layer is gathered for its forward and for its backward (which its recomputation runs in): twice.
   const double layer_gathers = (bf16 - nf4) / saved_per_layer;

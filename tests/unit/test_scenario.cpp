@@ -130,7 +130,7 @@ TEST_CASE("infeasible plans are reported with their numbers")
   CHECK_THAT(load_error(scenario_json("llama2-7b", {{"pp", 2}, {"virtual_stages", 2}, {"global_batch", 3}})),
              Catch::Contains("micro-batches per step to be a multiple of pp=2"));
   CHECK_THAT(load_error(scenario_json("llama2-7b", {{"dp", 8}}, "dgx-v100")),
-             Catch::Contains("/plan/precision: V100-SXM2-32GB has no bf16 tensor-core rate"));
+             Catch::Contains("/plan/precision: V100-SXM2-32GB has no bf16 rate"));
   CHECK_THAT(load_error(scenario_json("gpt3-175b", {{"tp", 8}, {"seq_length", 4096}})),
              Catch::Contains("/plan/seq_length: 4096 exceeds the 2048 learned positions"));
   CHECK_THAT(load_error(scenario_json("llama2-7b", {{"dp", 12}})),
