@@ -92,16 +92,18 @@ class PlanReader : MegatronReader {
                     "each packed document attends only to itself, but the configuration does not say how long they "
                     "are: simulated as one document per sequence unless plan.document_length is set");
     const auto scheme = a_.text("nemo-peft-scheme");
-    const char* lora_keys[] = {"nemo-lora-dim",     "nemo-lora-dropout",         "nemo-lora-dropout-position",
-                               "nemo-lora-variant", "nemo-lora-layer-selection", "nemo-lora-weight-tying",
-                               "nemo-lora-targets"};
     if (scheme != "lora") {
       if (scheme && *scheme != "none")
         not_simulated("nemo-peft-scheme",
                       fmt::format("NeMo's '{}' PEFT is not simulated: the scenario trains every weight", *scheme));
-      for (const char* key : lora_keys)
-        if (const Given* g = a_.find(key))
-          out_.no_effect.push_back(Setting{g->spelt(), "without peft_scheme lora"});
+      // Whatever lora_tuning said (nemo_arguments.cpp names it nemo-lora-*), once per setting.
+      std::vector<std::string> lora_settings;
+      for (const Given& g : a_.all())
+        if (g.name.starts_with("nemo-lora-") &&
+            std::find(lora_settings.begin(), lora_settings.end(), g.name) == lora_settings.end())
+          lora_settings.push_back(g.name);
+      for (const auto& name : lora_settings)
+        out_.no_effect.push_back(Setting{a_.find(name)->spelt(), "without peft_scheme lora"});
       return;
     }
     if (!a_.find("nemo-lora-dim"))

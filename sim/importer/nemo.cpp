@@ -3,6 +3,7 @@
 #include "core/document.hpp"
 #include "core/units.hpp"
 #include "importer/megatron.hpp"
+#include "importer/megatron_arguments.hpp"
 #include "importer/nemo_arguments.hpp"
 
 #include <algorithm>
@@ -200,11 +201,8 @@ Imported import_nemo(const core::Json& config, const std::string& file, const Ta
   }
   // A fine-tuning configuration restores its model from a .nemo checkpoint (model.restore_from_path) and does not
   // describe it: the model is --model's.
-  const bool described = std::any_of(arguments.begin(), arguments.end(), [](std::string_view a) {
-    while (a.starts_with('+'))
-      a.remove_prefix(1);
-    return a.starts_with("model.num_layers=") || a.starts_with("--num-layers") || a.starts_with("--num_layers");
-  });
+  const auto given = parse_arguments(arguments);
+  const bool described = std::any_of(given.begin(), given.end(), [](const Given& g) { return g.name == "num-layers"; });
   if (!model && !described)
     throw core::InputError(core::Location{file, "/model", ""}, "the configuration does not describe its model",
                            lookup(config, "model.restore_from_path")

@@ -324,43 +324,49 @@ PlanKey lora_dropout_key()
   return k;
 }
 
-// Where the dropout acts, only with a dropout; written where on the output.
-PlanKey lora_dropout_position_key()
+// When a key means something: refused where given without it (`found` naming what the plan has, `instead` what it
+// needs), left out of the written plan without it or at its default, reported where it holds.
+struct Applies {
+  std::function<bool(const ParallelPlan&)> holds;
+  const char* refusal; // "a scale position needs adapters"
+  const char* found;   // "lora_rank 0"
+  const char* instead; // "lora_rank > 0"
+};
+
+template <class T>
+PlanKey only_where(PlanKey k, T ParallelPlan::*member, T fallback, Applies a)
 {
-  PlanKey k = choice("lora_dropout_position", &ParallelPlan::lora_dropout_position, lora_dropout_at_choices,
-                     LoraDropoutAt::INPUT);
-  auto read = k.read;
-  k.read = [read](PlanReading& r) {
+  k.read = [name = k.name, read = std::move(k.read), a](PlanReading& r) {
     read(r);
-    if (auto given = r.in.find("lora_dropout_position"); given && r.plan.lora_dropout <= 0)
-      given->fail_found("a dropout position needs a dropout", "lora_dropout 0",
-                        "lora_dropout > 0, or no lora_dropout_position");
+    if (auto given = r.in.find(name); given && !a.holds(r.plan))
+      given->fail_found(a.refusal, a.found, fmt::format("{}, or no {}", a.instead, name));
   };
-  const auto write = k.write;
-  k.write = [write](const ParallelPlan& p) {
-    return p.lora_dropout > 0 && p.lora_dropout_position != LoraDropoutAt::INPUT ? write(p) : Json();
+  k.write = [write = std::move(k.write), member, fallback, holds = a.holds](const ParallelPlan& p) {
+    return holds(p) && p.*member != fallback ? write(p) : Json();
   };
-  k.report_value = [write](const ParallelPlan& p) { return p.lora_dropout > 0 ? write(p) : Json(); };
+  k.report_value = [report = std::move(k.report_value), holds = a.holds](const ParallelPlan& p) {
+    return holds(p) ? report(p) : Json();
+  };
   return k;
 }
 
-// Where the scale multiplies, only with lora_rank; written where on the rank.
+// Where the dropout acts, only with a dropout; where the scale multiplies, only with adapters.
+PlanKey lora_dropout_position_key()
+{
+  return only_where(choice("lora_dropout_position", &ParallelPlan::lora_dropout_position, lora_dropout_at_choices,
+                           LoraDropoutAt::INPUT),
+                    &ParallelPlan::lora_dropout_position, LoraDropoutAt::INPUT,
+                    {[](const ParallelPlan& p) { return p.lora_dropout > 0; }, "a dropout position needs a dropout",
+                     "lora_dropout 0", "lora_dropout > 0"});
+}
+
 PlanKey lora_scale_position_key()
 {
-  PlanKey k =
-      choice("lora_scale_position", &ParallelPlan::lora_scale_position, lora_scale_at_choices, LoraScaleAt::OUTPUT);
-  auto read = k.read;
-  k.read = [read](PlanReading& r) {
-    read(r);
-    if (auto given = r.in.find("lora_scale_position"); given && !r.plan.lora())
-      given->fail_found("a scale position needs adapters", "lora_rank 0", "lora_rank > 0, or no lora_scale_position");
-  };
-  const auto write = k.write;
-  k.write = [write](const ParallelPlan& p) {
-    return p.lora() && p.lora_scale_position != LoraScaleAt::OUTPUT ? write(p) : Json();
-  };
-  k.report_value = [write](const ParallelPlan& p) { return p.lora() ? write(p) : Json(); };
-  return k;
+  return only_where(
+      choice("lora_scale_position", &ParallelPlan::lora_scale_position, lora_scale_at_choices, LoraScaleAt::OUTPUT),
+      &ParallelPlan::lora_scale_position, LoraScaleAt::OUTPUT,
+      {[](const ParallelPlan& p) { return p.lora(); }, "a scale position needs adapters", "lora_rank 0",
+       "lora_rank > 0"});
 }
 
 // LoRA's target projections: a list of Hugging Face names, only with lora_rank; written where not every projection.

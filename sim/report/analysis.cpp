@@ -99,7 +99,8 @@ std::string training_text(const plan::ParallelPlan& p)
       targets += p.lora_targets.has(c.value) ? 1 : 0;
     out += fmt::format(", LoRA rank {} on {} projection{}", p.lora_rank, targets, targets == 1 ? "" : "s");
     if (p.lora_dropout > 0)
-      out += fmt::format(" (dropout {:g})", p.lora_dropout);
+      out += fmt::format(" (dropout {:g} on the adapters' {})", p.lora_dropout,
+                         p.lora_dropout_position == plan::LoraDropoutAt::OUTPUT ? "outputs" : "inputs");
     if (p.base_quantization == plan::BaseQuantization::NF4)
       out += " over an NF4 base (QLoRA)";
   }
