@@ -334,7 +334,7 @@ struct Applies {
 };
 
 template <class T>
-PlanKey only_where(PlanKey k, T ParallelPlan::*member, T fallback, Applies a)
+PlanKey only_where(PlanKey k, T ParallelPlan::*member, T fallback, const Applies& a)
 {
   k.read = [name = k.name, read = std::move(k.read), a](PlanReading& r) {
     read(r);
