@@ -64,7 +64,7 @@ double slowdown(const GpuLoad& l, const topology::ClusterGraph& cg, int gpu)
 class Replayer {
  public:
   Replayer(const workload::TaskGraph& g, const topology::ClusterGraph& cluster, const ProgressFn& progress)
-      : g_(g), cluster_(cluster), crossings_(folded_crossings()),
+      : g_(g), cluster_(cluster), copies_(folded_copies()), crossings_(folded_crossings()),
         platform_(g.folded ? build_folded_platform(cluster, g.simulated, folded_routes(), metered())
                            : build_platform(cluster)),
         progress_(progress)
@@ -323,6 +323,8 @@ class Replayer {
   // The hosts a transfer's flow goes between.
   std::pair<sg4::Host*, sg4::Host*> hosts(const workload::Task& task) const
   {
+    if (task.kind == TaskKind::HOST_COPY && g_.folded)
+      return platform_.endpoint[copies_.at(copy_key(task))];
     if (task.kind == TaskKind::HOST_COPY) {
       auto* gpu = platform_.gpu[static_cast<std::size_t>(task.rank)];
       auto* memory = platform_.host_memory[static_cast<std::size_t>(task.rank)];
@@ -338,12 +340,59 @@ class Replayer {
     return {platform_.gpu[static_cast<std::size_t>(task.rank)], platform_.gpu[static_cast<std::size_t>(task.peer)]};
   }
 
+  // A copy's key: its GPU and its way (workload::copy_to_host, nvme_read(d), ...).
+  static std::uint64_t copy_key(const workload::Task& task)
+  {
+    return (static_cast<std::uint64_t>(task.rank) << 32) | static_cast<std::uint32_t>(task.peer);
+  }
+
+  // Folded: the copies to and from host memory and the drives, one route per GPU and way (in task order), after the
+  // endpoints in the platform's and crossings_' numbering.
+  std::map<std::uint64_t, std::size_t> folded_copies() const
+  {
+    std::map<std::uint64_t, std::size_t> out;
+    if (!g_.folded)
+      return out;
+    for (TaskId t = 0; t < g_.size(); ++t)
+      if (g_[t].kind == TaskKind::HOST_COPY)
+        out.try_emplace(copy_key(g_[t]), g_.endpoints.size() + out.size());
+    return out;
+  }
+
+  // The links a copy crosses, in its direction: from the GPU to its socket's memory (or back), or from that memory to
+  // a drive (or back).
+  std::pair<std::vector<topology::EdgeId>, std::vector<bool>> copy_path(int rank, std::int32_t way) const
+  {
+    std::vector<topology::EdgeId> path;
+    topology::VertexId start = cluster_.gpu[static_cast<std::size_t>(rank)];
+    if (workload::is_nvme(way)) {
+      path = topology::route_to_nvme(cluster_, rank, workload::nvme_drive(way));
+      const auto node = static_cast<std::size_t>(rank / cluster_.gpus_per_node);
+      start = cluster_.host_memory[node][static_cast<std::size_t>(
+          cluster_.socket_of_gpu[static_cast<std::size_t>(rank % cluster_.gpus_per_node)])];
+    } else {
+      path = topology::route_to_host_memory(cluster_, rank);
+    }
+    auto forward = topology::link_directions(cluster_, start, path);
+    if (way == workload::copy_from_host || workload::nvme_reads(way))
+      forward.flip();
+    return {std::move(path), std::move(forward)};
+  }
+
   // Per folded endpoint, what its flows cross.
   std::vector<std::vector<workload::Crossing>> folded_crossings() const
   {
     std::vector<std::vector<workload::Crossing>> out;
     for (const auto& e : g_.endpoints)
       out.push_back(workload::crossings(cluster_, g_.link_class, g_.link_weight, e.sender, e.target));
+    out.resize(out.size() + copies_.size());
+    for (const auto& [key, index] : copies_) {
+      const auto [path, forward] = copy_path(static_cast<int>(key >> 32), static_cast<std::int32_t>(key & 0xffffffffU));
+      for (std::size_t k = 0; k < path.size(); ++k) {
+        const auto d = topology::directed(cluster_.graph[path[k]].id, forward[k]);
+        out[index].push_back(workload::Crossing{d, g_.link_class[d], g_.link_weight[d]});
+      }
+    }
     return out;
   }
   // Per folded endpoint, its SimGrid route: the class of each link direction its flows cross, as many times as its
@@ -362,7 +411,7 @@ class Replayer {
   // Per folded endpoint, whether its class of flows crosses links that are not simulated: then a meter tells its rate.
   std::vector<bool> metered() const
   {
-    std::vector<bool> out(g_.endpoints.size(), false);
+    std::vector<bool> out(g_.endpoints.size() + copies_.size(), false); // a copy never leaves its node
     for (std::size_t e = 0; e < g_.unsimulated.size(); ++e)
       out[e] = !g_.unsimulated[e].empty();
     return out;
@@ -431,22 +480,15 @@ class Replayer {
       return it->second;
     Route r;
     std::vector<topology::EdgeId> path;
-    topology::VertexId start = cluster_.gpu[static_cast<std::size_t>(task.rank)];
-    if (copy && workload::is_nvme(task.peer)) { // walked from the socket's memory to the drive
-      path = topology::route_to_nvme(cluster_, task.rank, workload::nvme_drive(task.peer));
-      const auto node = static_cast<std::size_t>(task.rank / cluster_.gpus_per_node);
-      start = cluster_.host_memory[node][static_cast<std::size_t>(
-          cluster_.socket_of_gpu[static_cast<std::size_t>(task.rank % cluster_.gpus_per_node)])];
-    } else if (copy) {
-      path = topology::route_to_host_memory(cluster_, task.rank);
+    std::vector<bool> forward;
+    if (copy) {
+      std::tie(path, forward) = copy_path(task.rank, task.peer);
     } else {
       const int target =
           g_.folded ? g_.endpoints[static_cast<std::size_t>(task.peer - g_.cluster_gpus)].target : task.peer;
       path = topology::route(cluster_, task.rank, target);
+      forward = topology::link_directions(cluster_, cluster_.gpu[static_cast<std::size_t>(task.rank)], path);
     }
-    auto forward = topology::link_directions(cluster_, start, path);
-    if (copy && (task.peer == workload::copy_from_host || workload::nvme_reads(task.peer)))
-      forward.flip();
     r.rate = path.empty() ? 0.0 : std::numeric_limits<double>::infinity();
     for (std::size_t k = 0; k < path.size(); ++k) {
       const auto& link = cluster_.graph[path[k]];
@@ -455,7 +497,7 @@ class Replayer {
         r.graph.emplace_back(link.id, forward[k], 1.0);
     }
     if (g_.folded) {
-      const auto e = static_cast<std::size_t>(task.peer - g_.cluster_gpus);
+      const auto e = copy ? copies_.at(copy_key(task)) : static_cast<std::size_t>(task.peer - g_.cluster_gpus);
       for (const auto& c : crossings_[e])
         if (c.weight > 0)
           r.graph.emplace_back(c.cls / 2, c.cls % 2 == 0, c.weight);
@@ -572,6 +614,7 @@ class Replayer {
 
   const workload::TaskGraph& g_;
   const topology::ClusterGraph& cluster_;
+  const std::map<std::uint64_t, std::size_t> copies_;            // folded: per copy's key, its endpoint
   const std::vector<std::vector<workload::Crossing>> crossings_; // per folded endpoint
   Platform platform_;
   const ProgressFn& progress_;

@@ -115,8 +115,6 @@ FoldSearch::FoldSearch(const plan::ParallelPlan& plan, const topology::ClusterSp
                        const topology::ClusterGraph& graph)
     : plan_(plan), spec_(spec), graph_(graph)
 {
-  if (plan.offload_optimizer != plan::OffloadDevice::NONE || plan.offload_activations)
-    return; // copies to host memory are simulated unfolded
   for (const auto& tp : coordinate_folds(plan.tp))
     for (const auto& dp : coordinate_folds(plan.dp_cp()))
       if (tp.classes() * dp.classes() < plan.tp * plan.dp_cp())
@@ -207,8 +205,6 @@ std::string FoldSearch::why_not() const
 {
   if (plan_.tp * plan_.dp_cp() == 1)
     return "one GPU per stage already";
-  if (plan_.offload_optimizer != plan::OffloadDevice::NONE || plan_.offload_activations)
-    return "copies to and from host memory (offload) are simulated on every GPU";
   if (!spec_.stragglers.empty())
     return "no other GPU of the cluster is interchangeable with a straggler's";
   if (!spec_.node_gpus.empty())

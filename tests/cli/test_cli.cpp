@@ -93,14 +93,15 @@ TEST_CASE("folding identical GPUs changes nothing but the work of simulating")
   }
 }
 
-// A scenario run folded and with --no-fold: the same step, breakdown, bubbles and link traffic.
-void check_folds_exactly(const std::string& args)
+// A scenario run folded and with --no-fold: the same step, breakdown, bubbles and link traffic, with at most
+// `tasks_ratio` of the tasks.
+void check_folds_exactly(const std::string& args, double tasks_ratio = 0.5)
 {
   INFO(args);
   const auto folded = run_json(args);
   const auto full = run_json(args + " --no-fold");
   REQUIRE(folded["folded"].get<bool>());
-  CHECK(folded["tasks"].get<double>() < 0.5 * full["tasks"].get<double>());
+  CHECK(folded["tasks"].get<double>() < tasks_ratio * full["tasks"].get<double>());
   CHECK(folded["step_time_s"].get<double>() == Approx(full["step_time_s"].get<double>()).epsilon(1e-12));
   for (const auto& [part, seconds] : full["breakdown_s"].items())
     CHECK(folded["breakdown_s"][part].get<double>() == Approx(seconds.get<double>()).epsilon(1e-9).margin(1e-12));
@@ -152,6 +153,23 @@ TEST_CASE("NVLS-Tree all-reduces across DGX H100 nodes fold exactly and differ f
   const double ring = run_json(s + " --set plan.collective_algorithm=hierarchical")["step_time_s"].get<double>();
   CHECK(run_json(s)["step_time_s"].get<double>() != Approx(ring).epsilon(1e-6));
   check_folds_exactly(s);
+}
+
+TEST_CASE("offload folds exactly: copies to host memory and the drives, CPU updates, activation offload")
+{
+  // Each copy crosses its GPU's PCIe path to its socket's memory (and on to the node's drives) as the classes of the
+  // fold those links fall in, weighted like any flow: the step, its exposed offload and every link's traffic as
+  // unfolded.
+  const std::string a100 = scenario("finetune/full-8xa100.json");
+  for (const std::string& c :
+       {scenario("finetune/offload-8x4090-zero2.json"), scenario("finetune/infinity-8x4090-70b.json"),
+        a100 + " --set gpus=16 --set plan.dp=16 --set plan.zero_stage=2 --set plan.offload_optimizer=cpu"
+               " --set plan.global_batch=64",
+        a100 + " --set plan.zero_stage=0 --set plan.tp=2 --set plan.pp=2 --set plan.dp=2 --set plan.micro_batch=1"
+               " --set plan.offload_activations=true --set plan.recompute=none",
+        a100 + " --set plan.zero_stage=0 --set plan.distributed_optimizer=true --set plan.offload_optimizer=cpu"
+               " --set plan.offload_fraction=0.5 --set plan.tp=2 --set plan.dp=4"})
+    check_folds_exactly(c, 0.55); // the host side has fewer symmetries than the GPUs' links
 }
 
 TEST_CASE("hybrid sharding (shard groups within the data-parallel ranks) folds exactly")
