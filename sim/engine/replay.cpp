@@ -295,21 +295,21 @@ class Replayer {
       finish(t);
       return;
     }
-    const auto [from, to] = hosts(task);
-    sg4::CommPtr comm = sg4::Comm::sendto_init(from, to);
+    const Route& route = route_of(task);
+    sg4::CommPtr comm = sg4::Comm::sendto_init(route.from, route.to);
     comm->set_payload_size(static_cast<std::uint64_t>(task.bytes));
     comm->vetoable_start();
     flows_changed_ = true;
     in_flight_.emplace(comm.get(), std::make_pair(t, comm));
-    for (std::uint32_t i : route_of(task).tracked)
+    for (std::uint32_t i : route.tracked)
       if (flows_[i]++ == 0) {
         busy_at_[i] = static_cast<std::uint32_t>(busy_.size());
         busy_.push_back(i);
       }
-    if (const auto e = route_of(task).meter; e >= 0 && metered_flows_[static_cast<std::size_t>(e)]++ == 0)
+    if (const auto e = route.meter; e >= 0 && metered_flows_[static_cast<std::size_t>(e)]++ == 0)
       metering_.insert(static_cast<std::uint32_t>(e));
     if (task.kind == TaskKind::TRANSFER) // a copy engine's copy takes no SMs
-      account(task, route_of(task).rate, +1);
+      account(task, route.rate, +1);
   }
 
   // The GPUs whose NCCL kernels move a transfer's bytes: its sender and its receiver (-1 for none).
@@ -320,7 +320,7 @@ class Replayer {
     return {task.rank, task.peer != task.rank ? task.peer : -1};
   }
 
-  // The hosts a transfer's flow goes between.
+  // The hosts a transfer's flow goes between (looked up once per route).
   std::pair<sg4::Host*, sg4::Host*> hosts(const workload::Task& task) const
   {
     if (task.kind == TaskKind::HOST_COPY && g_.folded)
@@ -465,8 +465,10 @@ class Replayer {
   struct Route {
     std::vector<std::tuple<std::size_t, bool, double>> graph; // link, direction, flows it stands for there
     std::vector<std::uint32_t> tracked;
-    double rate = 0; // its slowest link's achievable bandwidth: the flow's rate when alone
-    int meter = -1;  // folded: its endpoint, where its class crosses links that are not simulated
+    double rate = 0;           // its slowest link's achievable bandwidth: the flow's rate when alone
+    int meter = -1;            // folded: its endpoint, where its class crosses links that are not simulated
+    sg4::Host* from = nullptr; // the hosts its flow goes between
+    sg4::Host* to = nullptr;
   };
 
   const Route& route_of(const workload::Task& task)
@@ -511,8 +513,8 @@ class Replayer {
       }
     }
     std::vector<sg4::Link*> links;
-    const auto [from, to] = hosts(task);
-    from->route_to(to, links, nullptr);
+    std::tie(r.from, r.to) = hosts(task);
+    r.from->route_to(r.to, links, nullptr);
     for (const auto* link : links)
       if (const auto found = tracked_index_.find(link); found != tracked_index_.end())
         r.tracked.push_back(found->second);

@@ -314,6 +314,12 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
   if (p.fp8())
     line(fmt::format("precision: FP8 linear layers ({} scaling), the rest in bf16; MFU against the bf16 peak",
                      name_of(p.fp8_recipe, plan::fp8_recipe_choices)));
+  else if (p.precision == hardware::Precision::FP16)
+    line("precision: fp16 with dynamic loss scaling; MFU against the fp16 peak");
+  else if (p.precision == hardware::Precision::FP32)
+    line("precision: fp32 throughout, GEMMs on the CUDA cores; MFU against the fp32 peak");
+  else if (p.precision == hardware::Precision::TF32)
+    line("precision: fp32 values, GEMMs and attention on TF32 tensor cores; MFU against the tf32 peak");
   line("");
   line(fmt::format("step time {}   {:.0f} tokens/s   {:.1f} TFLOP/s per GPU   MFU {}   HFU {}",
                    core::format_time(m.step_time_s), m.tokens_per_s, m.tflops_per_gpu, percent(m.mfu), percent(m.hfu)));

@@ -656,6 +656,10 @@ TEST_CASE("fp32 and tf32 runs: full precision's memory and GEMM rates in the rep
   const auto text = run("run " + fine_tune + " --set plan.precision=fp32", Streams::WITH_ERRORS);
   CHECK(text.status == 0);
   CHECK(text.out.find("no measured fp32 GEMM rate") != std::string::npos);
+  CHECK(text.out.find("precision: fp32 throughout, GEMMs on the CUDA cores; MFU against the fp32 peak") !=
+        std::string::npos);
+  const auto tensor_cores = run("run " + fine_tune + " --set plan.precision=tf32 -q");
+  CHECK(tensor_cores.out.find("MFU against the tf32 peak") != std::string::npos);
 }
 
 TEST_CASE("a folder given as the scenario is named as such")

@@ -63,6 +63,29 @@ Imported hf(const std::string& file, int gpus, const std::string& model = "llama
                                           {model, std::nullopt, fixtures / "hf"});
 }
 
+// A four-layer Megatron-LM model, eight sequences of 1,024 tokens a step, followed by `extra`.
+std::vector<std::string> small_megatron_args(std::initializer_list<std::string> extra)
+{
+  std::vector<std::string> args{"--num-layers",
+                                "4",
+                                "--hidden-size",
+                                "1024",
+                                "--num-attention-heads",
+                                "16",
+                                "--seq-length",
+                                "1024",
+                                "--max-position-embeddings",
+                                "1024",
+                                "--vocab-size",
+                                "32000",
+                                "--micro-batch-size",
+                                "1",
+                                "--global-batch-size",
+                                "8"};
+  args.insert(args.end(), extra);
+  return args;
+}
+
 Imported torchtitan(const std::string& file, int gpus, const std::string& model = "")
 {
   static sim::core::Provenance provenance;
@@ -1037,28 +1060,9 @@ TEST_CASE("FSDP's CPU offload, from Trainer's arguments and torchtitan's job, of
 TEST_CASE(
     "Megatron-LM's --optimizer-cpu-offload: a fraction of the distributed optimizer on the CPU under torch's AdamW")
 {
-  const std::vector<std::string> args{"--num-layers",
-                                      "4",
-                                      "--hidden-size",
-                                      "1024",
-                                      "--num-attention-heads",
-                                      "16",
-                                      "--seq-length",
-                                      "1024",
-                                      "--max-position-embeddings",
-                                      "1024",
-                                      "--vocab-size",
-                                      "32000",
-                                      "--micro-batch-size",
-                                      "1",
-                                      "--global-batch-size",
-                                      "8",
-                                      "--bf16",
-                                      "--use-distributed-optimizer",
-                                      "--optimizer-cpu-offload",
-                                      "--optimizer-offload-fraction",
-                                      "0.5",
-                                      "--use-precision-aware-optimizer"};
+  const std::vector<std::string> args =
+      small_megatron_args({"--bf16", "--use-distributed-optimizer", "--optimizer-cpu-offload",
+                           "--optimizer-offload-fraction", "0.5", "--use-precision-aware-optimizer"});
   const Imported imported = sim::importer::import_megatron(args, target(8, "pcie-4090"));
   const auto& p = imported.scenario["plan"];
   CHECK(p["offload_optimizer"] == "cpu");
@@ -1091,22 +1095,7 @@ TEST_CASE("fp32 training from the importers: Trainer without bf16 or fp16 (tf32 
   CHECK(both.scenario["plan"]["precision"] == "bf16");
   CHECK(listed(both.no_effect, "tf32"));
 
-  const std::vector<std::string> args{"--num-layers",
-                                      "4",
-                                      "--hidden-size",
-                                      "1024",
-                                      "--num-attention-heads",
-                                      "16",
-                                      "--seq-length",
-                                      "1024",
-                                      "--max-position-embeddings",
-                                      "1024",
-                                      "--micro-batch-size",
-                                      "1",
-                                      "--global-batch-size",
-                                      "8",
-                                      "--vocab-size",
-                                      "32000"};
+  const std::vector<std::string> args = small_megatron_args({});
   const Imported megatron = sim::importer::import_megatron(args, target(8, "dgx-a100"));
   CHECK(megatron.scenario["plan"]["precision"] == "fp32");
   CHECK(megatron.scenario["plan"]["fp32_grad_accumulation"] == true);
