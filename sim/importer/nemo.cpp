@@ -26,19 +26,28 @@ std::string text_of(const YAML::Node& node, const std::string& file)
   return text;
 }
 
-core::Json to_json(const YAML::Node& node, const std::string& file)
+// The most values a configuration file may expand to: NeMo's largest recipes hold a few thousand. An alias is a
+// reference, so nested ones (a "billion laughs") would expand without end.
+constexpr std::size_t max_yaml_values = 1'000'000;
+
+// The document as JSON, each alias expanded; refused once it passes `budget` values.
+core::Json to_json(const YAML::Node& node, const std::string& file, std::size_t& budget)
 {
+  if (budget-- == 0)
+    throw core::InputError(core::Location{file, "", ""}, "expands to too many values (aliases nested in aliases?)",
+                           fmt::format("more than {} values", max_yaml_values),
+                           "a training configuration (a few thousand values)");
   switch (node.Type()) {
     case YAML::NodeType::Map: {
       core::Json object = core::Json::object();
       for (const auto& item : node)
-        object[text_of(item.first, file)] = to_json(item.second, file);
+        object[text_of(item.first, file)] = to_json(item.second, file, budget);
       return object;
     }
     case YAML::NodeType::Sequence: {
       core::Json list = core::Json::array();
       for (const auto& item : node)
-        list.push_back(to_json(item, file));
+        list.push_back(to_json(item, file, budget));
       return list;
     }
     case YAML::NodeType::Scalar:
@@ -127,19 +136,43 @@ std::string resolve(std::string text, const core::Json& root, const std::string&
   return text;
 }
 
-void flatten(const core::Json& node, const std::string& path, const core::Json& root, std::vector<std::string>& out)
+// The most text the overrides may hold once resolved: each ${...} copies a value, and copies of copies would grow
+// without end.
+constexpr std::size_t max_override_bytes = 64U << 20U;
+
+// What flattening a configuration writes, and how much more it may.
+struct Flattened {
+  const core::Json& root;
+  const std::string& file;
+  std::vector<std::string> out;
+  std::size_t budget = max_override_bytes;
+};
+
+void flatten(const core::Json& node, const std::string& path, Flattened& f)
 {
   if (node.is_object()) {
     for (const auto& [key, value] : node.items())
-      flatten(value, path + "." + key, root, out);
+      flatten(value, path + "." + key, f);
     return;
   }
+  auto& out = f.out;
+  const auto spend = [&f, &path](std::size_t bytes) {
+    std::string pointer = "/" + path;
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    if (bytes > f.budget)
+      throw core::InputError(
+          core::Location{f.file, pointer, ""}, "resolves to too much text (interpolations copying interpolations?)",
+          fmt::format("more than {} MiB", max_override_bytes >> 20U), "a training configuration (kilobytes)");
+    f.budget -= bytes;
+  };
   if (node.is_array()) { // LoRA's target modules read whole; data blends and the like listed, never matched
     out.push_back(path + "=" + (path.starts_with("model.peft.") ? node.dump() : core::clip(node.dump(), 60)));
+    spend(out.back().size());
     return;
   }
   const std::string parent = path.substr(0, path.rfind('.'));
-  out.push_back(path + "=" + resolve(node.get<std::string>(), root, parent));
+  out.push_back(path + "=" + resolve(node.get<std::string>(), f.root, parent));
+  spend(out.back().size());
 }
 
 } // namespace
@@ -147,7 +180,8 @@ void flatten(const core::Json& node, const std::string& path, const core::Json& 
 core::Json read_yaml_file(const std::filesystem::path& file)
 {
   try {
-    return to_json(YAML::LoadFile(file.string()), core::display_path(file));
+    std::size_t budget = max_yaml_values;
+    return to_json(YAML::LoadFile(file.string()), core::display_path(file), budget);
   } catch (const YAML::ParserException& e) {
     throw core::InputError(
         core::Location{core::display_path(file), "", ""},
@@ -158,15 +192,15 @@ core::Json read_yaml_file(const std::filesystem::path& file)
   }
 }
 
-std::vector<std::string> nemo_overrides(const core::Json& config)
+std::vector<std::string> nemo_overrides(const core::Json& config, const std::string& file)
 {
-  std::vector<std::string> out;
   if (!config.is_object())
-    return out;
+    return {};
+  Flattened f{config, file, {}};
   for (const char* section : {"trainer", "model"})
     if (config.contains(section))
-      flatten(config[section], section, config, out);
-  return out;
+      flatten(config[section], section, f);
+  return std::move(f.out);
 }
 
 Imported import_nemo(const core::Json& config, const std::string& file, const Target& target,
@@ -176,7 +210,7 @@ Imported import_nemo(const core::Json& config, const std::string& file, const Ta
     throw core::InputError(core::Location{file, "", ""}, "not a NeMo training configuration",
                            config.is_object() ? "no model section" : "not a mapping",
                            "a YAML file with model: (and trainer:) sections");
-  auto arguments = nemo_overrides(config);
+  auto arguments = nemo_overrides(config, file);
   // An override replaces the file's value of its key (an override that changes nothing, fused_adam for the file's
   // distributed optimizer, must not leave the file's in force); Hydra's ~key (the launcher's scripts take the file's
   // optimizer settings away so) removes the key and what is under it.

@@ -144,7 +144,10 @@ void DocumentTree::resolve(const std::string& pointer, ReferenceKind kind)
     }
   }
 
-  core::Json loaded = core::read_json_file(path);
+  auto file = files_.find(path);
+  if (file == files_.end())
+    file = files_.emplace(path, core::read_json_file(path)).first;
+  core::Json loaded = file->second;
   const std::string display = core::display_path(path);
   provenance_.forget_below(pointer);
   provenance_.add_source(pointer, display);

@@ -46,6 +46,7 @@ class DocumentTree {
   core::Json root_;
   core::Provenance provenance_;
   std::map<std::string, std::filesystem::path> dirs_;
+  std::map<std::filesystem::path, core::Json> files_; // each file read once (a list may name one preset many times)
   std::filesystem::path data_dir_;
 };
 

@@ -19,6 +19,10 @@ void resolve_scenario_references(DocumentTree& tree)
   tree.resolve("/topology/node/gpu/kernel_tables", ReferenceKind::KERNELS);
   // Other GPU kinds on some nodes.
   const auto* kinds = tree.root().contains("node_gpus") ? &tree.root()["node_gpus"] : nullptr;
+  if (kinds != nullptr && kinds->is_array() && kinds->size() > topology::max_node_gpus)
+    tree.node("/node_gpus")
+        .fail_found("too many ranges", fmt::format("{} ranges", kinds->size()),
+                    fmt::format("at most {} (each a run of nodes of another kind)", topology::max_node_gpus));
   if (kinds != nullptr && kinds->is_array())
     for (std::size_t i = 0; i < kinds->size(); ++i) {
       const std::string at = fmt::format("/node_gpus/{}/gpu", i);

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <numeric>
 #include <set>
+#include <tuple>
 
 namespace sim::topology {
 namespace {
@@ -440,24 +442,37 @@ std::vector<Straggler> read_stragglers(const core::Node& list, const ClusterSpec
 
 std::vector<NodeGpus> read_node_gpus(const core::Node& list, const ClusterSpec& cluster, int nodes)
 {
-  std::vector<NodeGpus> out;
   const std::size_t n = list.array_size();
+  std::vector<NodeGpus> out(n);
+  // The ranges first, and their overlaps in order of first node (each must end before the next begins): cheap
+  // checks before each part's preset is read.
+  for (std::size_t i = 0; i < n; ++i) {
+    const core::Node range = core::ObjectReader(list.element(i)).at("nodes", "a [first, last] pair of node indices");
+    if (range.array_size() != 2)
+      range.fail_found("not a pair", fmt::format("{} values", range.array_size()), "[first, last] node indices");
+    out[i].first = static_cast<int>(range.element(0).as_integer(0, nodes - 1));
+    out[i].last = static_cast<int>(range.element(1).as_integer(out[i].first, nodes - 1));
+  }
+  std::vector<std::size_t> order(n);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::sort(order.begin(), order.end(),
+            [&out](std::size_t a, std::size_t b) { return std::tie(out[a].first, a) < std::tie(out[b].first, b); });
+  for (std::size_t k = 1; k < n; ++k) {
+    const std::size_t a = std::min(order[k - 1], order[k]);
+    const std::size_t b = std::max(order[k - 1], order[k]);
+    if (out[order[k]].first <= out[order[k - 1]].last)
+      list.element(b).element_of("nodes").fail_found(
+          "overlapping ranges",
+          fmt::format("nodes {}-{} and {}-{}", out[a].first, out[a].last, out[b].first, out[b].last),
+          "each node in at most one range");
+  }
   for (std::size_t i = 0; i < n; ++i) {
     const core::Node item = list.element(i);
     core::ObjectReader r(item);
-    NodeGpus g;
-    const core::Node range = r.at("nodes", "a [first, last] pair of node indices");
-    if (range.array_size() != 2)
-      range.fail_found("not a pair", fmt::format("{} values", range.array_size()), "[first, last] node indices");
-    g.first = static_cast<int>(range.element(0).as_integer(0, nodes - 1));
-    g.last = static_cast<int>(range.element(1).as_integer(g.first, nodes - 1));
+    NodeGpus& g = out[i];
+    (void)r.at("nodes", "a [first, last] pair of node indices"); // read above
     g.gpu = hardware::read_gpu(r.at("gpu", "a GPU preset name or a gpu/v1 object"));
     r.finish();
-    for (const NodeGpus& other : out)
-      if (g.first <= other.last && other.first <= g.last)
-        range.fail_found("overlapping ranges",
-                         fmt::format("nodes {}-{} and {}-{}", other.first, other.last, g.first, g.last),
-                         "each node in at most one range");
     // The node's fabric is built for the topology's part: another kind must fit it. An NVSwitch takes a part of
     // another NVLink bandwidth (its ports run at the part's); direct NVLink lanes and PCIe links do not.
     const bool nvswitch = cluster.node.nvlink && std::holds_alternative<NvSwitchFabric>(*cluster.node.nvlink);
@@ -476,7 +491,6 @@ std::vector<NodeGpus> read_node_gpus(const core::Node& list, const ClusterSpec& 
                                  cluster.gpu.pcie_generation, cluster.gpu.name)
                    : fmt::format("NVLink {:g} GB/s and PCIe gen {}, as {}'s", cluster.gpu.nvlink_bandwidth / 1e9,
                                  cluster.gpu.pcie_generation, cluster.gpu.name));
-    out.push_back(std::move(g));
   }
   return out;
 }

@@ -162,6 +162,8 @@ ClusterSpec read_cluster(const core::Node& node);
 // Reads a scenario's `stragglers` array (objects with `node`, optional `gpu` or `nic`, and `compute`, `nvlink` or
 // `bandwidth`, shares 0-1) for this cluster of `nodes` nodes.
 std::vector<Straggler> read_stragglers(const core::Node& list, const ClusterSpec& cluster, int nodes);
+// The most ranges a `node_gpus` list may hold (each resolves its part's preset and kernel tables).
+inline constexpr std::size_t max_node_gpus = 256;
 // Reads a scenario's `node_gpus` array (objects with `nodes`, a [first, last] pair of node indices, and `gpu`, already
 // resolved to a gpu/v1 object) for this cluster of `nodes` nodes: ranges that do not overlap, of parts that fit the
 // topology's node design.

@@ -662,6 +662,47 @@ TEST_CASE("fp32 and tf32 runs: full precision's memory and GEMM rates in the rep
   CHECK(tensor_cores.out.find("MFU against the tf32 peak") != std::string::npos);
 }
 
+TEST_CASE("configurations that expand without end are refused in bounded memory: nested YAML aliases, "
+          "interpolations copying interpolations")
+{
+  const auto dir = test::scratch_dir() / "expanding";
+  std::filesystem::create_directories(dir);
+  { // a "billion laughs": ten copies of ten copies ... nine levels deep, 10^10 values from 444 bytes
+    std::ofstream aliases(dir / "aliases.yaml");
+    aliases << "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+    for (char level = 'b'; level <= 'j'; ++level) {
+      aliases << level << ": &" << level << " [";
+      for (int k = 0; k < 10; ++k)
+        aliases << (k ? ", *" : "*") << static_cast<char>(level - 1);
+      aliases << "]\n";
+    }
+    aliases << "model: {bomb: *j}\n";
+  }
+  { // 200 values, each 16 copies of a 24 KB value: 77 MB of text from 30 KB
+    std::ofstream copies(dir / "copies.yaml");
+    copies << "model:\n  big: " << std::string(24000, 'x') << "\n";
+    for (int k = 0; k < 200; ++k) {
+      copies << "  v" << k << ": \"";
+      for (int c = 0; c < 16; ++c)
+        copies << "${.big}";
+      copies << "\"\n";
+    }
+  }
+#ifdef SIMTRAIN_SANITIZED
+  const std::string cap;
+#else
+  const std::string cap = "ulimit -v 2000000; "; // 2 GB: the refusal needs a tenth of it
+#endif
+  for (const auto& [file, problem] : {std::pair{"aliases.yaml", "expands to too many values"},
+                                      std::pair{"copies.yaml", "resolves to too much text"}}) {
+    const auto r =
+        test::run_shell(cap + SIMTRAIN_BINARY + " import nemo " + (dir / file).string() + " --topology dgx-h100 2>&1");
+    INFO(r.out);
+    CHECK(r.status == 1);
+    CHECK(r.out.find(problem) != std::string::npos);
+  }
+}
+
 TEST_CASE("a folder given as the scenario is named as such")
 {
   const auto r = run("run " + (test::source_dir() / "tests").string(), Streams::WITH_ERRORS);
