@@ -119,7 +119,7 @@ GpuSpec read_gpu(const core::Node& node)
                          fmt::format("tables of a chip with this GPU's {} SMs", g.sms));
   }
   if (auto price = r.find("list_price_usd"))
-    g.list_price_usd = price->as_number(0.0, 1e7);
+    g.list_price_usd = price->as_number(100.0, 1e6);
   g.tdp_w = r.quantity_or("tdp", core::Dimension::POWER, 0.0);
 
   // A source names a field, or a member of one as a path (memory_kernels/dropout): the field must be there (an

@@ -8,7 +8,7 @@ Economics read_economics(core::ObjectReader& scenario)
   if (auto cost = scenario.find("cost")) {
     core::ObjectReader c(*cost);
     if (auto price = c.find("usd_per_gpu_hour"))
-      e.usd_per_gpu_hour = price->as_number(0.0, 1e6);
+      e.usd_per_gpu_hour = price->as_number(0.01, 1000.0); // a cent (an old card on a spot market) to a rack-scale part
     e.amortization_years = c.number_or("amortization_years", 3.0, 0.1, 50.0);
     e.usd_per_kwh = c.number_or("usd_per_kwh", e.usd_per_kwh, 0.0, 10.0);
     e.pue = c.number_or("pue", e.pue, 1.0, 5.0);

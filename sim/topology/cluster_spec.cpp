@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <map>
 #include <numeric>
 #include <set>
 #include <tuple>
@@ -379,6 +380,14 @@ std::vector<Straggler> read_stragglers(const core::Node& list, const ClusterSpec
 {
   std::vector<Straggler> out;
   const std::size_t n = list.array_size();
+  // Each part's share given once: two entries for one part would multiply silently.
+  std::map<std::tuple<int, int, int, int, int, std::string_view>, std::size_t> given;
+  const auto claim = [&given](const core::Node& item, std::size_t i, const Straggler& s, std::string_view share) {
+    const auto [at, fresh] = given.emplace(std::tuple{s.node, s.gpu, s.nic, s.leaf, s.spine, share}, i);
+    if (!fresh)
+      item.fail_found("a part listed twice", fmt::format("its `{}` also in element {}", share, at->second),
+                      "one entry per part and share (two would multiply)");
+  };
   for (std::size_t i = 0; i < n; ++i) {
     const core::Node item = list.element(i);
     core::ObjectReader r(item);
@@ -404,6 +413,7 @@ std::vector<Straggler> read_stragglers(const core::Node& list, const ClusterSpec
                             "`leaf` (or `spine`) with `bandwidth` alone: a share of the uplink's bandwidth");
       s.bandwidth = r.number("bandwidth", 0.01, 1);
       r.finish();
+      claim(item, i, s, "bandwidth");
       out.push_back(s);
       continue;
     }
@@ -435,6 +445,11 @@ std::vector<Straggler> read_stragglers(const core::Node& list, const ClusterSpec
     if (nvlink && !cluster.node.nvlink)
       item.fail_found("no NVLink", fmt::format("`nvlink` on '{}', whose GPUs have no NVLink", cluster.name),
                       "`compute` or `bandwidth`");
+    for (const auto& [given_share, share] : {std::pair{compute.has_value(), "compute"},
+                                             {nvlink.has_value(), "nvlink"},
+                                             {bandwidth.has_value(), "bandwidth"}})
+      if (given_share)
+        claim(item, i, s, share);
     out.push_back(s);
   }
   return out;
