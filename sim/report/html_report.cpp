@@ -245,9 +245,11 @@ zoomControls([pipelineTimeline(document.getElementById("timeline"), data.passes,
   plan.virtual_stages > 1)]);
 
 // Bubbles against the formula.
-document.getElementById("bubble-note").textContent = "Idle share of each stage's pipeline phase; the formula, " +
-  "(p-1)/(m+p-1) (over v when interleaved), gives " + percent(report.bubble.theory) + ". Mean measured: " +
-  percent(report.bubble.mean) + ".";
+document.getElementById("bubble-note").textContent = report.bubble.per_stage.length === 1
+  ? "One stage, no pipeline bubble: the idle share of its forward-backward phase waits on communication. Measured: " +
+    percent(report.bubble.mean) + "."
+  : "Idle share of each stage's pipeline phase; the formula, " + report.bubble.formula + ", gives " +
+    percent(report.bubble.theory) + ". Mean measured: " + percent(report.bubble.mean) + ".";
 const bubbles = document.querySelector("#bubbles tbody");
 report.bubble.per_stage.forEach((b, s) => {
   const tr = row(bubbles, [String(s), percent(b), percent(report.bubble.theory), bar(b, "#9ecae1")],

@@ -237,6 +237,11 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
     m.bubble_theory = (p.pp - 2) / (3.0 * microbatches + p.pp - 2);
   if (p.schedule == plan::Schedule::DUALPIPE_V)
     m.bubble_theory = (p.pp - 1) / (3.0 * microbatches + p.pp - 1);
+  m.bubble_formula = p.pp == 1                                   ? "none (one stage)"
+                     : p.schedule == plan::Schedule::INTERLEAVED ? "(p-1)/(m*v+p-1)"
+                     : p.schedule == plan::Schedule::DUALPIPE    ? "DualPipe's (p-2)/(3m+p-2)"
+                     : p.schedule == plan::Schedule::DUALPIPE_V  ? "DualPipeV's (p-1)/(3m+p-1)"
+                                                                 : "(p-1)/(m+p-1)";
 
   m.critical_path = critical_path(g, tl);
   for (const auto& straggler : s.cluster.stragglers)

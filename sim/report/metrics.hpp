@@ -86,9 +86,10 @@ struct Metrics {
   double layer_forward_s = 0;
   double layer_backward_s = 0;
   double bubble_mean = 0;
-  double bubble_theory = 0; // (p-1)/(m+p-1), divided by v when interleaved; DualPipe's from its README
-  Breakdown breakdown;      // mean over GPUs
-  CommTime comm;            // mean over GPUs
+  double bubble_theory = 0;   // (p-1)/(m+p-1), divided by v when interleaved; DualPipe's from its README
+  std::string bubble_formula; // bubble_theory's formula, as the report prints it
+  Breakdown breakdown;        // mean over GPUs
+  CommTime comm;              // mean over GPUs
   std::map<std::string, LinkClassMetrics> links;
   memory::MemoryEstimate memory;
   CriticalPath critical_path;

@@ -219,7 +219,10 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
   std::vector<double> bubble_per_stage;
   for (const auto& st : m.per_stage)
     bubble_per_stage.push_back(st.bubble);
-  j["bubble"] = {{"per_stage", bubble_per_stage}, {"mean", m.bubble_mean}, {"theory", m.bubble_theory}};
+  j["bubble"] = {{"per_stage", bubble_per_stage},
+                 {"mean", m.bubble_mean},
+                 {"theory", m.bubble_theory},
+                 {"formula", m.bubble_formula}};
   j["breakdown_s"] = breakdown_json(m.breakdown);
   j["comm_s"] = {{"tp", m.comm.tp}, {"pp", m.comm.pp}, {"dp", m.comm.dp}, {"ep", m.comm.ep}, {"cp", m.comm.cp}};
   j["layer_s"] = {{"forward", m.layer_forward_s}, {"backward", m.layer_backward_s}};
@@ -393,8 +396,11 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
     }
     bubbles += fmt::format("  {}: {}", st.stage, percent(st.bubble));
   }
-  line(fmt::format("pipeline bubble per stage (idle share of the pipeline phase; textbook {}):",
-                   percent(m.bubble_theory)));
+  if (p.pp == 1)
+    line("idle share of the forward-backward phase (one stage, no pipeline bubble: the GPU waits on communication):");
+  else
+    line(fmt::format("pipeline bubble per stage (idle share of the pipeline phase; textbook {} = {}):",
+                     m.bubble_formula, percent(m.bubble_theory)));
   line(bubbles);
   line("");
   line(fmt::format("  {:<9} {:>12} {:>9} {:>9}  {}", "links", "bytes", "avg util", "peak util", "busiest"));

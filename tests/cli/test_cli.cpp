@@ -943,6 +943,21 @@ TEST_CASE("a memory cap on the task graph refuses a run above it, and a sweep ru
   }
 }
 
+TEST_CASE("the bubble's formula is the schedule's own, and one stage has none")
+{
+  const std::string teaching = scenario("teaching/1f1b.json");
+  CHECK(run_json(teaching)["bubble"]["formula"] == "(p-1)/(m+p-1)");
+  const auto dualpipe = run_json(teaching + " --set plan.schedule=dualpipe");
+  CHECK(dualpipe["bubble"]["formula"] == "DualPipe's (p-2)/(3m+p-2)");
+  const double p = dualpipe["plan"]["pp"].get<double>();
+  const double m = dualpipe["plan"]["global_batch"].get<double>() / dualpipe["plan"]["micro_batch"].get<double>() /
+                   dualpipe["plan"]["dp"].get<double>();
+  CHECK(dualpipe["bubble"]["theory"].get<double>() == Approx((p - 2) / (3 * m + p - 2)));
+  const auto one_stage = run("run " + scenario("default.json") + " --set plan.pp=1 -q");
+  CHECK(one_stage.out.find("one stage, no pipeline bubble") != std::string::npos);
+  CHECK(one_stage.out.find("textbook") == std::string::npos);
+}
+
 TEST_CASE("an ideal pipeline's bubble is the textbook formula exactly on every stage")
 {
   // Free transfers, no embedding or output layer, four identical stages of 8 layers: (p-1)/(m+p-1), or
