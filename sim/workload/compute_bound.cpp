@@ -76,6 +76,11 @@ double compute_lower_bound_s(const model::ModelSpec& model, const plan::Parallel
 {
   const LayerPrograms programs = build_programs(model, plan, gpu);
   const double microbatches = static_cast<double>(plan.microbatches());
+  // DualPipe's micro-batches take one of two paths over two copies of the model, half each: a GPU runs each of its
+  // chunks for half of them, and both end stages embed and project half (DualPipeV's and the others' micro-batches
+  // cross every chunk).
+  const bool two_paths = plan.schedule == plan::Schedule::DUALPIPE;
+  const double per_chunk = two_paths ? microbatches / 2 : microbatches;
   const bool sharded = plan.zero_stage >= 1 || plan.distributed_optimizer;
   const auto memory = memory::estimate_memory(model, plan, gpu);
   // The pipeline's fill and drain, where each stage runs one pass at a time and its last is a backward of its first
@@ -94,7 +99,7 @@ double compute_lower_bound_s(const model::ModelSpec& model, const plan::Parallel
   double before_backward = 0;
   double busiest = 0;
   for (int s = 0; s < plan.pp; ++s) {
-    double per_microbatch = 0;
+    double work = 0;
     double first_forward = 0;
     double first_backward = 0;
     std::map<const Program*, double> floors; // per program (one per kind of layer and direction)
@@ -109,24 +114,26 @@ double compute_lower_bound_s(const model::ModelSpec& model, const plan::Parallel
         const int layer = plan.first_layer_of_chunk(s, c) + l;
         const double forward = time_of(programs.forward_of(model, layer));
         const double backward = time_of(programs.backward_of(model, layer));
-        per_microbatch += forward + backward;
+        work += per_chunk * (forward + backward);
         if (c == 0) {
           first_forward += forward;
           first_backward += backward;
         }
       }
     }
-    if (s == 0 && !plan.ideal) { // (an ideal pipeline has no embedding or output layer)
+    // (An ideal pipeline has no embedding or output layer.)
+    const double embedding = kernel_time(programs.embedding_forward) + kernel_time(programs.embedding_backward);
+    const double head = kernel_time(programs.head_forward) + kernel_time(programs.head_backward);
+    if (s == 0 && !plan.ideal) {
       first_forward += kernel_time(programs.embedding_forward);
       first_backward += kernel_time(programs.embedding_backward);
-      per_microbatch += kernel_time(programs.embedding_forward) + kernel_time(programs.embedding_backward);
+      work += per_chunk * (embedding + (two_paths ? head : 0.0));
     }
     if (s == plan.pp - 1 && !plan.ideal)
-      per_microbatch += kernel_time(programs.head_forward) + kernel_time(programs.head_backward);
+      work += per_chunk * (head + (two_paths ? embedding : 0.0));
     // What the optimizer updates: every parameter, or LoRA's adapters alone.
     const double params =
         memory.per_stage[static_cast<std::size_t>(s)].trainable_params / (sharded ? plan.shards() : 1);
-    const double work = microbatches * per_microbatch;
     // (Offloaded, the GPU runs no optimizer kernel: its host's update, after its last kernel, is left out.)
     const double optimizer =
         plan.offload_optimizer == plan::OffloadDevice::NONE ? params * programs.per_param.optimizer_s : 0.0;
