@@ -76,6 +76,7 @@ CostMetrics cost_metrics(const scenario::Economics& e, const topology::ClusterSp
   const double nodes = static_cast<double>(gpus) / node.gpus; // a share of a node costs its share
   if (e.usd_per_gpu_hour) {
     c.usd_per_gpu_hour = *e.usd_per_gpu_hour;
+    c.basis = "rented";
     c.price_basis = "the scenario's price per GPU-hour";
     c.cluster_usd_per_hour = *e.usd_per_gpu_hour * gpus;
   } else if (node.price_usd || list_price) {
@@ -88,15 +89,19 @@ CostMetrics cost_metrics(const scenario::Economics& e, const topology::ClusterSp
     c.power_usd_per_hour = node_power_w * nodes / 1000.0 * e.power_utilization * e.pue * e.usd_per_kwh;
     c.cluster_usd_per_hour = c.capital_usd_per_hour + c.power_usd_per_hour;
     c.usd_per_gpu_hour = c.cluster_usd_per_hour / gpus;
+    c.basis = fmt::format("{} price, {} power", node.price_usd ? "node" : "GPU", node.power_w > 0 ? "node" : "GPU");
     c.price_basis = node.price_usd
                         ? fmt::format("node price ${:.0f} over {:g} years", *node.price_usd, e.amortization_years)
-                        : fmt::format("{}list price ${:.0f} over {:g} years", cluster.node_gpus.empty() ? "" : "mean ",
-                                      *list_price, e.amortization_years);
+                        : fmt::format("GPUs' {}list price ${:.0f} over {:g} years",
+                                      cluster.node_gpus.empty() ? "" : "mean ", *list_price, e.amortization_years);
     if (c.network_usd_per_hour > 0)
       c.price_basis += fmt::format(", network ${:.0f} per GPU", c.network_usd_per_hour * per_year_hours / gpus);
     if (c.power_usd_per_hour > 0)
-      c.price_basis += fmt::format(", power {:.0f} W per GPU x {:g} x PUE {:g} at ${:g}/kWh", node_power_w / node.gpus,
-                                   e.power_utilization, e.pue, e.usd_per_kwh);
+      c.price_basis +=
+          fmt::format(", power {:.0f} W per GPU{} x {:g} x PUE {:g} at ${:g}/kWh", node_power_w / node.gpus,
+                      node.power_w > 0 ? "" : " (the GPUs' own)", e.power_utilization, e.pue, e.usd_per_kwh);
+    if (!node.price_usd || node.power_w <= 0)
+      c.price_basis += ": host left out";
   }
   if (c.usd_per_gpu_hour && c.cluster_usd_per_hour > 0) {
     c.tokens_per_usd = tokens_per_s * 3600.0 / c.cluster_usd_per_hour;

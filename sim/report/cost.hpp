@@ -21,7 +21,10 @@ struct Goodput {
 
 struct CostMetrics {
   std::optional<double> usd_per_gpu_hour; // none when neither a price nor a list price is known
-  std::string price_basis;
+  // What the price counts, to compare like with like: "rented" (the scenario's price per GPU-hour), or owned, its
+  // price and power each of the whole "node" (host, NICs and fans included) or of its "GPU"s alone.
+  std::string basis;
+  std::string price_basis; // the same in words, with the numbers
   double cluster_usd_per_hour = 0;
   double capital_usd_per_hour = 0; // owning: the nodes' and the network's price over the amortization years
   double network_usd_per_hour = 0; // the network's part of it

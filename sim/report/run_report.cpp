@@ -59,6 +59,7 @@ core::Json optional_json(const std::optional<T>& v)
 core::Json cost_json(const CostMetrics& c)
 {
   core::Json j{{"usd_per_gpu_hour", optional_json(c.usd_per_gpu_hour)},
+               {"basis", c.basis},
                {"price_basis", c.price_basis},
                {"cluster_usd_per_hour", c.cluster_usd_per_hour},
                {"capital_usd_per_hour", c.capital_usd_per_hour},

@@ -133,6 +133,11 @@ std::vector<std::string> like_for_like_warnings(const Json& a, const Json& b)
   differs("/model/name", "model");
   differs("/plan/global_batch", "global batch");
   differs("/plan/seq_length", "sequence length");
+  const Json::json_pointer basis("/cost/basis");
+  if (a.contains(basis) && b.contains(basis) && a.at(basis) != b.at(basis))
+    out.push_back(fmt::format("A and B are priced on different bases ({} vs {}): tokens per dollar is not like for "
+                              "like",
+                              a.at(basis).get<std::string>(), b.at(basis).get<std::string>()));
   return out;
 }
 

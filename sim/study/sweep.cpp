@@ -316,6 +316,7 @@ class Sweep {
     row.bubble = number_at(j, "/bubble/mean");
     row.bubble_theory = number_at(j, "/bubble/theory");
     row.tokens_per_usd = number_at(j, "/cost/tokens_per_usd");
+    row.cost_basis = j.value(Json::json_pointer("/cost/basis"), "");
     row.time_to_train_s = number_at(j, "/cost/time_to_train_s");
     row.cost_to_train_usd = number_at(j, "/cost/cost_to_train_usd");
   }

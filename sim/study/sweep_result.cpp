@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <limits>
 #include <map>
 #include <set>
@@ -195,6 +196,14 @@ std::string sweep_text(const SweepResult& r, const SweepTextOptions& options)
                    counts[Outcome::PRUNED] > 0 ? fmt::format(", {} not simulated: their bound cannot beat the {} best",
                                                              counts[Outcome::PRUNED], ordinal(r.top))
                                                : ""));
+  std::set<std::string> bases;
+  for (const auto& row : r.rows)
+    if (row.outcome == Outcome::RANKED && !row.cost_basis.empty())
+      bases.insert(row.cost_basis);
+  if (bases.size() > 1)
+    line(
+        fmt::format("  warning: the layouts are priced on different bases ({}): tokens per dollar is not like for like",
+                    fmt::join(bases, "; ")));
   if (counts[Outcome::NOT_FOLDED] > 0)
     line(fmt::format("  {} left out by --fold-only: their GPUs would be simulated one by one",
                      counts[Outcome::NOT_FOLDED]));
@@ -313,6 +322,7 @@ Json sweep_json(const SweepResult& r)
                     {"peak_memory_bytes", row.peak_memory_bytes},
                     {"memory_over_bytes", row.memory_over_bytes},
                     {"tokens_per_usd", row.tokens_per_usd},
+                    {"cost_basis", row.cost_basis},
                     {"time_to_train_s", row.time_to_train_s},
                     {"cost_to_train_usd", row.cost_to_train_usd},
                     {"bound_s", row.bound_s}});
@@ -372,6 +382,7 @@ SweepResult sweep_from_json(const Json& j, const std::string& where)
     row.peak_memory_bytes = x.number("peak_memory_bytes", 0, inf);
     row.memory_over_bytes = x.number("memory_over_bytes", 0, inf);
     row.tokens_per_usd = x.number("tokens_per_usd", 0, inf);
+    row.cost_basis = x.text_or("cost_basis", "");
     row.time_to_train_s = x.number("time_to_train_s", 0, inf);
     row.cost_to_train_usd = x.number("cost_to_train_usd", 0, inf);
     row.bound_s = x.number("bound_s", 0, inf);

@@ -47,6 +47,7 @@ struct SweepRow {
   double activation_bytes = 0; // the largest stage's activations
   double memory_over_bytes = 0;
   double tokens_per_usd = 0;
+  std::string cost_basis;       // what its price counts (report::CostMetrics::basis), empty without a price
   double time_to_train_s = 0;   // with a training budget (--tokens)
   double cost_to_train_usd = 0; // ditto, with a price
   double bound_s = 0;           // the busiest GPU's kernel time

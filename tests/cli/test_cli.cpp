@@ -1395,3 +1395,29 @@ TEST_CASE("ZeRO-Infinity to NVMe: the drives' tier in memory and in the report, 
   CHECK(none.status == 1);
   CHECK(none.out.find("has no NVMe drives to offload to") != std::string::npos);
 }
+
+TEST_CASE("every cost line says what its price counts, and compare and sweep warn when two prices count different "
+          "things")
+{
+  // The DGX H100 and DGX H800 are priced as whole nodes with their rated power; a box of RTX 4090s as its GPUs alone.
+  const auto h800 = run_json(scenario("whatif/h800-tp-heavy.json"));
+  CHECK(h800["cost"]["basis"] == "node price, node power");
+  const auto box = run_json(scenario("finetune/full-8x4090-zero3.json"));
+  CHECK(box["cost"]["basis"] == "GPU price, GPU power");
+  const auto text = run("run " + scenario("finetune/full-8x4090-zero3.json"));
+  CHECK(text.out.find("host left out") != std::string::npos);
+
+  const std::string basis_warning = "priced on different bases";
+  const auto alike =
+      run("compare " + scenario("whatif/h100-tp-heavy.json") + " " + scenario("whatif/h800-tp-heavy.json"),
+          Streams::WITH_ERRORS);
+  CHECK(alike.out.find(basis_warning) == std::string::npos);
+  const auto unlike =
+      run("compare " + scenario("finetune/full-8xa100.json") + " " + scenario("finetune/full-8x4090-zero3.json"),
+          Streams::WITH_ERRORS);
+  CHECK(unlike.out.find(basis_warning) != std::string::npos);
+  const auto sweep =
+      run("sweep " + scenario("finetune/full-8x4090-zero3.json") + " --vary topology=pcie-4090,dgx-a100 -q",
+          Streams::WITH_ERRORS);
+  CHECK(sweep.out.find(basis_warning) != std::string::npos);
+}

@@ -35,6 +35,7 @@ TEST_CASE("a GPU-hour costs the list price spread over the amortization years, o
   const auto rented = sim::report::cost_metrics(e, cluster, 64, 1e6);
   CHECK(*rented.usd_per_gpu_hour == 2.0);
   CHECK(rented.capital_usd_per_hour == 0.0);
+  CHECK(rented.basis == "rented");
   CHECK(rented.power_usd_per_hour == 0.0); // in the rental price
   CHECK(*rented.time_to_train_s == Approx(3.6e6));
   CHECK(*rented.cost_to_train_usd == Approx(1000.0 * 128.0));
@@ -53,10 +54,14 @@ TEST_CASE("owning adds power: the node's rated power, or its GPUs' TDP, x utiliz
   CHECK(gpus_only.capital_usd_per_hour == Approx(64 * 30000.0 / (3 * 8760.0)));
   CHECK(gpus_only.power_usd_per_hour == Approx(64 * 1.0 * 0.8 * 1.5 * 0.10));
   CHECK(gpus_only.cluster_usd_per_hour == Approx(gpus_only.capital_usd_per_hour + gpus_only.power_usd_per_hour));
+  CHECK(gpus_only.basis == "GPU price, GPU power");
+  CHECK(gpus_only.price_basis.ends_with(": host left out"));
   // A node's own price and rated power (CPUs, memory, NICs, fans) replace its GPUs'.
   cluster.node.price_usd = 400000.0;
   cluster.node.power_w = 14300.0;
   const auto node = sim::report::cost_metrics(e, cluster, 64, 1e6);
+  CHECK(node.basis == "node price, node power");
+  CHECK(node.price_basis.find("host left out") == std::string::npos);
   CHECK(node.capital_usd_per_hour == Approx(8 * 400000.0 / (3 * 8760.0)));
   CHECK(node.power_usd_per_hour == Approx(8 * 14.3 * 0.8 * 1.5 * 0.10));
   CHECK(*node.usd_per_gpu_hour == Approx(node.cluster_usd_per_hour / 64));
