@@ -50,6 +50,17 @@ CLI::Validator memory_size()
       "SIZE");
 }
 
+// --memory-headroom SIZE: HBM each GPU keeps free beside what the memory model counts, as --set
+// plan.memory_headroom=SIZE (so a sweep's layouts, a comparison's two sides and check all honour it).
+void add_headroom(CLI::App* app, CommonOptions& o)
+{
+  app->add_option_function<std::string>(
+         "--memory-headroom", [&o](const std::string& size) { o.overrides.push_back("plan.memory_headroom=" + size); },
+         "HBM to keep free on every GPU beyond the CUDA context (NCCL's buffers, the allocator's fragmentation), "
+         "e.g. 4GiB: plans that leave less are out of memory")
+      ->check(memory_size());
+}
+
 // A number from `lo` to `hi` (finite), with the range written as people write it in the message.
 CLI::Validator number_in(double lo, double hi)
 {
@@ -112,6 +123,7 @@ Subcommand add_run(CLI::App& app)
   sub->add_option("--memory", o->args.memory,
                   "The most memory the step's task graph may take (default: what the machine has free), e.g. 8GiB")
       ->check(memory_size());
+  add_headroom(sub, o->common);
   add_common(sub, o->common, {"text", "json"});
   return {sub, [o] { return simulate(o->args, o->common); }};
 }
@@ -121,6 +133,7 @@ Subcommand add_memory(CLI::App& app)
   auto o = hold<MemoryArgs>();
   auto* sub = app.add_subcommand("memory", "Memory per GPU and FLOPs per step of a scenario, with an OOM verdict");
   sub->add_option("scenario", o->args.scenario, "Scenario file")->required();
+  add_headroom(sub, o->common);
   add_common(sub, o->common, {"text", "json"});
   return {sub, [o] { return print_analysis(o->args, o->common); }};
 }
@@ -131,6 +144,7 @@ Subcommand add_check(CLI::App& app)
   auto* sub = app.add_subcommand("check", "Validate scenario, model, topology and GPU files");
   sub->add_option("files", o->args.files, "Files to check")->required();
   sub->add_flag("--allow-oom", o->common.allow_oom, "Accept a scenario whose plan does not fit in GPU memory");
+  add_headroom(sub, o->common);
   add_common(sub, o->common, {});
   return {sub, [o] { return check(o->args, o->common); }};
 }
@@ -209,6 +223,7 @@ Subcommand add_compare(CLI::App& app)
   sub->add_option("--out", o->args.out_dir,
                   "Write compare.json and compare.html (both timelines on one time scale) into this folder");
   sub->add_flag("--allow-oom", o->common.allow_oom, "Simulate a side even when its plan does not fit in GPU memory");
+  add_headroom(sub, o->common);
   add_common(sub, o->common, {"text", "json"});
   return {sub, [o] { return compare(o->args, o->common); }};
 }
@@ -256,6 +271,7 @@ Subcommand add_sweep(CLI::App& app)
                 "List every layout in the order of the --vary values (with their ranks) instead of the top");
   sub->add_option("--tokens", o->common.tokens, "A training budget in tokens: time and cost to train it per layout")
       ->check(number_in(1, max_tokens));
+  add_headroom(sub, o->common);
   add_common(sub, o->common, {"text", "json", "csv"});
   return {sub, [o] { return sweep(o->args, o->common); }};
 }

@@ -229,15 +229,35 @@ InFlight in_flight(const plan::ParallelPlan& p, int stage)
   return f;
 }
 
+double cuda_context_bytes(const plan::ParallelPlan& p)
+{
+  switch (p.software.generation) {
+    case plan::Generation::MEGATRON_LM_2021:
+    case plan::Generation::MEGATRON_LM_2022:
+    case plan::Generation::MEGATRON_DEEPSPEED:
+    case plan::Generation::DEEPSPEED_ZERO3:
+      return 1000e6;
+    case plan::Generation::MEGATRON_CORE:
+    case plan::Generation::COMPOSER_FSDP:
+      return 400e6;
+  }
+  return 400e6;
+}
+
 namespace {
 
-// The estimate with stage s on parts of capacity[s] bytes.
-MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, const std::vector<double>& capacity)
+// The estimate with stage s on parts of hbm[s] bytes.
+MemoryEstimate estimate(const model::ModelSpec& m, const plan::ParallelPlan& p, const std::vector<double>& hbm)
 {
   const model::ParamCount counts = model::count_params(m);
   MemoryEstimate e;
   e.params = counts.total;
   e.active_params = counts.active;
+  e.cuda_context_bytes = cuda_context_bytes(p);
+  e.headroom_bytes = p.memory_headroom_bytes;
+  std::vector<double> capacity = hbm;
+  for (double& c : capacity)
+    c -= e.cuda_context_bytes + e.headroom_bytes;
   e.capacity_bytes = *std::min_element(capacity.begin(), capacity.end());
   for (std::int64_t l = 0; l < m.num_layers; ++l)
     e.layer_activation_bytes = std::max(e.layer_activation_bytes, layer_activation_bytes(m, p, l));

@@ -40,6 +40,12 @@ struct InFlight {
 };
 InFlight in_flight(const plan::ParallelPlan& p, int stage);
 
+// The CUDA context each training process holds on its GPU beside the tensors PyTorch allocates: about 400 MB since
+// CUDA 11.7 loads kernels lazily (PyTorch's default), over 1,000 MB before, when every kernel of every library was
+// loaded with it (NVIDIA's ptrblck, pytorch/pytorch#109888 and #107667, 2023). Taken from the software generation:
+// the frameworks of 2021-22 ran CUDA 11.x before 11.7.
+double cuda_context_bytes(const plan::ParallelPlan& p);
+
 struct StageMemory {
   int stage = 0;
   int layers = 0;
@@ -59,14 +65,20 @@ struct StageMemory {
   double host_bytes = 0;    // what one GPU of this stage keeps in its host's memory (offloaded optimizer state)
   double nvme_bytes = 0;    // what it keeps on its node's NVMe drives (ZeRO-Infinity)
   double peak_bytes = 0;
-  double capacity_bytes = 0; // HBM of the stage's part with the least (every stage's is the same on one part)
+  // What the plan may use of the HBM of the stage's part with the least (every stage's is the same on one part): the
+  // HBM less the CUDA context and the plan's headroom (MemoryEstimate).
+  double capacity_bytes = 0;
   bool oom = false;
 };
 
 struct MemoryEstimate {
-  double params = 0;                 // whole model
-  double active_params = 0;          // what one token uses (MoE: its experts only)
-  double capacity_bytes = 0;         // the least of the stages'
+  double params = 0;         // whole model
+  double active_params = 0;  // what one token uses (MoE: its experts only)
+  double capacity_bytes = 0; // the least of the stages'
+  // Taken from each GPU's HBM before the plan's tensors: the CUDA context (cuda_context_bytes) and the plan's
+  // memory_headroom.
+  double cuda_context_bytes = 0;
+  double headroom_bytes = 0;
   double layer_activation_bytes = 0; // the largest layer's
   std::vector<StageMemory> per_stage;
   int peak_stage = 0; // the stage with the least room left (the first of equals): on one part, the highest peak

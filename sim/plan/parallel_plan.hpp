@@ -222,6 +222,7 @@ struct ParallelPlan {
   bool sequence_parallel = false;
   bool tp_comm_overlap = false; // SP collectives pipelined with their GEMMs (Megatron-core --tp-comm-overlap)
   double dp_bucket_bytes = 0;
+  double memory_headroom_bytes = 0; // HBM kept free on every GPU: what the memory model does not count
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = false; // sharded optimizer: gather updated parameters during the next forward
   bool nvme_pipeline = false;        // see nvme_sub_group

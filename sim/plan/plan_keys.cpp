@@ -18,6 +18,7 @@ namespace {
 using core::Json;
 
 constexpr std::int64_t max_gpus = 1 << 20;
+constexpr double max_headroom_bytes = 1099511627776.0; // 1 TiB: more HBM than any part has
 
 // A key's value lives in the plan, or in its software (P: the plan, const or not).
 template <class P, class T>
@@ -213,6 +214,23 @@ PlanKey bucket_key()
   // The shortest text that reads back as the same double.
   k.write = [](const ParallelPlan& p) { return Json(fmt::format("{}B", p.dp_bucket_bytes)); };
   k.report = "/dp_bucket_size_bytes";
+  return k;
+}
+
+// HBM a plan keeps free beside the CUDA context (NCCL's buffers, the caching allocator's fragmentation): written
+// where set.
+PlanKey headroom_key()
+{
+  PlanKey k = key("memory_headroom", &ParallelPlan::memory_headroom_bytes, [](PlanReading& r) {
+    r.plan.memory_headroom_bytes = r.in.quantity_or("memory_headroom", core::Dimension::BYTES, 0.0);
+    if (r.plan.memory_headroom_bytes > max_headroom_bytes)
+      r.in.find("memory_headroom")
+          ->fail_found("out of range", core::format_bytes(r.plan.memory_headroom_bytes), "0 to 1 TiB");
+  });
+  k.write = [](const ParallelPlan& p) {
+    return p.memory_headroom_bytes > 0 ? Json(fmt::format("{}B", p.memory_headroom_bytes)) : Json();
+  };
+  k.report = "/memory_headroom_bytes";
   return k;
 }
 
@@ -475,6 +493,7 @@ std::vector<PlanKey> make_plan_keys()
       choice("rope_impl", &S::rope, pointwise_impl_choices, from_generation(&S::rope)),
       choice("activation_impl", &S::activation, pointwise_impl_choices, from_generation(&S::activation)),
       bucket_key(),
+      headroom_key(),
       layer_split_key(),
   };
 }

@@ -119,6 +119,13 @@ std::string training_text(const plan::ParallelPlan& p)
   return out;
 }
 
+std::string reserved_text(const memory::MemoryEstimate& m)
+{
+  return fmt::format(
+      "HBM less the CUDA context ({}){}", core::format_bytes(m.cuda_context_bytes),
+      m.headroom_bytes > 0 ? fmt::format(" and the plan's headroom ({})", core::format_bytes(m.headroom_bytes)) : "");
+}
+
 core::Json host_memory_json(const memory::MemoryEstimate& m)
 {
   return {{"node_bytes", m.host_node_bytes}, {"capacity_bytes", m.host_capacity_bytes}, {"oom", m.host_oom}};
@@ -216,6 +223,8 @@ core::Json analysis_json(const scenario::Scenario& s, const Analysis& a)
   j["memory"] = {{"params", a.memory.params},
                  {"active_params", a.memory.active_params},
                  {"capacity_bytes", a.memory.capacity_bytes},
+                 {"cuda_context_bytes", a.memory.cuda_context_bytes},
+                 {"headroom_bytes", a.memory.headroom_bytes},
                  {"layer_activation_bytes", a.memory.layer_activation_bytes},
                  {"peak_stage", a.memory.peak_stage},
                  {"oom", a.memory.oom},
@@ -328,12 +337,13 @@ std::string analysis_text(const scenario::Scenario& s, const Analysis& a)
                      worst.stage, core::format_bytes(worst.peak_bytes), core::format_bytes(capacity),
                      100.0 * worst.peak_bytes / capacity, core::format_bytes(capacity - worst.peak_bytes)));
   }
+  line("         usable: " + reserved_text(a.memory));
   if (a.memory.host_node_bytes > 0)
     line("host     " + host_memory_line(a.memory));
   if (a.memory.nvme_node_bytes > 0)
     line("nvme     " + nvme_memory_line(a.memory));
-  line(fmt::format("         activations per layer per micro-batch: {}; the CUDA context and allocator slack "
-                   "are not counted",
+  line(fmt::format("         activations per layer per micro-batch: {}; NCCL's buffers and the allocator's "
+                   "fragmentation are not counted (plan.memory_headroom keeps room for them)",
                    core::format_bytes(a.memory.layer_activation_bytes)));
   line("");
   line("FLOPs per step (matrix multiplies; forward 1x, backward 2x)");

@@ -31,6 +31,8 @@ std::string sharding_text(const plan::ParallelPlan& p);
 // optimizer", or "" for every weight under Adam.
 std::string training_text(const plan::ParallelPlan& p);
 
+// What each GPU's HBM holds before the plan's tensors: "HBM less the CUDA context (381.47 MiB)", and the headroom.
+std::string reserved_text(const memory::MemoryEstimate& m);
 // The host tier of a memory estimate: the node holding the most offloaded state, against its DRAM, as JSON
 // ({node_bytes, capacity_bytes, oom}) and as the summaries' line ("offloaded ... of ...: fits").
 core::Json host_memory_json(const memory::MemoryEstimate& m);

@@ -273,6 +273,8 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
   j["memory"] = {{"per_stage", mem},
                  {"oom", m.memory.oom},
                  {"capacity_bytes", m.memory.capacity_bytes},
+                 {"cuda_context_bytes", m.memory.cuda_context_bytes},
+                 {"headroom_bytes", m.memory.headroom_bytes},
                  {"host", host_memory_json(m.memory)},
                  {"nvme", nvme_memory_json(m.memory)}};
   j["cost"] = cost_json(cost_metrics(s.economics, s.cluster, s.gpus, m.tokens_per_s));
@@ -416,8 +418,8 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
   }
   line("");
   const auto& worst = m.memory.per_stage[static_cast<std::size_t>(m.memory.peak_stage)];
-  line(fmt::format("memory: peak {} of {} per GPU on stage {}: {}", core::format_bytes(worst.peak_bytes),
-                   core::format_bytes(worst.capacity_bytes), worst.stage,
+  line(fmt::format("memory: peak {} of {} per GPU ({}) on stage {}: {}", core::format_bytes(worst.peak_bytes),
+                   core::format_bytes(worst.capacity_bytes), reserved_text(m.memory), worst.stage,
                    m.memory.oom
                        ? fmt::format("OUT OF MEMORY by {}", core::format_bytes(worst.peak_bytes - worst.capacity_bytes))
                        : "fits"));

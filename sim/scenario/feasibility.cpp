@@ -68,9 +68,10 @@ void refuse_out_of_memory(const Scenario& s, const std::string& set_by)
   where.set_by = set_by;
   throw core::InfeasiblePlan(
       where,
-      fmt::format("does not fit in GPU memory: stage {} needs {} of {} per GPU, {} ({:.0f}%) over (weights {}, "
-                  "gradients {}, optimizer {}, activations {}, buffers {}, working {})",
+      fmt::format("does not fit in GPU memory: stage {} needs {} of {} per GPU (HBM less the CUDA context{}), {} "
+                  "({:.0f}%) over (weights {}, gradients {}, optimizer {}, activations {}, buffers {}, working {})",
                   st.stage, core::format_bytes(st.peak_bytes), core::format_bytes(st.capacity_bytes),
+                  m.headroom_bytes > 0 ? fmt::format(" and {} of headroom", core::format_bytes(m.headroom_bytes)) : "",
                   core::format_bytes(over), 100.0 * over / st.capacity_bytes, core::format_bytes(st.weights_bytes),
                   core::format_bytes(st.grads_bytes), core::format_bytes(st.optimizer_bytes),
                   core::format_bytes(st.activations_bytes), core::format_bytes(st.buffers_bytes),

@@ -334,7 +334,7 @@ Json sweep_json(const SweepResult& r)
 SweepResult sweep_from_json(const Json& j, const std::string& where)
 {
   if (!j.is_object() || j.value("kind", "") != "sweep")
-    throw core::InputError({where, "/kind", ""}, "not a sweep.json", "no \"kind\": \"sweep\"",
+    throw core::InputError({where, "/kind", ""}, "not a sweep.json", R"(no "kind": "sweep")",
                            "the sweep.json of simtrain sweep --out");
   core::Provenance provenance;
   provenance.add_source("", where);

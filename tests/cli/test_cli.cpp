@@ -266,7 +266,7 @@ TEST_CASE("nodes of another GPU kind run at their part's speed and memory")
         Approx(path["compute_s"].get<double>()).epsilon(1e-12));
   CHECK(path["compute_by_gpu_s"]["A100-SXM4-40GB"].get<double>() > 0);
   CHECK(!run_json(s)["critical_path"].contains("compute_by_gpu_s"));
-  CHECK(mixed["memory"]["capacity_bytes"].get<double>() == Approx(40.0 * (1ULL << 30)));
+  CHECK(mixed["memory"]["capacity_bytes"].get<double>() == Approx(40.0 * (1ULL << 30) - 400e6));
   CHECK(run_json(s + kinds("[0, 7]"))["step_time_s"].get<double>() == Approx(all40).epsilon(1e-12));
   // Memory is judged per stage on its own parts: 1F1B's first stage holds four micro-batches' activations (58 GiB),
   // the last one (21 GiB); a 40 GB node fits on the last stage, not on the first.
@@ -275,14 +275,15 @@ TEST_CASE("nodes of another GPU kind run at their part's speed and memory")
   CHECK(run("run " + heavy + " --quiet").status == 0);
   const auto last = run_json(heavy + kinds("[3, 3]"));
   CHECK(last["memory"]["oom"] == false);
-  CHECK(last["memory"]["capacity_bytes"].get<double>() == Approx(40.0 * (1ULL << 30)));
-  CHECK(last["memory"]["per_stage"][0]["capacity_bytes"].get<double>() == Approx(80.0 * (1ULL << 30)));
-  CHECK(last["memory"]["per_stage"][3]["capacity_bytes"].get<double>() == Approx(40.0 * (1ULL << 30)));
+  // (What a plan may use: the HBM less the CUDA context, 400 MB.)
+  CHECK(last["memory"]["capacity_bytes"].get<double>() == Approx(40.0 * (1ULL << 30) - 400e6));
+  CHECK(last["memory"]["per_stage"][0]["capacity_bytes"].get<double>() == Approx(80.0 * (1ULL << 30) - 400e6));
+  CHECK(last["memory"]["per_stage"][3]["capacity_bytes"].get<double>() == Approx(40.0 * (1ULL << 30) - 400e6));
   const auto refused = run("run " + heavy + kinds("[0, 0]"), Streams::WITH_ERRORS);
   CHECK(refused.status == 1);
-  CHECK(refused.out.find("does not fit in GPU memory: stage 0 needs 57.67 GiB of 40.00 GiB") != std::string::npos);
+  CHECK(refused.out.find("does not fit in GPU memory: stage 0 needs 57.67 GiB of 39.63 GiB") != std::string::npos);
   const auto table = run("memory " + heavy + kinds("[3, 3]")).out;
-  CHECK(table.find("fits: the GPU with the least room (stage 3) uses 21.52 GiB of 40.00 GiB") != std::string::npos);
+  CHECK(table.find("fits: the GPU with the least room (stage 3) uses 21.52 GiB of 39.63 GiB") != std::string::npos);
 }
 
 TEST_CASE("an export-capped node among full ones runs its NVSwitch ports at its own NVLink")
@@ -750,7 +751,7 @@ TEST_CASE("sweep ranks layouts by tokens/s and reports those that do not fit, wi
   REQUIRE(r.status == 0);
   CHECK(r.out.find("sweep of ") != std::string::npos);
   // Each layout keeps the scenario's 16 GPUs: dp follows tp.
-  CHECK(r.out.find("do not fit in GPU memory (closest: tp=1 micro_batch=1 dp=8, over by") != std::string::npos);
+  CHECK(r.out.find("do not fit in GPU memory (closest: tp=2 micro_batch=2 dp=4, over by") != std::string::npos);
   CHECK(r.out.find("\n  accuracy: A100-SXM4-80GB step times ") != std::string::npos);
   const auto j = nlohmann::json::parse(std::ifstream(dir / "sweep.json"));
   REQUIRE(j["validation"].size() == 1); // every layout on the same GPU
@@ -1420,4 +1421,26 @@ TEST_CASE("every cost line says what its price counts, and compare and sweep war
       run("sweep " + scenario("finetune/full-8x4090-zero3.json") + " --vary topology=pcie-4090,dgx-a100 -q",
           Streams::WITH_ERRORS);
   CHECK(sweep.out.find(basis_warning) != std::string::npos);
+}
+
+TEST_CASE("the CUDA context is taken from the HBM, and a memory headroom is honoured by run, check, memory and sweep")
+{
+  const auto fits = run_json(scenario("default.json"));
+  CHECK(fits["memory"]["cuda_context_bytes"].get<double>() == 400e6);
+  CHECK(fits["memory"]["capacity_bytes"].get<double>() == Approx(80.0 * (1ULL << 30) - 400e6));
+  // The 2021 generation loaded every kernel with the context.
+  const auto old = run_json(scenario("default.json") + " --set plan.software=megatron-lm-2021");
+  CHECK(old["memory"]["cuda_context_bytes"].get<double>() == 1000e6);
+  // Default's busiest GPU peaks at 16.8 GiB: 70 GiB of headroom leaves it 9.6.
+  const std::string tight = scenario("default.json") + " --memory-headroom 70GiB";
+  const auto refused = run("run " + tight, Streams::WITH_ERRORS);
+  CHECK(refused.status == 1);
+  CHECK(refused.out.find("(HBM less the CUDA context and 70.00 GiB of headroom)") != std::string::npos);
+  CHECK(run("check " + tight, Streams::WITH_ERRORS).status == 1);
+  CHECK(run("memory " + tight).out.find("OUT OF MEMORY") != std::string::npos);
+  const auto sweep = nlohmann::json::parse(
+      run("sweep " + scenario("default.json") + " --vary plan.memory_headroom=1GiB,70GiB --format json -q").out);
+  REQUIRE(sweep["rows"].size() == 2);
+  for (const auto& row : sweep["rows"])
+    CHECK(row["outcome"] == (row["label"] == "memory_headroom=70GiB" ? "out_of_memory" : "ranked"));
 }
