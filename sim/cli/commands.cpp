@@ -4,6 +4,7 @@
 #include "core/diagnostics.hpp"
 
 #include "core/input_error.hpp"
+#include "core/log.hpp"
 #include "engine/replay.hpp"
 #include "report/analysis.hpp"
 #include "report/chakra_export.hpp"
@@ -46,11 +47,18 @@ fs::path default_data_dir()
 {
   if (const char* env = std::getenv("SIMTRAIN_DATA_DIR"); env && *env)
     return env;
+  // A clone's own presets where the command runs in one (a model added there is found, and errors point into it),
+  // else those of the tree the binary was built from.
+  std::error_code ec;
+  fs::path here = fs::current_path(ec);
+  if (!ec && fs::is_directory(here / "models", ec) && fs::is_directory(here / "topologies" / "gpus", ec))
+    return here;
   return SIMTRAIN_SOURCE_DIR;
 }
 
 scenario::LoadOptions load_options(const CommonOptions& o)
 {
+  core::logger("cli")->debug("presets from {}", o.data_dir);
   auto overrides = o.overrides;
   if (o.tokens)
     overrides.push_back(fmt::format("training_tokens={}", *o.tokens));

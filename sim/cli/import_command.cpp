@@ -137,7 +137,12 @@ int import_config(const ImportArgs& a, const CommonOptions& o)
                    fmt::format("note: the imported scenario was refused and not written{}",
                                from.empty() ? "" : fmt::format(" ({} came from {})", e.where().pointer, from)),
                    "the imported scenario was refused and not written");
-    throw;
+    // Named by the input (the scenario exists nowhere else): its pointer is the scenario's.
+    std::string message = e.what();
+    if (const std::string at = core::format_location(e.where()); message.starts_with(at + ": "))
+      message = message.substr(at.size() + 2);
+    throw core::InputError({core::display_path(a.config), "", ""},
+                           fmt::format("the scenario imported from it, at {}: {}", e.where().pointer, message));
   }
   if (a.strict && !imported.not_simulated.empty())
     throw core::InputError(core::Location{a.framework + " import", "", ""},

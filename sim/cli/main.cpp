@@ -79,6 +79,39 @@ void insert_default_run(std::vector<std::string>& args, const CLI::App& app)
   args.insert(at, "run");
 }
 
+// `--data-dir DIR` before the command is the command's own option (`simtrain --data-dir D run ...`): moved after the
+// command's name (after `import`'s framework).
+void move_data_dir_after_command(std::vector<std::string>& args, const CLI::App& app)
+{
+  const auto command = std::find_if(args.begin(), args.end(), [&app](const std::string& word) {
+    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+      if (sub->get_name() == word)
+        return true;
+    return false;
+  });
+  if (command == args.end())
+    return;
+  std::vector<std::string> moved;
+  std::vector<std::string> before;
+  for (auto it = args.begin(); it != command; ++it) {
+    if (*it == "--data-dir" && std::next(it) != command) {
+      moved.push_back(*it);
+      moved.push_back(*++it);
+    } else if (it->starts_with("--data-dir=")) {
+      moved.push_back(*it);
+    } else {
+      before.push_back(*it);
+    }
+  }
+  if (moved.empty())
+    return;
+  std::vector<std::string> after(command, args.end());
+  const std::size_t at = after.size() > 1 && after.front() == "import" ? 2 : 1;
+  after.insert(after.begin() + static_cast<std::ptrdiff_t>(at), moved.begin(), moved.end());
+  before.insert(before.end(), after.begin(), after.end());
+  args = std::move(before);
+}
+
 // Leftover arguments are collected, not thrown: CLI11 would list them in reverse.
 void allow_extras(CLI::App& app)
 {
@@ -100,11 +133,11 @@ std::optional<int> parse(CLI::App& app, char* program, std::vector<std::string>&
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());
   } catch (const CLI::ParseError& e) {
-    if (sim::core::diagnostic_format() == sim::core::DiagnosticFormat::JSON && e.get_exit_code() != 0) {
-      sim::core::diagnose("error", e.what(), e.what());
-      return 1;
-    }
-    return app.exit(e) == 0 ? 0 : 1;
+    if (e.get_exit_code() == 0) // --help: answered
+      return app.exit(e);
+    // One line, the shape of every other error (CLI11's own adds "Run with --help" on a second line, no "error:").
+    sim::core::diagnose("error", fmt::format("error: {} (--help lists the options)", e.what()), e.what());
+    return 1;
   }
   if (auto extra = app.remaining(true); !extra.empty()) {
     std::vector<std::string> in_order;
@@ -115,7 +148,7 @@ std::optional<int> parse(CLI::App& app, char* program, std::vector<std::string>&
       }
     const std::string message = fmt::format("The following argument{} not expected: {}",
                                             in_order.size() == 1 ? " was" : "s were", fmt::join(in_order, " "));
-    sim::core::diagnose("error", message + "\nRun with --help for more information.", message);
+    sim::core::diagnose("error", fmt::format("error: {} (--help lists the options)", message), message);
     return 1;
   }
   return std::nullopt;
@@ -161,6 +194,7 @@ int main(int argc, char** argv)
   add_global_options(app, global);
   const auto subcommands = sim::cli::add_subcommands(app, passthrough);
   insert_default_run(args, app);
+  move_data_dir_after_command(args, app);
 
   // Known before parsing, so that a command line CLI11 refuses is reported in the format asked for.
   for (std::size_t i = 0; i + 1 < args.size(); ++i)

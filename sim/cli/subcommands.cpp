@@ -255,6 +255,8 @@ Subcommand add_sweep(CLI::App& app)
                   "The memory the sweep's simulations may take together (default: what the machine has free "
                   "when the sweep starts), e.g. 16GiB")
       ->check(memory_size());
+  sub->add_flag("--allow-oom", o->common.allow_oom,
+                "Simulate the layouts that do not fit in memory too (ranked, with by how much in their reason)");
   sub->add_flag("--fold-only", o->args.fold_only,
                 "Leave out layouts whose GPUs do not fold at all (simulated GPU by GPU, "
                 "they can take hours at thousands of GPUs)");

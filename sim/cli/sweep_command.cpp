@@ -118,6 +118,7 @@ int sweep(const SweepArgs& a, const CommonOptions& o)
   s.top = std::max(1, a.top);
   s.simulate_all = a.all;
   s.fold_only = a.fold_only;
+  s.allow_oom = o.allow_oom;
   s.memory = scenario::machine_memory();
   if (!a.memory.empty())
     s.memory = scenario::capped(s.memory, *core::parse_quantity(a.memory, core::Dimension::BYTES), "--memory");

@@ -1,5 +1,7 @@
 #include "core/document.hpp"
 
+#include <cctype>
+
 #include <fmt/format.h>
 #include <fstream>
 #include <set>
@@ -198,8 +200,14 @@ Json read_json_file(const std::filesystem::path& path)
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw InputError({name, "", ""}, "cannot read file", "a folder", "a JSON file");
-  if (!std::filesystem::exists(path, ec))
-    throw InputError({name, "", ""}, "cannot read file", "no such file", "a JSON file");
+  if (!std::filesystem::exists(path, ec)) {
+    // A missing file clears `ec`; a path that cannot be followed (a symbolic link loop, a folder without
+    // permission) says why.
+    std::string why = ec ? ec.message() : "no such file";
+    if (!why.empty())
+      why[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(why[0])));
+    throw InputError({name, "", ""}, "cannot read file", why, "a JSON file");
+  }
   if (!std::filesystem::is_regular_file(path, ec))
     throw InputError({name, "", ""}, "cannot read file", "not a regular file", "a JSON file");
   std::ifstream in(path, std::ios::binary);

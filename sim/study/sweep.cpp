@@ -142,26 +142,22 @@ class Sweep {
     }
     if (memory.oom) {
       const auto& tightest = memory.per_stage[static_cast<std::size_t>(memory.peak_stage)];
-      row.outcome = Outcome::OUT_OF_MEMORY;
       row.memory_over_bytes = tightest.peak_bytes - tightest.capacity_bytes;
       row.reason = fmt::format("needs {} of {} per GPU (over by {})", core::format_bytes(tightest.peak_bytes),
                                core::format_bytes(tightest.capacity_bytes), core::format_bytes(row.memory_over_bytes));
-      return false;
-    }
-    if (memory.host_oom) {
-      row.outcome = Outcome::OUT_OF_MEMORY;
+    } else if (memory.host_oom) {
       row.memory_over_bytes = memory.host_node_bytes - memory.host_capacity_bytes;
       row.reason = fmt::format(
           "offloads {} per node to {} of host memory (over by {})", core::format_bytes(memory.host_node_bytes),
           core::format_bytes(memory.host_capacity_bytes), core::format_bytes(row.memory_over_bytes));
-      return false;
-    }
-    if (memory.nvme_oom) {
-      row.outcome = Outcome::OUT_OF_MEMORY;
+    } else if (memory.nvme_oom) {
       row.memory_over_bytes = memory.nvme_node_bytes - memory.nvme_capacity_bytes;
       row.reason =
           fmt::format("swaps {} per node to {} of NVMe drives (over by {})", core::format_bytes(memory.nvme_node_bytes),
                       core::format_bytes(memory.nvme_capacity_bytes), core::format_bytes(row.memory_over_bytes));
+    }
+    if (!row.reason.empty() && !o_.allow_oom) { // (--allow-oom: simulated all the same, the reason kept)
+      row.outcome = Outcome::OUT_OF_MEMORY;
       return false;
     }
     // With GPUs of several kinds, the bound of the fastest everywhere (a bound still).
@@ -279,6 +275,7 @@ class Sweep {
   {
     ChildRun run;
     run.log_level = "off";
+    run.allow_oom = o_.allow_oom;
     run.scenario = o_.scenario;
     run.data_dir = o_.data_dir;
     run.overrides = o_.base_overrides;

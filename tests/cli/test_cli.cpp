@@ -1444,3 +1444,63 @@ TEST_CASE("the CUDA context is taken from the HBM, and a memory headroom is hono
   for (const auto& row : sweep["rows"])
     CHECK(row["outcome"] == (row["label"] == "memory_headroom=70GiB" ? "out_of_memory" : "ranked"));
 }
+
+TEST_CASE("the command line as people type it: one-line option errors, --data-dir before the command, the input "
+          "named, a link loop said")
+{
+  // An option CLI11 refuses: one line, "error:" first, as every other error.
+  const auto range = run("sweep " + scenario("default.json") + " --vary plan.tp=1,2 --jobs 0", Streams::WITH_ERRORS);
+  CHECK(range.status == 1);
+  CHECK(range.out.starts_with("error: --jobs: "));
+  CHECK(std::count(range.out.begin(), range.out.end(), '\n') == 1);
+  // --data-dir before the command name is the command's.
+  const auto before = run("--data-dir " + test::source_dir().string() + " run " + scenario("default.json") + " --quiet",
+                          Streams::WITH_ERRORS);
+  CHECK(before.status == 0);
+  // A clone's own presets: the working directory when it holds models/ and topologies/gpus/.
+  const auto clone = test::scratch_dir() / "clone";
+  std::filesystem::create_directories(clone / "models");
+  std::filesystem::copy(test::source_dir() / "topologies", clone / "topologies",
+                        std::filesystem::copy_options::recursive);
+  std::filesystem::copy(test::source_dir() / "models" / "llama2-7b.json", clone / "models" / "my-model.json");
+  nlohmann::json s = test::scenario_json("my-model", {{"tp", 8}}, "dgx-a100");
+  test::write_json(clone / "mine.json", s);
+  const auto found =
+      test::run_shell("cd " + clone.string() + " && " + SIMTRAIN_BINARY + " --log-level debug check mine.json 2>&1");
+  CHECK(found.status == 0);
+  CHECK(found.out.find("presets from " + clone.string()) != std::string::npos);
+  // A symbolic link to itself cannot be followed: not "no such file".
+  const auto loop = test::scratch_dir() / "loop.json";
+  std::filesystem::create_symlink(loop, loop);
+  const auto looped = run("run " + loop.string(), Streams::WITH_ERRORS);
+  CHECK(looped.status == 1);
+  CHECK(looped.out.find("too many levels of symbolic links") != std::string::npos);
+  // An imported scenario that cannot run is named by the configuration it came from.
+  const auto config = test::write_json(
+      test::scratch_dir() / "ds.json",
+      {{"train_micro_batch_size_per_gpu", 64}, {"zero_optimization", {{"stage", 0}}}, {"bf16", {{"enabled", true}}}});
+  const auto imported = run("import deepspeed " + config.string() + " --model llama2-70b --topology dgx-a100 --gpus 8",
+                            Streams::WITH_ERRORS);
+  CHECK(imported.status == 1);
+  CHECK(imported.out.find("error: " + config.string() + ": the scenario imported from it, at /plan") !=
+        std::string::npos);
+  CHECK(imported.out.find("<standard output>") == std::string::npos);
+}
+
+TEST_CASE("sweep --allow-oom simulates the layouts that do not fit, with by how much")
+{
+  const std::string sweep =
+      "sweep " + scenario("default.json") + " --vary plan.memory_headroom=1GiB,70GiB" + " --format json -q";
+  const auto refused = nlohmann::json::parse(run(sweep).out);
+  const auto allowed = nlohmann::json::parse(run(sweep + " --allow-oom").out);
+  REQUIRE(allowed["rows"].size() == 2);
+  for (const auto& row : allowed["rows"]) {
+    CHECK(row["outcome"] == "ranked");
+    if (row["label"] == "memory_headroom=70GiB")
+      CHECK(row["reason"].get<std::string>().find("over by") != std::string::npos);
+  }
+  int oom = 0;
+  for (const auto& row : refused["rows"])
+    oom += row["outcome"] == "out_of_memory" ? 1 : 0;
+  CHECK(oom == 1);
+}
