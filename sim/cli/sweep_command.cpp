@@ -10,6 +10,8 @@
 #include "study/sweep.hpp"
 
 #include <algorithm>
+#include <array>
+#include <csignal>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <fstream>
@@ -53,9 +55,11 @@ class ProgressBar {
       return;
     }
     const int total = std::max(1, p.candidates);
+    // The simulations' own pace (screening left out) over those that may still run (the rest will be pruned), as
+    // many at a time as now: an upper bound that falls as the top K fills.
     std::string eta = "-";
     if (p.simulated > 0 && settled < total)
-      eta = clock(p.elapsed_s / settled * (total - settled));
+      eta = "at most " + clock((p.elapsed_s - p.screening_s) / p.simulated * (p.may_run + p.running));
     line_.show(fmt::format("{} {}/{} layouts ({} simulated, {} not needed), {} elapsed, ETA {}", bar(settled, total),
                            settled, total, p.simulated, p.pruned, clock(p.elapsed_s), eta),
                p.elapsed_s, finished);
@@ -92,6 +96,38 @@ void print_result(const study::SweepResult& r, int top, const std::string& forma
   else
     std::cout << study::sweep_text(r, {.top = top, .given_order = given_order});
 }
+
+// The signal that stops a sweep (Ctrl-C's SIGINT, a batch system's SIGTERM): the sweep ends its simulations and
+// writes what it has.
+volatile std::sig_atomic_t stop_signal = 0;
+
+extern "C" void on_stop_signal(int signal)
+{
+  stop_signal = signal;
+}
+
+// Installs the handler (no SA_RESTART: a wait for a simulation returns to look at it) while the sweep runs.
+class StopOnSignal {
+ public:
+  StopOnSignal()
+  {
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    for (const int s : {SIGINT, SIGTERM})
+      sigaction(s, &action, &previous_[s == SIGINT ? 0 : 1]);
+  }
+  StopOnSignal(const StopOnSignal&) = delete;
+  StopOnSignal& operator=(const StopOnSignal&) = delete;
+  ~StopOnSignal()
+  {
+    sigaction(SIGINT, &previous_[0], nullptr);
+    sigaction(SIGTERM, &previous_[1], nullptr);
+  }
+
+ private:
+  std::array<struct sigaction, 2> previous_{};
+};
 
 } // namespace
 
@@ -136,9 +172,18 @@ int sweep(const SweepArgs& a, const CommonOptions& o)
   ProgressBar bar;
   if (!a.quiet)
     s.on_progress = [&bar](const study::SweepProgress& p) { bar(p); };
+  const StopOnSignal stop_on_signal;
+  s.stop_requested = [] { return stop_signal != 0; };
   const auto result = study::run_sweep(s);
   write_results(result, a.out_dir);
   print_result(result, s.top, o.format, a.given_order);
+  if (stop_signal != 0) {
+    const auto message = fmt::format("interrupted by {}: the layouts simulated before it are ranked{}",
+                                     stop_signal == SIGINT ? "SIGINT" : "SIGTERM",
+                                     a.out_dir.empty() ? "" : fmt::format(" and written to {}", a.out_dir));
+    core::diagnose("warning", "warning: " + message, message);
+    return 128 + stop_signal;
+  }
   const bool ranked = std::any_of(result.rows.begin(), result.rows.end(),
                                   [](const study::SweepRow& r) { return r.outcome == study::Outcome::RANKED; });
   const bool failed = std::any_of(result.rows.begin(), result.rows.end(),

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <fcntl.h>
 #include <fstream>
@@ -43,9 +44,13 @@ std::optional<std::pair<int, int>> ProcessPool::wait_any()
     int raw = 0;
     const pid_t done = waitpid(-1, &raw, 0);
     if (done < 0) {
-      if (errno == EINTR)
-        continue;
-      return std::nullopt;
+      if (errno != EINTR)
+        return std::nullopt;
+      if (!stopped_ && stop_ && stop_()) {
+        stopped_ = true;
+        terminate_all();
+      }
+      continue;
     }
     const auto it = running_.find(done);
     if (it == running_.end())
@@ -55,6 +60,12 @@ std::optional<std::pair<int, int>> ProcessPool::wait_any()
     return std::make_pair(id, WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw));
   }
   return std::nullopt;
+}
+
+void ProcessPool::terminate_all() const
+{
+  for (const auto& [pid, id] : running_)
+    kill(pid, SIGTERM);
 }
 
 std::vector<int> run_commands(const std::vector<Command>& commands, int parallel)

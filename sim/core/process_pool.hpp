@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -28,10 +29,16 @@ class ProcessPool {
   bool start(int id, const Command& command);
   // Waits for a job to end: its id and exit status (128 + signal when killed); nothing when none is running.
   std::optional<std::pair<int, int>> wait_any();
+  // Sends SIGTERM to every job running (wait_any still reaps them).
+  void terminate_all() const;
+  // Where a signal interrupts wait_any and `stop` says so, the jobs running are sent SIGTERM (once).
+  void stop_on_signal(std::function<bool()> stop) { stop_ = std::move(stop); }
 
  private:
   int parallel_;
   std::map<pid_t, int> running_;
+  std::function<bool()> stop_;
+  bool stopped_ = false;
 };
 
 // Runs the commands, at most `parallel` at a time; their exit statuses in order (-1: could not start).

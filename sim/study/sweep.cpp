@@ -83,6 +83,10 @@ class Sweep {
     base_gpus_ = base.gpus;
     std::vector<std::size_t> candidates;
     for (std::size_t k = 0; k < r.rows.size(); ++k) {
+      if (stopping()) {
+        interrupt(r.rows[k]);
+        continue;
+      }
       if (screen(r.rows[k]))
         candidates.push_back(k);
       ++progress_.screened;
@@ -94,6 +98,8 @@ class Sweep {
         if (seen.insert(override_path(e)).second)
           r.columns.push_back(override_path(e));
     progress_.candidates = static_cast<int>(candidates.size());
+    progress_.may_run = progress_.candidates;
+    progress_.screening_s = seconds_since_start();
     std::stable_sort(candidates.begin(), candidates.end(),
                      [&r](std::size_t a, std::size_t b) { return r.rows[a].bound_metric > r.rows[b].bound_metric; });
     simulate(r, candidates);
@@ -182,6 +188,7 @@ class Sweep {
   {
     const core::WorkDir work({}, "simtrain-sweep");
     core::ProcessPool pool(o_.jobs);
+    pool.stop_on_signal([this] { return stopping(); });
     std::vector<double> best; // metrics of the ranked rows, best first
     std::map<int, std::size_t> running;
     std::map<int, double> reserved; // per running simulation, its graph's estimated bytes
@@ -189,7 +196,7 @@ class Sweep {
     std::size_t next = 0;
     const auto kth = [&]() { return best.size() >= static_cast<std::size_t>(o_.top) ? best[o_.top - 1] : -1.0; };
     for (;;) {
-      while (pool.has_room() && next < candidates.size()) {
+      while (!stopping() && pool.has_room() && next < candidates.size()) {
         SweepRow& row = r.rows[candidates[next]];
         ++next;
         if (!o_.simulate_all && !row.baseline && kth() >= 0 && row.bound_metric <= kth()) {
@@ -235,12 +242,34 @@ class Sweep {
       --progress_.running;
       ++progress_.simulated;
       const auto result = read_child_result(child_run(row, work.path()), done->second);
+      if (!result.ok() && stopping()) {
+        interrupt(row);
+        continue;
+      }
       settle(row, result);
       if (result.ok())
         best.insert(std::upper_bound(best.begin(), best.end(), metric(row, o_.rank_by), std::greater<>()),
                     metric(row, o_.rank_by));
+      progress_.may_run = 0;
+      for (std::size_t k = next; k < candidates.size(); ++k)
+        progress_.may_run += kth() < 0 || r.rows[candidates[k]].bound_metric > kth() ? 1 : 0;
       report();
     }
+    for (; next < candidates.size(); ++next) // (none unless stopped)
+      interrupt(r.rows[candidates[next]]);
+  }
+
+  bool stopping() const { return o_.stop_requested && o_.stop_requested(); }
+
+  double seconds_since_start() const
+  {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  }
+
+  static void interrupt(SweepRow& row)
+  {
+    row.outcome = Outcome::INTERRUPTED;
+    row.reason = "not simulated: the sweep was interrupted";
   }
 
   // What a layout's simulation will hold: its task graph's estimated bytes, folded or not, and why it does not fold
@@ -322,7 +351,7 @@ class Sweep {
   {
     if (!o_.on_progress)
       return;
-    progress_.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    progress_.elapsed_s = seconds_since_start();
     o_.on_progress(progress_);
   }
 

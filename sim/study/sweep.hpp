@@ -24,7 +24,11 @@ struct SweepProgress {
   int simulated = 0;
   int pruned = 0;
   int running = 0;
+  // Candidates not yet started whose bound still beats the top K's last: the most that may still be simulated (the
+  // rest will be pruned).
+  int may_run = 0;
   double elapsed_s = 0;
+  double screening_s = 0; // of it, checking the layouts and bounding them (before any simulation)
 };
 
 struct SweepOptions {
@@ -46,6 +50,9 @@ struct SweepOptions {
   std::filesystem::path runs_dir; // each simulated layout's report, trace and timeline (empty: not kept)
   report::SummaryFile summary;    // how close simtrain came to published runs, per GPU
   std::function<void(const SweepProgress&)> on_progress;
+  // Asked between simulations (a SIGINT or SIGTERM caught): true stops the sweep, the simulations running ended and
+  // every layout not simulated marked interrupted, and the result returned as it stands.
+  std::function<bool()> stop_requested;
 };
 
 SweepResult run_sweep(const SweepOptions& options);

@@ -204,6 +204,9 @@ std::string sweep_text(const SweepResult& r, const SweepTextOptions& options)
     line(
         fmt::format("  warning: the layouts are priced on different bases ({}): tokens per dollar is not like for like",
                     fmt::join(bases, "; ")));
+  if (counts[Outcome::INTERRUPTED] > 0)
+    line(fmt::format("  {} not simulated: the sweep was interrupted (the ranking is of those simulated before)",
+                     counts[Outcome::INTERRUPTED]));
   if (counts[Outcome::NOT_FOLDED] > 0)
     line(fmt::format("  {} left out by --fold-only: their GPUs would be simulated one by one",
                      counts[Outcome::NOT_FOLDED]));

@@ -13,15 +13,16 @@
 
 namespace sim::study {
 
-enum class Outcome { RANKED, OUT_OF_MEMORY, INVALID, PRUNED, FAILED, NOT_FOLDED };
+enum class Outcome { RANKED, OUT_OF_MEMORY, INVALID, PRUNED, FAILED, NOT_FOLDED, INTERRUPTED };
 enum class RankBy { TOKENS_PER_S, TOKENS_PER_USD };
 
-inline constexpr std::array<core::Choice<Outcome>, 6> outcome_choices{{{"ranked", Outcome::RANKED},
+inline constexpr std::array<core::Choice<Outcome>, 7> outcome_choices{{{"ranked", Outcome::RANKED},
                                                                        {"out_of_memory", Outcome::OUT_OF_MEMORY},
                                                                        {"invalid", Outcome::INVALID},
                                                                        {"not_simulated", Outcome::PRUNED},
                                                                        {"failed", Outcome::FAILED},
-                                                                       {"not_folded", Outcome::NOT_FOLDED}}};
+                                                                       {"not_folded", Outcome::NOT_FOLDED},
+                                                                       {"interrupted", Outcome::INTERRUPTED}}};
 inline constexpr std::array<core::Choice<RankBy>, 2> rank_by_choices{
     {{"tokens_per_s", RankBy::TOKENS_PER_S}, {"tokens_per_usd", RankBy::TOKENS_PER_USD}}};
 
