@@ -56,10 +56,11 @@ class ProgressBar {
     }
     const int total = std::max(1, p.candidates);
     // The simulations' own pace (screening left out) over those that may still run (the rest will be pruned), as
-    // many at a time as now: an upper bound that falls as the top K fills.
+    // many at a time as now: it falls as the top K fills (layouts with lower bounds, simulated later, may take longer
+    // each).
     std::string eta = "-";
     if (p.simulated > 0 && settled < total)
-      eta = "at most " + clock((p.elapsed_s - p.screening_s) / p.simulated * (p.may_run + p.running));
+      eta = "about " + clock((p.elapsed_s - p.screening_s) / p.simulated * (p.may_run + p.running));
     line_.show(fmt::format("{} {}/{} layouts ({} simulated, {} not needed), {} elapsed, ETA {}", bar(settled, total),
                            settled, total, p.simulated, p.pruned, clock(p.elapsed_s), eta),
                p.elapsed_s, finished);
