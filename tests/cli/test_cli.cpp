@@ -1507,17 +1507,22 @@ TEST_CASE("sweep --allow-oom simulates the layouts that do not fit, with by how 
 
 TEST_CASE("a sweep stopped by SIGTERM ends its simulations and writes what it has")
 {
-  // Forty simulations one at a time (a tenth of a second or more each; the price changes nothing simulated):
-  // stopped after two seconds, the sweep ends the simulation running, marks the rest interrupted, ranks those it
+  // A hundred simulations one at a time (a tenth of a second or more each; the price changes nothing simulated):
+  // stopped after a few seconds, the sweep ends the simulation running, marks the rest interrupted, ranks those it
   // finished and writes sweep.json (exit 128 + 15).
   const auto dir = test::scratch_dir() / "stopped";
   std::string prices;
-  for (int p = 1; p <= 40; ++p)
+  for (int p = 1; p <= 100; ++p)
     prices += (p > 1 ? "," : "") + std::to_string(p);
+#ifdef SIMTRAIN_SANITIZED
+  const std::string wait = "12"; // the sanitized binary starts and simulates several times slower
+#else
+  const std::string wait = "4";
+#endif
   const auto r =
       test::run_shell(std::string("(") + SIMTRAIN_BINARY + " --log-level off sweep " + scenario("default.json") +
                       " --vary cost.usd_per_gpu_hour=" + prices + " --all --jobs 1 -q --out " + dir.string() +
-                      " >/dev/null 2>&1 & pid=$!; sleep 2; kill -TERM $pid; wait $pid; echo $?)");
+                      " >/dev/null 2>&1 & pid=$!; sleep " + wait + "; kill -TERM $pid; wait $pid; echo $?)");
   CHECK(r.out == "143\n");
   const auto j = nlohmann::json::parse(std::ifstream(dir / "sweep.json"));
   int ranked = 0;
@@ -1528,5 +1533,5 @@ TEST_CASE("a sweep stopped by SIGTERM ends its simulations and writes what it ha
   }
   CHECK(ranked >= 1);
   CHECK(interrupted >= 1);
-  CHECK(ranked + interrupted == 40);
+  CHECK(ranked + interrupted == 100);
 }
