@@ -59,16 +59,19 @@ std::vector<std::string> take_passthrough(std::vector<std::string>& args)
   return passthrough;
 }
 
+bool is_command(const CLI::App& app, const std::string& word)
+{
+  for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (sub->get_name() == word)
+      return true;
+  return false;
+}
+
 // `simtrain` alone, or `simtrain SCENARIO.json`, runs the main job: `run` goes in after the global options.
 void insert_default_run(std::vector<std::string>& args, const CLI::App& app)
 {
-  const auto is_subcommand = [&app](const std::string& word) {
-    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
-      if (sub->get_name() == word)
-        return true;
-    return false;
-  };
-  const bool has_subcommand = std::any_of(args.begin(), args.end(), is_subcommand);
+  const bool has_subcommand =
+      std::any_of(args.begin(), args.end(), [&app](const std::string& w) { return is_command(app, w); });
   const bool wants_help =
       std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "-h" || a == "--help"; });
   if (has_subcommand || wants_help)
@@ -83,12 +86,8 @@ void insert_default_run(std::vector<std::string>& args, const CLI::App& app)
 // command's name (after `import`'s framework).
 void move_data_dir_after_command(std::vector<std::string>& args, const CLI::App& app)
 {
-  const auto command = std::find_if(args.begin(), args.end(), [&app](const std::string& word) {
-    for (const auto* sub : app.get_subcommands([](const CLI::App*) { return true; }))
-      if (sub->get_name() == word)
-        return true;
-    return false;
-  });
+  const auto command =
+      std::find_if(args.begin(), args.end(), [&app](const std::string& w) { return is_command(app, w); });
   if (command == args.end())
     return;
   std::vector<std::string> moved;

@@ -250,9 +250,12 @@ class Sweep {
       if (result.ok())
         best.insert(std::upper_bound(best.begin(), best.end(), metric(row, o_.rank_by), std::greater<>()),
                     metric(row, o_.rank_by));
-      progress_.may_run = 0;
-      for (std::size_t k = next; k < candidates.size(); ++k)
-        progress_.may_run += kth() < 0 || r.rows[candidates[k]].bound_metric > kth() ? 1 : 0;
+      // (Candidates are in order of their bounds, best first.)
+      const auto rest = candidates.begin() + static_cast<std::ptrdiff_t>(next);
+      progress_.may_run = static_cast<int>(kth() < 0 ? candidates.end() - rest
+                                                     : std::partition_point(rest, candidates.end(), [&](std::size_t k) {
+                                                         return r.rows[k].bound_metric > kth();
+                                                       }) - rest);
       report();
     }
     for (; next < candidates.size(); ++next) // (none unless stopped)
