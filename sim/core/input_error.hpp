@@ -12,6 +12,7 @@ struct Location {
   std::string file;
   std::string pointer;
   std::string set_by;
+  bool operator==(const Location&) const = default;
 };
 
 // Bad input. Renders as one line: `FILE:/pointer: problem (found X; expected Y)`.
@@ -37,6 +38,7 @@ class InfeasiblePlan : public InputError {
 struct Warning {
   Location where;
   std::string message;
+  bool operator==(const Warning&) const = default;
 };
 
 std::string format_location(const Location& where);

@@ -81,6 +81,7 @@ GpuSpec read_gpu(const core::Node& node)
   GpuSpec g;
   g.name = r.text("name");
   g.description = r.text_or("description", "");
+  g.vendor = r.choice_or<Vendor>("vendor", vendor_choices, Vendor::NVIDIA);
 
   core::ObjectReader peaks(r.at("peak_flops", "an object of dense FLOP rates per precision"));
   for (const auto& c : precision_choices)

@@ -22,15 +22,22 @@ inline constexpr std::array<core::Choice<Precision>, 6> precision_choices{{{"bf1
                                                                            {"fp32", Precision::FP32},
                                                                            {"fp4", Precision::FP4}}};
 
+// Who makes the part: what its GPU-to-GPU links are called (NVIDIA's NVLink, AMD's Infinity Fabric), in reports.
+enum class Vendor { NVIDIA, AMD };
+
+inline constexpr std::array<core::Choice<Vendor>, 2> vendor_choices{{{"nvidia", Vendor::NVIDIA}, {"amd", Vendor::AMD}}};
+
 // Achieved bandwidth of a class of memory-bound kernels, as a fraction of the nominal HBM bandwidth.
 struct MemoryKernelRate {
   double forward = 0;
   double backward = 0;
+  bool operator==(const MemoryKernelRate&) const = default;
 };
 
 struct GpuSpec {
   std::string name;
   std::string description;
+  Vendor vendor = Vendor::NVIDIA;
   std::map<Precision, double> peak_flops; // dense FLOP/s per precision (no sparsity)
   double memory_bytes = 0;
   double memory_bandwidth = 0; // bytes/s
@@ -78,6 +85,7 @@ struct GpuSpec {
   std::optional<double> fp8_speedup() const;
   // Fraction of the nominal HBM bandwidth a memory-bound kernel of this class achieves.
   double memory_kernel_efficiency(MemoryKernel kernel, KernelPass pass) const;
+  bool operator==(const GpuSpec&) const = default;
 };
 
 // Reads a gpu/v1 object.

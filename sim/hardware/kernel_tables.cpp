@@ -300,4 +300,10 @@ std::shared_ptr<const KernelTables> read_kernel_tables(const core::Node& node)
   return t;
 }
 
+bool KernelTables::operator==(const KernelTables& o) const
+{
+  return sms == o.sms && gemm_best == o.gemm_best && gemm == o.gemm && fp8_gemm == o.fp8_gemm &&
+         attention == o.attention && attention_occupancy == o.attention_occupancy;
+}
+
 } // namespace sim::hardware

@@ -21,6 +21,7 @@ struct GemmSample {
   GemmLayout layout = GemmLayout::FORWARD;
   double rate = 0; // FLOP/s as measured
   std::string source;
+  bool operator==(const GemmSample&) const = default;
 };
 
 // FP8 GEMM throughput over 16-bit's at one shape, both measured side by side on the chip.
@@ -29,6 +30,7 @@ struct Fp8GemmSample {
   GemmLayout layout = GemmLayout::FORWARD;
   double speedup = 1;
   std::string source;
+  bool operator==(const Fp8GemmSample&) const = default;
 };
 
 struct AttentionSample {
@@ -39,6 +41,7 @@ struct AttentionSample {
   double seq = 0;
   double rate = 0; // FLOP/s, causal attention counting half the score matrix (FlashAttention's convention)
   std::string source;
+  bool operator==(const AttentionSample&) const = default;
 };
 
 // How far below its full rate an attention kernel runs when its (head, 128-query block) tiles fill the SMs only a
@@ -49,6 +52,7 @@ struct OccupancySample {
   double waves = 0;
   double fraction = 1;
   std::string source;
+  bool operator==(const OccupancySample&) const = default;
 };
 
 // A fused attention kernel as the tables look it up.
@@ -97,6 +101,9 @@ class KernelTables {
 
   // The table's own roofline for a GEMM shape: gemm_best times the wave quantisation of 128 x 128 output tiles.
   double gemm_prior(double m, double n, double batch) const;
+
+  // The same measurements, whatever the name, description and sources say (and the caches built on first use).
+  bool operator==(const KernelTables& other) const;
 
  private:
   struct Point {

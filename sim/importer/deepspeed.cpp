@@ -129,18 +129,21 @@ class DeepSpeedImport {
     stage_ = stage_node == n.json().end() ? 0 : static_cast<int>(n.element_of("stage").as_integer(0, 3));
     plan["zero_stage"] = stage_;
     out_.origins.emplace_back("/plan/zero_stage", n.pointer() + "/stage");
-    // DeepSpeed overlaps the gradient reduction with the backward pass only when asked, except at stage 3.
-    bool overlap = stage_ == 3;
+    // DeepSpeed overlaps the gradient reduction with the backward pass only when asked, except at stage 3 (the
+    // framework's default: written only when the config says).
     for (const auto& [key, value] : n.json().items()) {
       const core::Node v = n.element_of(key);
       if (key == "stage")
         continue;
       if (key == "overlap_comm") {
-        overlap = v.as_bool();
+        plan["overlap_grad_reduce"] = v.as_bool();
+        out_.origins.emplace_back("/plan/overlap_grad_reduce", v.pointer());
       } else if (key == "reduce_bucket_size") {
         // Elements of the 16-bit gradients (DeepSpeed's default 5e8).
-        if (!is_auto(v))
+        if (!is_auto(v)) {
           bucket_elements_ = v.as_number(1.0, 1e12);
+          bucket_given_ = true;
+        }
       } else if ((key == "offload_optimizer" || key == "offload_param") && value.is_object() &&
                  value.contains("device") && member(v.element_of("device").as_string(), {"cpu", "nvme"})) {
         // ZeRO-Offload; ZeRO-Infinity's parameters and optimizer state on the CPU or NVMe (its swapper pipelined
@@ -207,7 +210,6 @@ class DeepSpeedImport {
         out_.not_simulated.push_back(Setting{spelt(v), "not understood, left out of the scenario"});
       }
     }
-    plan["overlap_grad_reduce"] = overlap;
   }
 
   // DeepSpeed's optimizer types (deepspeed/runtime/config.py's names, lower-cased) by the algorithm simtrain runs.
@@ -318,11 +320,13 @@ class DeepSpeedImport {
   std::int64_t tp_ = 1;
   int stage_ = 0;
   double bucket_elements_ = 5e8; // zero_optimization.reduce_bucket_size, DeepSpeed's default
+  bool bucket_given_ = false;
   bool precision_given_ = false;
 
  public:
   int stage() const { return stage_; }
   double bucket_elements() const { return bucket_elements_; }
+  bool bucket_given() const { return bucket_given_; }
 };
 
 } // namespace
@@ -342,20 +346,18 @@ Imported import_deepspeed(const core::Node& config, const Target& target, const 
   ds.read(config, plan, options);
   if (options.seq_length)
     plan["seq_length"] = *options.seq_length;
-  const std::string precision = plan.value("precision", "bf16");
-  // Without ZeRO, bf16 runs DeepSpeed's BF16_Optimizer, which accumulates fp32 gradients; the ZeRO optimizers and
-  // fp16 reduce 16-bit ones (DeepSpeed's defaults, without data_types.grad_accum_dtype); fp32 training's are fp32.
-  const bool fp32_grads = (precision == "bf16" && ds.stage() == 0) || precision == "fp32";
-  plan["fp32_grad_accumulation"] = fp32_grads;
-  if (ds.stage() >= 1)
+  // DeepSpeed's defaults (plan.framework): gradients in fp32 only without ZeRO in bf16 (BF16_Optimizer), buckets of
+  // reduce_bucket_size, overlap_comm at stage 3, PyTorch's norms, SDPA's FlashAttention-2 kernels, DeepSpeed's
+  // optimizer step; a bucket size the config gives is its own.
+  plan["framework"] = "deepspeed";
+  if (ds.bucket_given()) {
+    const std::string precision = plan.value("precision", "bf16");
+    const bool fp32_grads = (precision == "bf16" && ds.stage() == 0) || precision == "fp32";
     plan["dp_bucket_size"] = fmt::format("{:.0f}B", ds.bucket_elements() * (fp32_grads ? 4.0 : 2.0));
-  // A model trained from a PyTorch script: PyTorch's norms, SDPA's FlashAttention-2 kernels, DeepSpeed's optimizer.
-  plan["norm_impl"] = "torch";
-  plan["attention"] = "flash2";
-  plan["optimizer"] = "deepspeed";
-  out.assumptions.emplace_back("a PyTorch model under DeepSpeed: PyTorch's norms, scaled_dot_product_attention's "
-                               "FlashAttention-2 kernels and DeepSpeed's optimizer step (plan norm_impl, attention, "
-                               "optimizer)");
+  }
+  out.assumptions.emplace_back("a PyTorch model under DeepSpeed (plan.framework deepspeed: PyTorch's norms, "
+                               "scaled_dot_product_attention's FlashAttention-2 kernels, DeepSpeed's optimizer step, "
+                               "its gradient types, buckets and overlap)");
   out.assumptions.emplace_back("no activation recomputation (the training script turns it on; set plan.recompute)");
   if (!options.seq_length)
     out.assumptions.emplace_back("the model's own sequence length (--seq-length to change it)");

@@ -385,16 +385,18 @@ class HfImport {
     plan["overlap_grad_reduce"] = true;
     if (zero_stage_ == 0)
       plan["dp_bucket_size"] = fmt::format("{:.0f}B", bucket_mb_ * 1024 * 1024);
-    // torch.autocast: fp32 weights and gradients, autograd accumulating into them.
-    plan["fp32_grad_accumulation"] = true;
-    plan["grad_accumulation"] = "autograd";
-    plan["optimizer"] = "fused";
+    // PyTorch's defaults as Trainer runs them (plan.framework fsdp): torch.autocast's fp32 gradients under DDP, the
+    // 16-bit reduction of Accelerate's FSDP MixedPrecision policy, autograd accumulating, one fused optimizer pass.
+    plan["framework"] = "fsdp";
     common(plan, false, false);
     tf32(plan);
     if (!precision_.empty())
       out_.assumptions.emplace_back(
-          "PyTorch's automatic mixed precision keeps fp32 weights and gradients (16 bytes a parameter with Adam); "
-          "simulated in Megatron's layout, 16-bit weights beside fp32 gradients and master weights (18)");
+          zero_stage_ == 0
+              ? "PyTorch's automatic mixed precision keeps fp32 weights and gradients (16 bytes a parameter with "
+                "Adam); simulated in Megatron's layout, 16-bit weights beside fp32 gradients and master weights (18)"
+              : "FSDP's MixedPrecision policy as Accelerate builds it (set_mixed_precision: parameters, reduction and "
+                "buffers in the 16-bit type): gradients reduce-scattered in 16 bits");
     out_.assumptions.emplace_back(
         "a PyTorch model under Trainer: transformers' eager RMSNorm, rotary embedding and "
         "gated activation (fused under torch_compile), scaled_dot_product_attention's "

@@ -382,10 +382,7 @@ Imported import_torchtitan(const core::Node& job, const Target& target, const st
   use("optimizer", "implementation");
   if (optimizer != "AdamW" && optimizer != "Adam")
     out.not_simulated.push_back(Setting{"/optimizer/name \"" + optimizer + "\"", "simulated as Adam"});
-  plan["norm_impl"] = "torch";
-  plan["attention"] = "flash2";
-  plan["optimizer"] = "fused";
-  plan["loss_impl"] = "eager_fp32";
+  plan["framework"] = "torchtitan"; // its generation's kernels: PyTorch's norms, SDPA, fused AdamW, fp32 cross entropy
   out.assumptions.emplace_back("PyTorch's kernels: its norms, scaled_dot_product_attention's FlashAttention-2 kernels, "
                                "fused AdamW, and cross_entropy on the logits upcast to fp32 (plan norm_impl, "
                                "attention, optimizer, loss_impl)");

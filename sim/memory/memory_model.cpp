@@ -239,6 +239,9 @@ double cuda_context_bytes(const plan::ParallelPlan& p)
       return 1000e6;
     case plan::Generation::MEGATRON_CORE:
     case plan::Generation::COMPOSER_FSDP:
+    case plan::Generation::DEEPSPEED: // PyTorch 2.x on CUDA 12: lazy loading
+    case plan::Generation::FSDP:
+    case plan::Generation::TORCHTITAN:
       return 400e6;
   }
   return 400e6;

@@ -49,6 +49,7 @@ struct MoeSpec {
   // the groups laid on nodes it is node-limited routing.
   std::int64_t expert_groups = 1;
   std::int64_t groups_per_token = 1;
+  bool operator==(const MoeSpec&) const = default;
 };
 
 // Multi-head latent attention (DeepSeek-V2/V3): queries and keys/values through low-rank latents; a query or key
@@ -59,6 +60,7 @@ struct MlaSpec {
   std::int64_t qk_nope_head_dim = 0;
   std::int64_t qk_rope_head_dim = 0;
   std::int64_t v_head_dim = 0;
+  bool operator==(const MlaSpec&) const = default;
 };
 
 // Gated FFNs (SwiGLU, GeGLU) have three weight matrices instead of two.
@@ -118,6 +120,7 @@ struct ModelSpec {
   }
   std::int64_t moe_layers() const;
   std::int64_t mtp_layer_kind_of() const { return num_layers - 1; } // an MTP module's layer is built like this one
+  bool operator==(const ModelSpec&) const = default;
 };
 
 // Reads a model/v1 object. Validates ranges and internal consistency (kv heads divide heads, ...).

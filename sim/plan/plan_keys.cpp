@@ -176,14 +176,35 @@ PlanKey schedule_key()
   return k;
 }
 
-// `software` names the generation whose code history sets the defaults of the software keys after it.
+// `framework` names the framework that runs the step (the framework of the `software` generation where only that is
+// given): its gradient defaults (accumulated in fp32 or not, bucket size, overlap) and its current generation follow.
+PlanKey framework_key()
+{
+  return choice("framework", &Software::framework, framework_choices, [](const PlanReading& r) {
+    const auto software = r.in.find("software");
+    return software ? framework_of(software->as_choice<Generation>(std::span(generation_choices)))
+                    : Framework::MEGATRON;
+  });
+}
+
+// `software` names the generation whose code history sets the defaults of the software keys after it: the
+// framework's current one unless given, and one of the framework's own if both are.
 PlanKey generation_key()
 {
-  PlanKey k = choice("software", &Software::generation, generation_choices, Generation::MEGATRON_CORE);
+  PlanKey k = choice("software", &Software::generation, generation_choices,
+                     [](const PlanReading& r) { return current_generation(r.plan.software.framework); });
   k.report = "/software/generation";
   k.read = [read = std::move(k.read)](PlanReading& r) {
     read(r);
     ParallelPlan& p = r.plan;
+    if (framework_of(p.software.generation) != p.software.framework)
+      r.in.find("software")
+          ->fail_found("a generation of another framework",
+                       fmt::format("\"{}\", {}'s", core::choice_name(p.software.generation, generation_choices),
+                                   core::choice_name(framework_of(p.software.generation), framework_choices)),
+                       fmt::format("a generation of framework \"{}\" (or no software: its current one, \"{}\")",
+                                   core::choice_name(p.software.framework, framework_choices),
+                                   core::choice_name(current_generation(p.software.framework), generation_choices)));
     p.software = software_of(p.software.generation,
                              SoftwareContext{p.pp > 1, p.schedule == Schedule::INTERLEAVED, p.fp32_grad_accumulation});
   };
@@ -206,10 +227,9 @@ PlanKey bucket_key()
 {
   PlanKey k = key("dp_bucket_size", &ParallelPlan::dp_bucket_bytes, [](PlanReading& r) {
     ParallelPlan& p = r.plan;
-    // Megatron-core's default bucket: max(40M, 1M x dp) gradient elements.
     const double grad_bytes = p.fp32_grad_accumulation ? 4.0 : 2.0;
     p.dp_bucket_bytes = r.in.quantity_or("dp_bucket_size", core::Dimension::BYTES,
-                                         grad_bytes * std::max(40e6, 1e6 * static_cast<double>(p.dp)));
+                                         framework_bucket_bytes(p.software.framework, p.zero_stage, p.dp, grad_bytes));
   });
   // The shortest text that reads back as the same double.
   k.write = [](const ParallelPlan& p) { return Json(fmt::format("{}B", p.dp_bucket_bytes)); };
@@ -420,6 +440,7 @@ std::vector<PlanKey> make_plan_keys()
   using P = ParallelPlan;
   using S = Software;
   return {
+      framework_key(),
       integer("tp", &P::tp, 1, 1, 1 << 16),
       integer("pp", &P::pp, 1, 1, 1 << 16),
       integer("cp", &P::cp, 1, 1, 1 << 16),
@@ -463,14 +484,19 @@ std::vector<PlanKey> make_plan_keys()
       recompute_modules_key(),
       flag("sequence_parallel", &P::sequence_parallel, false),
       flag("tp_comm_overlap", &P::tp_comm_overlap, false),
-      flag("overlap_grad_reduce", &P::overlap_grad_reduce, true),
+      flag("overlap_grad_reduce", &P::overlap_grad_reduce,
+           [](const PlanReading& r) {
+             return framework_overlaps_grad_reduce(r.plan.software.framework, r.plan.zero_stage);
+           }),
       flag("overlap_param_gather", &P::overlap_param_gather, false),
       choice("precision", &P::precision, training_precision_choices, hardware::Precision::BF16),
       fp8_only(choice("fp8_recipe", &P::fp8_recipe, fp8_recipe_choices, Fp8Recipe::DELAYED)),
       number("skipped_steps", &P::skipped_steps, 0.0, 0.0, 0.5),
       fp8_only(flag("fp8_param_gather", &P::fp8_param_gather, false)),
       flag("fp32_grad_accumulation", &P::fp32_grad_accumulation,
-           [](const PlanReading& r) { return r.plan.precision != hardware::Precision::FP16; }),
+           [](const PlanReading& r) {
+             return framework_fp32_gradients(r.plan.software.framework, r.plan.precision, r.plan.zero_stage);
+           }),
       flag("pp_scatter_gather", &P::pp_scatter_gather, true),
       choice("rank_order", &P::rank_order, rank_order_choices, P{}.rank_order),
       choice("collective_algorithm", &P::collective_algorithm, collective_algorithm_choices, CollectiveAlgorithm::AUTO),

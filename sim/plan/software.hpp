@@ -1,15 +1,28 @@
 // How the training framework runs a step, where its generations differ in time: which norm and attention kernels,
 // whether tensor-parallel backward communication overlaps the weight-gradient GEMM, how gradients accumulate over
 // micro-batches, host synchronisation, the optimizer's passes over memory, the pipeline engine and how sharded data
-// parallelism prefetches. `software` names a generation whose code history sets every default; each key overrides.
+// parallelism prefetches. `framework` names the framework, `software` one generation of its code, whose history sets
+// every default; each key overrides.
 #pragma once
 
 #include "core/json_reader.hpp"
+#include "hardware/gpu_spec.hpp"
 
 #include <array>
 #include <string>
+#include <string_view>
 
 namespace sim::plan {
+
+// The framework that runs the step: Megatron (Megatron-LM, Megatron-core, NeMo, Megatron-Bridge), DeepSpeed (its
+// engine and ZeRO, under a PyTorch script, Hugging Face Trainer or Accelerate), PyTorch FSDP (FSDP1, as Trainer,
+// Accelerate and Composer wrap it) or torchtitan (FSDP2 with DTensor parallelism).
+enum class Framework { MEGATRON, DEEPSPEED, FSDP, TORCHTITAN };
+
+inline constexpr std::array<core::Choice<Framework>, 4> framework_choices{{{"megatron", Framework::MEGATRON},
+                                                                           {"deepspeed", Framework::DEEPSPEED},
+                                                                           {"fsdp", Framework::FSDP},
+                                                                           {"torchtitan", Framework::TORCHTITAN}}};
 
 enum class Generation {
   MEGATRON_CORE,      // Megatron-core with Transformer Engine (2024 on): the default
@@ -17,16 +30,28 @@ enum class Generation {
   MEGATRON_LM_2022,   // Megatron-LM's sequence-parallel branch (Korthikanti et al., May 2022)
   MEGATRON_DEEPSPEED, // Megatron-DeepSpeed on DeepSpeed's pipeline engine (MT-NLG, BLOOM; 2021-22)
   DEEPSPEED_ZERO3,    // DeepSpeed ZeRO-3 of 2021 (v0.3-v0.5)
+  DEEPSPEED,          // DeepSpeed v0.12-v0.17 (2023-11 to 2025-09) under a PyTorch model
   COMPOSER_FSDP,      // MosaicML Composer / llm-foundry on PyTorch FSDP (2023)
+  FSDP,               // PyTorch FSDP1 under torch.autocast (Trainer, Accelerate; PyTorch 2.x)
+  TORCHTITAN,         // torchtitan on FSDP2 (2025)
 };
 
-inline constexpr std::array<core::Choice<Generation>, 6> generation_choices{
+inline constexpr std::array<core::Choice<Generation>, 9> generation_choices{
     {{"megatron-core", Generation::MEGATRON_CORE},
      {"megatron-lm-2021", Generation::MEGATRON_LM_2021},
      {"megatron-lm-2022", Generation::MEGATRON_LM_2022},
      {"megatron-deepspeed", Generation::MEGATRON_DEEPSPEED},
      {"deepspeed-zero3-2021", Generation::DEEPSPEED_ZERO3},
-     {"composer-fsdp", Generation::COMPOSER_FSDP}}};
+     {"deepspeed", Generation::DEEPSPEED},
+     {"composer-fsdp", Generation::COMPOSER_FSDP},
+     {"fsdp", Generation::FSDP},
+     {"torchtitan", Generation::TORCHTITAN}}};
+
+// The framework whose code a generation is, and a framework's current generation (a plan naming the framework alone).
+Framework framework_of(Generation generation);
+Generation current_generation(Framework framework);
+// The framework and the code a generation stands for, in a few words ("DeepSpeed v0.12-v0.17").
+std::string_view generation_summary(Generation generation);
 
 // LayerNorm / RMSNorm kernels: Transformer Engine's, apex's FusedLayerNorm (vendored by Megatron-LM in 2021), apex's
 // FastLayerNorm (Megatron-LM from 2021-11), PyTorch's own, or the model's Python code (eager: an RMSNorm written as
@@ -109,6 +134,7 @@ inline constexpr std::array<core::Choice<LossImpl>, 4> loss_impl_choices{{{"fuse
 
 struct Software {
   Generation generation = Generation::MEGATRON_CORE;
+  Framework framework = Framework::MEGATRON; // framework_of(generation)
   NormImpl norm = NormImpl::TE;
   Attention attention = Attention::TE;
   bool tp_backward_overlap = true; // dgrad all-reduce (or SP reduce-scatter) beside the weight-gradient GEMM
@@ -136,5 +162,12 @@ struct SoftwareContext {
 
 // The defaults of a generation, read from its code (see scenarios/README.md: "Software generations").
 Software software_of(Generation generation, const SoftwareContext& context);
+
+// What a framework does with gradients unless told otherwise, read from its code: whether they are accumulated and
+// reduced in fp32, how many bytes of gradients one data-parallel bucket holds (dp: the data-parallel ranks; gradients
+// of grad_bytes each), and whether their reduction overlaps the backward pass.
+bool framework_fp32_gradients(Framework framework, hardware::Precision precision, int zero_stage);
+double framework_bucket_bytes(Framework framework, int zero_stage, int dp, double grad_bytes);
+bool framework_overlaps_grad_reduce(Framework framework, int zero_stage);
 
 } // namespace sim::plan

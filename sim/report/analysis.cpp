@@ -119,6 +119,22 @@ std::string training_text(const plan::ParallelPlan& p)
   return out;
 }
 
+std::string software_text(const plan::ParallelPlan& p)
+{
+  const auto& sw = p.software;
+  const char* dtype = p.fp32_grad_accumulation ? "fp32" : (p.precision == hardware::Precision::FP16 ? "fp16" : "bf16");
+  std::string reduce;
+  if (p.dp * p.cp > 1)
+    reduce = fmt::format(", reduced in {} buckets {}", core::format_bytes(p.dp_bucket_bytes),
+                         p.overlap_grad_reduce ? "during the backward pass" : "after the backward pass");
+  return fmt::format("software: {} (framework {}, software {}): gradients in {}{}; {} norms, {} attention, {} "
+                     "optimizer step",
+                     plan::generation_summary(sw.generation), name_of(sw.framework, plan::framework_choices),
+                     name_of(sw.generation, plan::generation_choices), dtype, reduce,
+                     name_of(sw.norm, plan::norm_impl_choices), name_of(sw.attention, plan::attention_choices),
+                     name_of(sw.optimizer, plan::optimizer_impl_choices));
+}
+
 std::string reserved_text(const memory::MemoryEstimate& m)
 {
   return fmt::format(

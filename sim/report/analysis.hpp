@@ -30,6 +30,10 @@ std::string sharding_text(const plan::ParallelPlan& p);
 // What trains and how, for the plan line: ", LoRA rank 16 on 7 projections over an NF4 base (QLoRA), adam_8bit
 // optimizer", or "" for every weight under Adam.
 std::string training_text(const plan::ParallelPlan& p);
+// The framework whose defaults the plan takes, and what they make of it: "software: DeepSpeed v0.12-v0.17 under a
+// PyTorch model (framework deepspeed, software deepspeed): gradients in bf16, reduced in 953.67 MiB buckets during the
+// backward pass; torch norms, flash2 attention, deepspeed optimizer step".
+std::string software_text(const plan::ParallelPlan& p);
 
 // What each GPU's HBM holds before the plan's tensors: "HBM less the CUDA context (381.47 MiB)", and the headroom.
 std::string reserved_text(const memory::MemoryEstimate& m);

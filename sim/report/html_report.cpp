@@ -286,8 +286,8 @@ Object.entries(report.links).forEach(([cls, c], i) => {
     el("polyline", { points: points.join(" "), fill: "none", stroke: color, "stroke-width": 1.5, class: "link-series",
       "data-class": cls }, links);
   }
-  el("text", { x: lx + lw - 4, y: ly + 14 + 14 * i, "text-anchor": "end", fill: color, text: cls }, links);
-  row(linkTable, [cls, String(c.links), bytes(c.bytes), percent(c.avg_util), percent(c.peak_util),
+  el("text", { x: lx + lw - 4, y: ly + 14 + 14 * i, "text-anchor": "end", fill: color, text: c.label || cls }, links);
+  row(linkTable, [c.label || cls, String(c.links), bytes(c.bytes), percent(c.avg_util), percent(c.peak_util),
     c.busiest.length ? c.busiest[0].link : "-"], { "data-class": cls, "data-value": String(c.avg_util) });
 });
 

@@ -161,7 +161,7 @@ core::Json critical_path_json(const scenario::Scenario& s, const CriticalPath& p
   return j;
 }
 
-std::string straggler_name(const topology::Straggler& st)
+std::string straggler_name(const topology::Straggler& st, hardware::Vendor vendor)
 {
   if (st.on_switch())
     return fmt::format("{} {}'s uplink at {} bandwidth", st.leaf >= 0 ? "leaf group" : "pod",
@@ -174,7 +174,7 @@ std::string straggler_name(const topology::Straggler& st)
   if (st.compute < 1)
     name += fmt::format(", kernels at {} speed", percent(st.compute));
   if (st.nvlink < 1)
-    name += fmt::format(", NVLink at {} bandwidth", percent(st.nvlink));
+    name += fmt::format(", {} at {} bandwidth", topology::link_label("nvlink", vendor), percent(st.nvlink));
   if (st.bandwidth < 1)
     name += fmt::format(", {} at {} bandwidth", st.nic >= 0 ? "its NIC" : "NICs", percent(st.bandwidth));
   return name;
@@ -251,9 +251,13 @@ core::Json run_json(const scenario::Scenario& s, const Metrics& m, const RunCost
     core::Json busiest = core::Json::array();
     for (const auto& l : c.busiest)
       busiest.push_back({{"link", l.name}, {"bytes", l.bytes}, {"avg_util", l.avg_util}});
-    links[cls] = {{"links", c.links},       {"bytes", c.bytes},
-                  {"avg_util", c.avg_util}, {"peak_util", c.peak_util ? core::Json(*c.peak_util) : core::Json()},
-                  {"busiest", busiest},     {"utilization_over_time", c.utilization}};
+    links[cls] = {{"label", topology::link_label(cls, s.cluster.gpu.vendor)},
+                  {"links", c.links},
+                  {"bytes", c.bytes},
+                  {"avg_util", c.avg_util},
+                  {"peak_util", c.peak_util ? core::Json(*c.peak_util) : core::Json()},
+                  {"busiest", busiest},
+                  {"utilization_over_time", c.utilization}};
   }
   j["links"] = links;
   core::Json mem = core::Json::array();
@@ -309,6 +313,7 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
       p.tp, p.pp, p.dp, report::parallel_extras(p), p.micro_batch, p.global_batch, p.microbatches(),
       p.microbatches() == 1 ? "" : "es", p.seq_length, schedule, report::recompute_text(p),
       p.sequence_parallel ? ", sequence parallel" : "", report::sharding_text(p), report::training_text(p)));
+  line(report::software_text(p));
   if (p.ideal)
     line("ideal pipeline: every transfer free, no embedding or output layer, identical stages (the textbook's "
          "assumptions; step time, MFU and cost are not a prediction)");
@@ -388,7 +393,8 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
     line("  critical path kernels by part: " + parts);
   }
   for (std::size_t i = 0; i < s.cluster.stragglers.size(); ++i)
-    line(fmt::format("  straggler {}: {} on the critical path", straggler_name(s.cluster.stragglers[i]),
+    line(fmt::format("  straggler {}: {} on the critical path",
+                     straggler_name(s.cluster.stragglers[i], s.cluster.gpu.vendor),
                      core::format_time(m.straggler_path_s[i])));
   line("");
   std::string bubbles;
@@ -406,14 +412,15 @@ std::string run_text(const scenario::Scenario& s, const Metrics& m, const RunCos
                      m.bubble_formula, percent(m.bubble_theory)));
   line(bubbles);
   line("");
-  line(fmt::format("  {:<9} {:>12} {:>9} {:>9}  {}", "links", "bytes", "avg util", "peak util", "busiest"));
+  line(fmt::format("  {:<15} {:>12} {:>9} {:>9}  {}", "links", "bytes", "avg util", "peak util", "busiest"));
   for (const auto& [cls, c] : m.links) {
     if (c.bytes <= 0)
       continue;
     const std::string busiest =
         c.busiest.empty() ? ""
                           : fmt::format("{} ({})", c.busiest.front().name, core::format_bytes(c.busiest.front().bytes));
-    line(fmt::format("  {:<9} {:>12} {:>9} {:>9}  {}", cls, core::format_bytes(c.bytes), percent(c.avg_util),
+    line(fmt::format("  {:<15} {:>12} {:>9} {:>9}  {}", topology::link_label(cls, s.cluster.gpu.vendor),
+                     core::format_bytes(c.bytes), percent(c.avg_util),
                      c.peak_util ? percent(*c.peak_util) : std::string("-"), busiest));
   }
   line("");

@@ -13,6 +13,7 @@ struct Reliability {
   double checkpoint_interval_s = 0;
   double checkpoint_time_s = 0; // training stops while a checkpoint is written
   double restart_time_s = 0;    // from a failure to training again (detection, reschedule, reload)
+  bool operator==(const Reliability&) const = default;
 };
 
 struct Economics {
@@ -30,6 +31,7 @@ struct Economics {
   double usd_per_network_link = 3800.0 / 3;
   std::optional<double> training_tokens;
   std::optional<Reliability> reliability;
+  bool operator==(const Economics&) const = default;
 };
 
 // Reads the scenario keys `cost` ({usd_per_gpu_hour, amortization_years, usd_per_kwh, pue, power_utilization,

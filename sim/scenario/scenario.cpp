@@ -5,8 +5,9 @@
 #include "scenario/document_tree.hpp"
 #include "workload/layer_program.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <fmt/format.h>
-#include <functional>
 
 namespace sim::scenario {
 namespace {
@@ -70,13 +71,19 @@ void normalize(core::Json& j)
   }
 }
 
-std::size_t setup_hash(const DocumentTree& tree)
+// FNV-1a (64 bits) of the resolved, normalised document: the same on every machine and build.
+std::string document_digest(const DocumentTree& tree)
 {
-  core::Json setup = tree.root();
-  for (const char* key : {"plan", "name", "description"})
-    setup.erase(key);
-  normalize(setup);
-  return std::hash<std::string>{}(setup.dump());
+  core::Json document = tree.root();
+  for (const char* key : {"name", "description"})
+    document.erase(key);
+  normalize(document);
+  std::uint64_t h = 14695981039346656037ULL;
+  for (const unsigned char c : document.dump()) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return fmt::format("{:016x}", h);
 }
 
 Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& file)
@@ -164,8 +171,8 @@ Scenario load_scenario(DocumentTree& tree, const std::filesystem::path& file, co
   apply_overrides(tree, options, resolve_scenario_references);
   Scenario s = read_scenario(tree, file);
   s.overrides = options.overrides;
-  if (options.hash_setup)
-    s.setup_hash = setup_hash(tree);
+  if (options.digest)
+    s.digest = document_digest(tree);
   return s;
 }
 
@@ -215,6 +222,50 @@ void apply_overrides(DocumentTree& tree, const LoadOptions& options, ReferenceKi
     case ReferenceKind::KERNELS:
       return apply_overrides(tree, options, resolve_nothing);
   }
+}
+
+bool same_setup(const Scenario& a, const Scenario& b)
+{
+  // What names and explains a part, or tells where its numbers come from, changes nothing that is simulated.
+  const auto model = [](model::ModelSpec m) {
+    m.name.clear();
+    m.description.clear();
+    m.source.clear();
+    return m;
+  };
+  const auto tables = [](const hardware::GpuSpec& x, const hardware::GpuSpec& y) {
+    return x.kernel_tables == y.kernel_tables ||
+           (x.kernel_tables && y.kernel_tables && *x.kernel_tables == *y.kernel_tables);
+  };
+  const auto part = [](hardware::GpuSpec g) {
+    g.description.clear();
+    g.sources.clear();
+    g.kernel_tables.reset(); // compared by content
+    return g;
+  };
+  const auto cluster = [&part](topology::ClusterSpec c) {
+    c.name.clear();
+    c.description.clear();
+    c.sources.clear();
+    c.warnings.clear();
+    // An NVSwitch bandwidth the file gives is every node's; one that each part's own NVLink has is no different.
+    if (auto* sw = c.node.nvlink ? std::get_if<topology::NvSwitchFabric>(&*c.node.nvlink) : nullptr) {
+      const auto differs = [sw](const hardware::GpuSpec& g) { return g.nvlink_bandwidth != sw->bandwidth; };
+      sw->given = sw->given && (differs(c.gpu) || std::any_of(c.node_gpus.begin(), c.node_gpus.end(),
+                                                              [&](const auto& k) { return differs(k.gpu); }));
+    }
+    c.gpu = part(c.gpu);
+    for (auto& k : c.node_gpus)
+      k.gpu = part(k.gpu);
+    return c;
+  };
+  if (a.gpus != b.gpus || a.nodes != b.nodes || !(a.economics == b.economics) || !(model(a.model) == model(b.model)) ||
+      !(cluster(a.cluster) == cluster(b.cluster)) || !tables(a.cluster.gpu, b.cluster.gpu))
+    return false;
+  for (std::size_t k = 0; k < a.cluster.node_gpus.size(); ++k)
+    if (!tables(a.cluster.node_gpus[k].gpu, b.cluster.node_gpus[k].gpu))
+      return false;
+  return true;
 }
 
 } // namespace sim::scenario

@@ -18,7 +18,7 @@ namespace sim::scenario {
 struct LoadOptions {
   std::filesystem::path data_dir;     // holds models/, topologies/ (the presets)
   std::vector<std::string> overrides; // --set PATH=VALUE, applied in order
-  bool hash_setup = false;            // fill Scenario::setup_hash (a sweep telling its own layout; about 1 ms)
+  bool digest = false;                // fill Scenario::digest (a sweep telling whose results it resumes; about 1 ms)
 };
 
 struct Scenario {
@@ -33,10 +33,14 @@ struct Scenario {
   int nodes = 0;
   std::vector<core::Warning> warnings;
   std::vector<std::string> overrides; // the --set expressions applied, in order
-  // With LoadOptions::hash_setup, a hash of everything but the plan, name and description (model, cluster, GPU,
-  // kernels, cost), as resolved: two scenarios with the same hash and plan simulate the same thing. Else 0.
-  std::size_t setup_hash = 0;
+  // With LoadOptions::digest, 16 hex digits hashing the document as resolved and overridden (every file it names
+  // read in, quantities in SI; name and description left out): a changed file or --set changes it. Else empty.
+  std::string digest;
 };
+
+// Whether two scenarios give their plans the same model, cluster (GPUs, links, network, stragglers), GPU count and
+// cost, as resolved, whatever names, descriptions and sources say: a setting spelt out at its default is the same.
+bool same_setup(const Scenario& a, const Scenario& b);
 
 Scenario load_scenario(const std::filesystem::path& file, const LoadOptions& options);
 // A scenario held in memory (an importer's), read as if it were the file `file`, which need not exist.

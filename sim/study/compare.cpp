@@ -22,6 +22,16 @@ double number_at(const Json& j, const Json::json_pointer& p)
   return j.contains(p) && j.at(p).is_number() ? j.at(p).get<double>() : 0.0;
 }
 
+// A link class as the two reports name it ("NVLink", "NVLink / Infinity Fabric" between an NVIDIA and an AMD cluster).
+std::string link_name(const Json& a, const Json& b, const std::string& cls)
+{
+  const Json::json_pointer p("/links/" + cls + "/label");
+  const auto label = [&](const Json& r) { return r.contains(p) ? r.at(p).get<std::string>() : cls; };
+  const std::string la = label(a);
+  const std::string lb = label(b);
+  return la == lb ? la : la + " / " + lb;
+}
+
 double peak_memory(const Json& r)
 {
   double peak = 0;
@@ -181,8 +191,9 @@ Comparison compare_reports(const Json& a, const Json& b, std::string a_name, std
   if (!classes.empty())
     c.rows.push_back({"links: bytes, average utilisation", 0, 0, Unit::TIME, -1});
   for (const auto& cls : classes) {
-    add(cls + " bytes", ("/links/" + cls + "/bytes").c_str(), Unit::BYTES, 1);
-    add(cls + " average utilisation", ("/links/" + cls + "/avg_util").c_str(), Unit::FRACTION, 1);
+    const auto name = link_name(a, b, cls);
+    add(name + " bytes", ("/links/" + cls + "/bytes").c_str(), Unit::BYTES, 1);
+    add(name + " average utilisation", ("/links/" + cls + "/avg_util").c_str(), Unit::FRACTION, 1);
   }
   const auto has = [&](const char* p) {
     const Json::json_pointer ptr(p);
@@ -247,8 +258,8 @@ Comparison compare_reports(const Json& a, const Json& b, std::string a_name, std
     const double d = number_at(b, p) - number_at(a, p);
     if (std::abs(d) > std::abs(moved)) {
       moved = d;
-      busiest = fmt::format("; {} links average {:.1f}% busy in A, {:.1f}% in B", cls, 100.0 * number_at(a, p),
-                            100.0 * number_at(b, p));
+      busiest = fmt::format("; {} links average {:.1f}% busy in A, {:.1f}% in B", link_name(a, b, cls),
+                            100.0 * number_at(a, p), 100.0 * number_at(b, p));
     }
   }
   c.explanation = text + busiest + ".";

@@ -33,16 +33,16 @@ double number_at(const Json& j, const char* pointer)
   return j.contains(p) && j.at(p).is_number() ? j.at(p).get<double>() : 0.0;
 }
 
-// What makes two scenarios one layout: everything but the plan (model, cluster, GPU, cost: the setup), the GPU count
-// and the plan. The distributed optimizer and ZeRO-1 count as one: both shard the optimizer state, and simtrain
-// simulates them alike.
-std::string layout_fingerprint(const scenario::Scenario& s)
+// What makes two plans one layout: the resolved plan, the distributed optimizer and ZeRO-1 counting as one (both shard
+// the optimizer state, and simtrain simulates them alike). With the same setup (scenario::same_setup), the same
+// layout.
+std::string plan_fingerprint(const scenario::Scenario& s)
 {
   Json plan = report::plan_json(s.plan);
   if (plan.value("distributed_optimizer", false))
     plan["zero_stage"] = std::max(1, plan.value("zero_stage", 0));
   plan.erase("distributed_optimizer");
-  return fmt::format("{}|{}|{}", s.setup_hash, s.gpus, plan.dump());
+  return plan.dump();
 }
 
 // Where a simulated layout's report, trace and timeline go under --save-runs.
@@ -76,11 +76,8 @@ class Sweep {
         row.layout = o_.layouts[i];
         r.rows.push_back(row);
       }
-    const auto base = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, o_.base_overrides, true});
-    base_ = layout_fingerprint(base);
-    base_tp_ = base.plan.tp;
-    base_pp_ = base.plan.pp;
-    base_gpus_ = base.gpus;
+    base_ = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, o_.base_overrides});
+    base_plan_ = plan_fingerprint(base_);
     std::vector<std::size_t> candidates;
     for (std::size_t k = 0; k < r.rows.size(); ++k) {
       if (stopping()) {
@@ -116,7 +113,7 @@ class Sweep {
   {
     // A layout that changes tp or pp and says nothing of dp keeps the scenario's GPU count, as compare does.
     try {
-      if (const auto dp = keep_gpu_count(row.layout.overrides, base_tp_, base_pp_, base_gpus_))
+      if (const auto dp = keep_gpu_count(row.layout.overrides, base_.plan.tp, base_.plan.pp, base_.gpus))
         row.layout.overrides.push_back(*dp);
     } catch (const core::InputError& e) {
       row.outcome = Outcome::INVALID;
@@ -127,7 +124,7 @@ class Sweep {
     overrides.insert(overrides.end(), row.layout.overrides.begin(), row.layout.overrides.end());
     scenario::Scenario s;
     try {
-      s = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, overrides, true});
+      s = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, overrides});
     } catch (const core::InputError& e) {
       row.outcome = Outcome::INVALID;
       // The one-line error without the scenario's file name and the --set provenance: the row names its overrides.
@@ -139,7 +136,7 @@ class Sweep {
     }
     for (const auto* gpu : topology::gpu_kinds(s.cluster)) // each part of a mixed cluster says how sure it is
       gpus_.insert(gpu->name);
-    if (!base_found_ && layout_fingerprint(s) == base_)
+    if (!base_found_ && plan_fingerprint(s) == base_plan_ && scenario::same_setup(s, base_))
       row.baseline = base_found_ = true;
     const auto memory = memory::estimate_memory(s.model, s.plan, s.cluster);
     for (const auto& st : memory.per_stage) {
@@ -289,7 +286,7 @@ class Sweep {
       return it->second;
     std::vector<std::string> overrides = o_.base_overrides;
     overrides.insert(overrides.end(), row.layout.overrides.begin(), row.layout.overrides.end());
-    const auto s = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, overrides, true});
+    const auto s = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, overrides});
     const auto whole = workload::estimate_graph_size(s.model, s.plan, s.cluster, {.fold = false});
     const auto folded = workload::estimate_graph_size(s.model, s.plan, s.cluster, {.fold = true});
     Footprint& f = it->second;
@@ -360,10 +357,8 @@ class Sweep {
 
   const SweepOptions& o_;
   std::map<int, Footprint> footprints_; // by layout index, once asked
-  std::string base_;                    // the scenario's own layout
-  int base_tp_ = 1;
-  int base_pp_ = 1;
-  int base_gpus_ = 1;
+  scenario::Scenario base_;             // the scenario's own layout
+  std::string base_plan_;               // its plan_fingerprint
   bool base_found_ = false;
   std::set<std::string> gpus_; // of the valid layouts
   SweepProgress progress_;

@@ -526,4 +526,14 @@ ClusterSummary summarize(const ClusterGraph& cg)
   return s;
 }
 
+std::string link_label(std::string_view key, hardware::Vendor vendor)
+{
+  static const std::map<std::string_view, std::string_view> labels{
+      {"pcie", "PCIe"}, {"ib", "InfiniBand"}, {"ethernet", "Ethernet"}, {"cpu", "CPU-CPU"}, {"dram", "DRAM"}};
+  if (key == "nvlink")
+    return vendor == hardware::Vendor::AMD ? "Infinity Fabric" : "NVLink";
+  const auto it = labels.find(key);
+  return std::string(it == labels.end() ? key : it->second);
+}
+
 } // namespace sim::topology

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sim::topology {
@@ -22,6 +23,10 @@ inline constexpr std::array<core::Choice<LinkClass>, 6> link_class_choices{{{"nv
                                                                             {"ethernet", LinkClass::ETHERNET},
                                                                             {"cpu", LinkClass::CPU},
                                                                             {"dram", LinkClass::DRAM}}};
+
+// A link class as people read it in a report ("NVLink", "PCIe", "InfiniBand"; "Infinity Fabric" between AMD parts);
+// `key` is its name in JSON (link_class_choices), which stays the same whoever makes the GPUs.
+std::string link_label(std::string_view key, hardware::Vendor vendor);
 
 enum class DeviceKind { GPU, NVSWITCH, PCIE_SWITCH, CPU, HOST_MEMORY, NVME, NIC, LEAF, SPINE, CORE };
 

@@ -18,6 +18,7 @@ struct NvSwitchFabric {
   double bandwidth = 0; // bytes/s per GPU per direction
   double latency = 0;   // seconds, GPU to GPU
   bool given = false;   // `bandwidth` set in the file (a cap for every node); else the part's NVLink, node by node
+  bool operator==(const NvSwitchFabric&) const = default;
 };
 
 // Direct NVLink lanes between pairs of GPUs (DGX-1's hybrid cube mesh).
@@ -26,6 +27,7 @@ struct NvLinkMeshFabric {
     int a = 0;
     int b = 0;
     int lanes = 1;
+    bool operator==(const Link&) const = default;
   };
   double lane_bandwidth = 0; // bytes/s per lane per direction
   double latency = 0;        // GPU to GPU over a direct link
@@ -34,6 +36,7 @@ struct NvLinkMeshFabric {
   // Every pair of the node's `gpus` on a link of its own, all with the same lanes (MI300X's Infinity Fabric): any
   // GPU can stand for any other.
   bool uniform_full_mesh(int gpus) const;
+  bool operator==(const NvLinkMeshFabric&) const = default;
 };
 
 using NvLinkFabric = std::variant<NvSwitchFabric, NvLinkMeshFabric>;
@@ -44,6 +47,7 @@ struct PcieTree {
     int socket = 0;
     std::vector<int> gpus;
     std::vector<int> nics;
+    bool operator==(const Switch&) const = default;
   };
   double link_bandwidth = 0;         // device to its switch, per direction
   double uplink_bandwidth = 0;       // switch to its CPU root complex, per direction
@@ -51,6 +55,7 @@ struct PcieTree {
   double latency = 0;                // GPU to GPU under one switch
   int sockets = 1;
   std::vector<Switch> switches;
+  bool operator==(const PcieTree&) const = default;
 };
 
 enum class NicKind { INFINIBAND, ETHERNET };
@@ -65,6 +70,7 @@ struct NicSpec {
   double latency = 0;                 // GPU to GPU across the network, switch hops aside
   double efficiency = 1;              // achievable / nominal bandwidth through NCCL
   std::vector<std::vector<int>> gpus; // GPUs that use each NIC
+  bool operator==(const NicSpec&) const = default;
 };
 
 // The node's host: its DRAM. GPUs whose driver allows no peer-to-peer (GeForce) stage what they send to another GPU
@@ -77,12 +83,14 @@ struct NvmeSpec {
   double read_bandwidth = 0;  // each, sequential, bytes/s
   double write_bandwidth = 0; // each, sequential, bytes/s
   std::vector<int> sockets;   // per drive
+  bool operator==(const NvmeSpec&) const = default;
 };
 
 struct HostSpec {
   double memory_bytes = 0;     // DRAM of the whole node (0: not given)
   double memory_bandwidth = 0; // per CPU socket, reads and writes together (0: not given)
   NvmeSpec nvme;
+  bool operator==(const HostSpec&) const = default;
 };
 
 struct NodeSpec {
@@ -97,6 +105,7 @@ struct NodeSpec {
   HostSpec host;
   double power_w = 0;              // the whole node at full load (0: its GPUs' TDP alone)
   std::optional<double> price_usd; // the whole node, GPUs included (else the GPUs' list price)
+  bool operator==(const NodeSpec&) const = default;
 };
 
 enum class NetworkKind { SINGLE_SWITCH, LEAF_SPINE, FAT_TREE };
@@ -115,6 +124,7 @@ struct NetworkSpec {
   double core_oversubscription = 1; // fat_tree: pod downlink : uplink bandwidth
   double latency = 0;               // per switch hop above the leaf
   bool sharp = false;               // InfiniBand switches reduce in the network (SHARP): NCCL's CollNet all-reduce
+  bool operator==(const NetworkSpec&) const = default;
 };
 
 // A part of the cluster running below its rating (a scenario's `stragglers`): one GPU or all of a node's at a share
@@ -132,6 +142,7 @@ struct Straggler {
   double bandwidth = 1; // share of the NICs' (or the uplink's) bandwidth left
 
   bool on_switch() const { return leaf >= 0 || spine >= 0; }
+  bool operator==(const Straggler&) const = default;
 };
 
 // Nodes whose GPUs are of another kind than the topology's (a scenario's `node_gpus`, a cluster grown with a newer
@@ -141,6 +152,7 @@ struct NodeGpus {
   int first = 0; // node indices, inclusive
   int last = 0;
   hardware::GpuSpec gpu;
+  bool operator==(const NodeGpus&) const = default;
 };
 
 struct ClusterSpec {
@@ -154,6 +166,7 @@ struct ClusterSpec {
   std::vector<Straggler> stragglers;   // set by the scenario
   std::vector<NodeGpus> node_gpus;     // set by the scenario
   std::vector<core::Warning> warnings; // what the file leaves to a default worth knowing
+  bool operator==(const ClusterSpec&) const = default;
 };
 
 // Reads a topology/v1 object whose `node.gpu` has already been resolved to a gpu/v1 object.

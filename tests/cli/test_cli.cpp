@@ -1535,3 +1535,46 @@ TEST_CASE("a sweep stopped by SIGTERM ends its simulations and writes what it ha
   CHECK(interrupted >= 1);
   CHECK(ranked + interrupted == 100);
 }
+
+TEST_CASE("a bf16 ZeRO-3 plan reduces 16-bit gradients under DeepSpeed, fp32 ones under Megatron, and the report "
+          "names the framework")
+{
+  const std::string plan = scenario("finetune/full-8x4090-zero3.json");
+  const auto megatron = run_json(plan + " --set plan.framework=megatron");
+  const auto deepspeed = run_json(plan + " --set plan.framework=deepspeed");
+  CHECK(megatron["plan"]["software"]["framework"] == "megatron");
+  CHECK(deepspeed["plan"]["software"]["framework"] == "deepspeed");
+  CHECK(deepspeed["plan"]["software"]["generation"] == "deepspeed");
+  // Half the bytes through the host-staged PCIe collectives of eight GeForce cards: a shorter step.
+  CHECK(deepspeed["comm_s"]["dp"].get<double>() < 0.75 * megatron["comm_s"]["dp"].get<double>());
+  CHECK(deepspeed["step_time_s"].get<double>() < megatron["step_time_s"].get<double>());
+  const auto text = run("run " + plan);
+  CHECK(text.out.find("software: DeepSpeed v0.12-v0.17 under a PyTorch model (framework deepspeed, software "
+                      "deepspeed): gradients in bf16") != std::string::npos);
+}
+
+TEST_CASE("sweep finds the scenario's own layout by what it resolves to, a bandwidth spelt out at its default too")
+{
+  const auto r = run("sweep " + scenario("teaching/1f1b.json") +
+                     " --vary topology.node.nvlink.bandwidth=100GBps,300GBps --format json -q");
+  REQUIRE(r.status == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  int baselines = 0;
+  for (const auto& row : j["rows"])
+    if (row["baseline"].get<bool>()) {
+      ++baselines;
+      CHECK(row["label"] == "bandwidth=300GBps");
+    }
+  CHECK(baselines == 1);
+}
+
+TEST_CASE("an AMD cluster's GPU links are Infinity Fabric in the text report and in report.json's label")
+{
+  const std::string s = scenario("whatif/buy-llama3-405b-mi300x.json");
+  const auto text = run("run " + s);
+  CHECK(text.out.find("Infinity Fabric") != std::string::npos);
+  CHECK(text.out.find("NVLink") == std::string::npos);
+  const auto j = run_json(s);
+  CHECK(j["links"]["nvlink"]["label"] == "Infinity Fabric");
+  CHECK(run_json(scenario("whatif/buy-llama3-405b-h100.json"))["links"]["nvlink"]["label"] == "NVLink");
+}

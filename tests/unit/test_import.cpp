@@ -440,6 +440,24 @@ TEST_CASE("DeepSpeed configs from DeepSpeedExamples: ZeRO stage, batches by Deep
   CHECK(z3.scenario["plan"]["precision"] == "bf16");
   CHECK(z3.scenario["plan"]["dp_bucket_size"] == "100000000B"); // 5e7 16-bit gradients
   CHECK(load(z3).plan.zero_stage == 3);
+  // DeepSpeed's own defaults, from plan.framework: ZeRO's 16-bit gradients, overlap_comm at stage 3.
+  CHECK(z3.scenario["plan"]["framework"] == "deepspeed");
+  CHECK_FALSE(load(z3).plan.fp32_grad_accumulation);
+  CHECK(load(z3).plan.overlap_grad_reduce);
+  sim::core::Provenance ds_provenance;
+  ds_provenance.add_source("", "ds.json");
+  const sim::core::Json stage0 = {{"train_micro_batch_size_per_gpu", 1}, {"bf16", {{"enabled", true}}}};
+  const auto plain = load(sim::importer::import_deepspeed(sim::core::Node(stage0, "", ds_provenance),
+                                                          target(8, "dgx-a100"), {"llama2-7b", 1024, {}, {}}));
+  CHECK(plain.plan.fp32_grad_accumulation);       // BF16_Optimizer without ZeRO
+  CHECK(plain.plan.dp_bucket_bytes == 4.0 * 5e8); // allreduce_gradients' bucket
+  CHECK_FALSE(plain.plan.overlap_grad_reduce);    // all-reduced after the backward pass
+  const sim::core::Json overlapped = {{"train_micro_batch_size_per_gpu", 1},
+                                      {"bf16", {{"enabled", true}}},
+                                      {"zero_optimization", {{"stage", 2}, {"overlap_comm", true}}}};
+  CHECK(load(sim::importer::import_deepspeed(sim::core::Node(overlapped, "", ds_provenance), target(8, "dgx-a100"),
+                                             {"llama2-7b", 1024, {}, {}}))
+            .plan.overlap_grad_reduce);
 
   Imported autotp = deepspeed("autotp_ds_config.json", 16, {"llama2-7b", std::nullopt, 2, 64});
   CHECK(autotp.scenario["plan"]["tp"] == 4);
@@ -752,7 +770,8 @@ TEST_CASE("NeMo's PEFT configuration: LoRA on a model restored from a checkpoint
       Catch::Contains("describes a model while --model gives one"));
 }
 
-TEST_CASE("Hugging Face Trainer: Alpaca's FSDP fine-tune as ZeRO-3 with Trainer's batches and AMP's fp32 gradients")
+TEST_CASE("Hugging Face Trainer: Alpaca's FSDP fine-tune as ZeRO-3 with Trainer's batches and FSDP's 16-bit "
+          "gradient reduction")
 {
   // tatsu-lab/stanford_alpaca README: 4 A100s, --bf16 --per_device_train_batch_size 4 --gradient_accumulation_steps 8
   // --fsdp "full_shard auto_wrap" --tf32 True --model_max_length 512.
@@ -763,7 +782,9 @@ TEST_CASE("Hugging Face Trainer: Alpaca's FSDP fine-tune as ZeRO-3 with Trainer'
   CHECK(plan["global_batch"] == 4 * 8 * 4);
   CHECK(plan["precision"] == "bf16");
   CHECK(plan["seq_length"] == 512);
-  CHECK(plan["fp32_grad_accumulation"] == true);
+  // FSDP's defaults: Trainer's MixedPrecision(param_dtype, reduce_dtype, buffer_dtype all bf16).
+  CHECK(plan["framework"] == "fsdp");
+  CHECK_FALSE(load(alpaca).plan.fp32_grad_accumulation);
   CHECK_FALSE(plan.contains("recompute"));
   CHECK(listed(alpaca.no_effect, "/learning_rate"));
   CHECK(listed(alpaca.no_effect, "/tf32"));
@@ -947,7 +968,8 @@ TEST_CASE("Accelerate: TRL's FSDP2, FSDP with CPU offload and DeepSpeed ZeRO-3 c
   const Imported zero3 = import_accelerate("deepspeed_zero3.yaml", {"--per_device_train_batch_size", "1"});
   CHECK(zero3.scenario["plan"]["zero_stage"] == 3);
   CHECK(zero3.scenario["plan"]["precision"] == "fp16"); // mixed_precision into DeepSpeed's fp16 section
-  CHECK(zero3.scenario["plan"]["optimizer"] == "deepspeed");
+  CHECK(zero3.scenario["plan"]["framework"] == "deepspeed");
+  CHECK(load(zero3).plan.software.optimizer == sim::plan::OptimizerImpl::DEEPSPEED);
   CHECK(zero3.scenario["plan"]["global_batch"] == 8); // gradient_accumulation_steps 1
   CHECK(load(zero3).plan.zero_stage == 3);
 }
@@ -1105,6 +1127,6 @@ TEST_CASE("fp32 training from the importers: Trainer without bf16 or fp16 (tf32 
   const Imported deepspeed = sim::importer::import_deepspeed(sim::core::Node(ds, "", provenance), target(8, "dgx-a100"),
                                                              {"llama2-7b", 1024, {}, {}});
   CHECK(deepspeed.scenario["plan"]["precision"] == "fp32");
-  CHECK(deepspeed.scenario["plan"]["fp32_grad_accumulation"] == true);
+  CHECK(load(deepspeed).plan.fp32_grad_accumulation);
   CHECK(load(deepspeed).plan.value_bytes() == 4.0);
 }
