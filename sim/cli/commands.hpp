@@ -135,6 +135,7 @@ struct SweepArgs {
   std::string rank_by = "tokens_per_s";
   std::string shard; // "I/N"
   std::string out_dir;
+  std::string resume; // --resume: an earlier sweep.json (or the folder holding it) of the same scenario
   bool save_runs = false;
   bool quiet = false;       // no progress on stderr
   bool given_order = false; // the table lists every layout in the order given, not the top ranked

@@ -265,7 +265,13 @@ Subcommand add_sweep(CLI::App& app)
       ->capture_default_str();
   sub->add_option("--shard", o->args.shard, "Take only every N-th layout from the I-th (1-based); see merge")
       ->type_name("I/N");
-  sub->add_option("--out", o->args.out_dir, "Write sweep.csv and sweep.json into this folder");
+  sub->add_option("--out", o->args.out_dir,
+                  "Write sweep.csv and sweep.json into this folder (sweep.json also while the sweep runs, every few "
+                  "seconds: what a killed sweep resumes from)");
+  sub->add_option("--resume", o->args.resume,
+                  "Take the layouts an earlier sweep of the same scenario ranked (its sweep.json, or its --out "
+                  "folder) instead of simulating them again")
+      ->type_name("FILE");
   sub->add_flag("--save-runs", o->args.save_runs,
                 "Keep each simulated layout's report, trace and timeline under OUT/runs/");
   sub->add_flag("--quiet,-q", o->args.quiet, "No progress bar on stderr");

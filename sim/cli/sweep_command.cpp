@@ -78,6 +78,23 @@ void write_file(const fs::path& path, const std::string& text)
     throw core::InputError({path.string(), "", ""}, "cannot be written");
 }
 
+// sweep.json as the sweep stands, written beside and then moved over the last one: a sweep killed while writing
+// leaves the previous file whole.
+void write_checkpoint(const study::SweepResult& r, const std::string& out_dir)
+{
+  const fs::path file = fs::path(out_dir) / "sweep.json";
+  const fs::path partial = fs::path(out_dir) / "sweep.json.partial";
+  write_file(partial, study::sweep_json(r).dump(2) + "\n");
+  fs::rename(partial, file);
+}
+
+// The sweep.json a --resume names: the file, or the sweep.json in the folder.
+fs::path resumed_file(const std::string& given)
+{
+  std::error_code error;
+  return fs::is_directory(given, error) ? fs::path(given) / "sweep.json" : fs::path(given);
+}
+
 void write_results(const study::SweepResult& r, const std::string& out_dir)
 {
   if (out_dir.empty())
@@ -168,8 +185,15 @@ int sweep(const SweepArgs& a, const CommonOptions& o)
       throw core::InputError({"--save-runs", "", ""}, "needs a folder", "", "--out DIR as well");
     s.runs_dir = fs::path(a.out_dir) / "runs";
   }
-  if (!a.out_dir.empty())
+  if (!a.resume.empty()) { // read before --out (which may be the same folder) is written
+    const fs::path file = resumed_file(a.resume);
+    s.resume_file = core::display_path(file);
+    s.resume = study::sweep_from_json(core::read_json_file(file), s.resume_file);
+  }
+  if (!a.out_dir.empty()) {
     prepare_output_dir(a.out_dir);
+    s.on_checkpoint = [&a](const study::SweepResult& r) { write_checkpoint(r, a.out_dir); };
+  }
   ProgressBar bar;
   if (!a.quiet)
     s.on_progress = [&bar](const study::SweepProgress& p) { bar(p); };

@@ -76,16 +76,25 @@ class Sweep {
         row.layout = o_.layouts[i];
         r.rows.push_back(row);
       }
-    base_ = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, o_.base_overrides});
+    base_ = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, o_.base_overrides, true});
     base_plan_ = plan_fingerprint(base_);
+    r.digest = base_.digest;
+    const auto resumable = resumable_rows(r.digest);
     std::vector<std::size_t> candidates;
+    std::vector<double> best; // metrics of the ranked rows, best first
     for (std::size_t k = 0; k < r.rows.size(); ++k) {
       if (stopping()) {
         interrupt(r.rows[k]);
         continue;
       }
-      if (screen(r.rows[k]))
+      if (!screen(r.rows[k])) {
+        // (not a candidate)
+      } else if (const auto earlier = resumable.find(r.rows[k].layout.overrides); earlier != resumable.end()) {
+        take_earlier(r.rows[k], *earlier->second);
+        best.push_back(metric(r.rows[k], o_.rank_by));
+      } else {
         candidates.push_back(k);
+      }
       ++progress_.screened;
       if (progress_.screened % 64 == 0)
         report();
@@ -99,7 +108,13 @@ class Sweep {
     progress_.screening_s = seconds_since_start();
     std::stable_sort(candidates.begin(), candidates.end(),
                      [&r](std::size_t a, std::size_t b) { return r.rows[a].bound_metric > r.rows[b].bound_metric; });
-    simulate(r, candidates);
+    std::sort(best.begin(), best.end(), std::greater<>());
+    for (const std::size_t k : candidates) { // until simulated or pruned
+      r.rows[k].outcome = Outcome::INTERRUPTED;
+      r.rows[k].reason = "not simulated yet: the sweep was still running";
+    }
+    checkpoint(r, true);
+    simulate(r, candidates, std::move(best));
     rank_rows(r);
     for (const auto& gpu : gpus_)
       r.validation.push_back(report::gpu_validation(o_.summary, gpu));
@@ -181,12 +196,62 @@ class Sweep {
     return true;
   }
 
-  void simulate(SweepResult& r, const std::vector<std::size_t>& candidates)
+  // The ranked rows of the sweep resumed, by their layout's overrides; refused when it swept another scenario.
+  std::map<std::vector<std::string>, const SweepRow*> resumable_rows(const std::string& digest) const
+  {
+    std::map<std::vector<std::string>, const SweepRow*> out;
+    if (!o_.resume)
+      return out;
+    if (o_.resume->digest != digest)
+      throw core::InputError(
+          {o_.resume_file, "/digest", ""},
+          "a sweep of another scenario, or of this one before its files or --set changed: its results cannot be reused",
+          o_.resume->digest.empty() ? std::string("no digest (written before sweeps recorded one)") : o_.resume->digest,
+          fmt::format("{} (this scenario's, as resolved with --set)", digest));
+    for (const auto& row : o_.resume->rows)
+      if (row.outcome == Outcome::RANKED)
+        out.emplace(row.layout.overrides, &row);
+    return out;
+  }
+
+  // A layout ranked by the sweep resumed: its simulated numbers, this sweep's screening (bound, memory) beside them.
+  static void take_earlier(SweepRow& row, const SweepRow& earlier)
+  {
+    row.outcome = Outcome::RANKED;
+    row.resumed = true;
+    row.schedule = earlier.schedule;
+    row.virtual_stages = earlier.virtual_stages;
+    row.microbatches = earlier.microbatches;
+    row.step_time_s = earlier.step_time_s;
+    row.tokens_per_s = earlier.tokens_per_s;
+    row.mfu = earlier.mfu;
+    row.bubble = earlier.bubble;
+    row.bubble_theory = earlier.bubble_theory;
+    row.tokens_per_usd = earlier.tokens_per_usd;
+    row.cost_basis = earlier.cost_basis;
+    row.time_to_train_s = earlier.time_to_train_s;
+    row.cost_to_train_usd = earlier.cost_to_train_usd;
+  }
+
+  // Hands the result as it stands to on_checkpoint: forced, or when a few seconds have passed since the last.
+  void checkpoint(const SweepResult& r, bool force)
+  {
+    if (!o_.on_checkpoint)
+      return;
+    const auto now = std::chrono::steady_clock::now();
+    if (!force && now - last_checkpoint_ < std::chrono::seconds(2))
+      return;
+    last_checkpoint_ = now;
+    SweepResult copy = r;
+    rank_rows(copy);
+    o_.on_checkpoint(copy);
+  }
+
+  void simulate(SweepResult& r, const std::vector<std::size_t>& candidates, std::vector<double> best)
   {
     const core::WorkDir work({}, "simtrain-sweep");
     core::ProcessPool pool(o_.jobs);
     pool.stop_on_signal([this] { return stopping(); });
-    std::vector<double> best; // metrics of the ranked rows, best first
     std::map<int, std::size_t> running;
     std::map<int, double> reserved; // per running simulation, its graph's estimated bytes
     double reserved_total = 0;
@@ -254,6 +319,7 @@ class Sweep {
                                                          return r.rows[k].bound_metric > kth();
                                                        }) - rest);
       report();
+      checkpoint(r, false);
     }
     for (; next < candidates.size(); ++next) // (none unless stopped)
       interrupt(r.rows[candidates[next]]);
@@ -361,6 +427,7 @@ class Sweep {
   std::string base_plan_;               // its plan_fingerprint
   bool base_found_ = false;
   std::set<std::string> gpus_; // of the valid layouts
+  std::chrono::steady_clock::time_point last_checkpoint_;
   SweepProgress progress_;
   std::chrono::steady_clock::time_point started_;
 };

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,13 @@ struct SweepOptions {
   // Asked between simulations (a SIGINT or SIGTERM caught): true stops the sweep, the simulations running ended and
   // every layout not simulated marked interrupted, and the result returned as it stands.
   std::function<bool()> stop_requested;
+  // The result as it stands, ranked, once screening is done and then at most every few seconds as simulations finish
+  // (layouts not simulated yet marked interrupted): what `--out` keeps of a sweep that is killed.
+  std::function<void(const SweepResult&)> on_checkpoint;
+  // An earlier sweep of the same scenario (its digest must match): its ranked layouts are taken as they are, not
+  // simulated again; `resume_file` names it in errors.
+  std::optional<SweepResult> resume;
+  std::string resume_file;
 };
 
 SweepResult run_sweep(const SweepOptions& options);

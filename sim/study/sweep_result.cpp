@@ -131,12 +131,18 @@ SweepResult merge_sweeps(const std::vector<SweepResult>& parts)
       merged.layouts_total = p.layouts_total;
       merged.top = p.top;
       merged.columns = p.columns;
+      merged.digest = p.digest;
     } else if (p.rank_by != merged.rank_by || p.layouts_total != merged.layouts_total) {
       throw core::InputError(
           {"merge", "", ""}, "the parts are not shards of one sweep",
           fmt::format("{} layouts ranked by {}", p.layouts_total, rank_by_name(p.rank_by)),
           fmt::format("{} layouts ranked by {}", merged.layouts_total, rank_by_name(merged.rank_by)));
     }
+    if (p.digest != merged.digest)
+      throw core::InputError({"merge", "", ""}, "the parts are shards of sweeps of different scenarios (their files or "
+                                                "--set differ)",
+                             fmt::format("digest {}", p.digest.empty() ? "none" : p.digest),
+                             fmt::format("digest {}", merged.digest.empty() ? "none" : merged.digest));
     for (const auto& row : p.rows)
       if (indices.insert(row.index).second)
         merged.rows.push_back(row);
@@ -192,7 +198,9 @@ std::string sweep_text(const SweepResult& r, const SweepTextOptions& options)
     for (std::size_t i = 0; i < std::min<std::size_t>(3, sorted.size()); ++i)
       line(fmt::format("    {} x {}", -sorted[i].first, sorted[i].second));
   }
-  line(fmt::format("  {} simulated{}", counts[Outcome::RANKED] + counts[Outcome::FAILED],
+  const auto resumed = std::count_if(r.rows.begin(), r.rows.end(), [](const SweepRow& x) { return x.resumed; });
+  line(fmt::format("  {} simulated{}{}", counts[Outcome::RANKED] + counts[Outcome::FAILED],
+                   resumed > 0 ? fmt::format(" ({} of them taken from the sweep resumed)", resumed) : "",
                    counts[Outcome::PRUNED] > 0 ? fmt::format(", {} not simulated: their bound cannot beat the {} best",
                                                              counts[Outcome::PRUNED], ordinal(r.top))
                                                : ""));
@@ -312,6 +320,7 @@ Json sweep_json(const SweepResult& r)
                     {"outcome", outcome_name(row.outcome)},
                     {"rank", row.rank},
                     {"baseline", row.baseline},
+                    {"resumed", row.resumed},
                     {"schedule", row.schedule},
                     {"virtual_stages", row.virtual_stages},
                     {"microbatches", row.microbatches},
@@ -329,7 +338,8 @@ Json sweep_json(const SweepResult& r)
                     {"time_to_train_s", row.time_to_train_s},
                     {"cost_to_train_usd", row.cost_to_train_usd},
                     {"bound_s", row.bound_s}});
-  return {{"kind", "sweep"},      {"scenario", r.scenario},           {"rank_by", rank_by_name(r.rank_by)},
+  return {{"kind", "sweep"},      {"scenario", r.scenario},           {"digest", r.digest},
+          {"rank_by", rank_by_name(r.rank_by)},
           {"shard", r.shard},     {"layouts_total", r.layouts_total}, {"top", r.top},
           {"columns", r.columns}, {"validation", r.validation},       {"rows", rows}};
 }
@@ -352,6 +362,7 @@ SweepResult sweep_from_json(const Json& j, const std::string& where)
   SweepResult r;
   file.allow({"kind"});
   r.scenario = file.text("scenario");
+  r.digest = file.text_or("digest", ""); // absent from sweeps written before it was recorded
   r.rank_by = file.choice<RankBy>("rank_by", rank_by_choices);
   r.shard = file.text("shard");
   r.layouts_total = static_cast<int>(file.integer("layouts_total", 0, INT32_MAX));
@@ -373,6 +384,7 @@ SweepResult sweep_from_json(const Json& j, const std::string& where)
     row.reason = x.text("reason");
     row.rank = static_cast<int>(x.integer("rank", 0, INT32_MAX));
     row.baseline = x.at("baseline", "true or false").as_bool();
+    row.resumed = x.flag_or("resumed", false);
     row.schedule = x.text("schedule");
     row.virtual_stages = static_cast<int>(x.integer("virtual_stages", 0, INT32_MAX));
     row.microbatches = static_cast<int>(x.integer("microbatches", 0, INT32_MAX));

@@ -36,6 +36,7 @@ struct SweepRow {
   std::string reason;     // why it was not ranked
   int rank = 0;           // 1 = best; 0 when not ranked
   bool baseline = false;  // the scenario's own layout (never pruned)
+  bool resumed = false;   // ranked from the sweep.json a sweep resumed (--resume), not simulated again
   std::string schedule;   // from the simulated plan (ranked rows)
   int virtual_stages = 0; // ditto
   int microbatches = 0;   // per pipeline per step; ditto
@@ -58,7 +59,8 @@ struct SweepRow {
 struct SweepResult {
   std::string scenario;
   RankBy rank_by = RankBy::TOKENS_PER_S;
-  std::string shard; // "I/N", empty without sharding
+  std::string shard;  // "I/N", empty without sharding
+  std::string digest; // the scenario's, as resolved with the sweep's --set (scenario::Scenario::digest); may be empty
   int layouts_total = 0;
   int top = 10;
   std::vector<std::string> columns;            // the override paths, in order of first appearance

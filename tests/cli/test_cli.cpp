@@ -1578,3 +1578,48 @@ TEST_CASE("an AMD cluster's GPU links are Infinity Fabric in the text report and
   CHECK(j["links"]["nvlink"]["label"] == "Infinity Fabric");
   CHECK(run_json(scenario("whatif/buy-llama3-405b-h100.json"))["links"]["nvlink"]["label"] == "NVLink");
 }
+
+TEST_CASE("a sweep killed outright leaves sweep.json as it stood, and --resume simulates only what it had not")
+{
+  // SIGKILL cannot be caught: what is left is the sweep.json written once screening was done and every few seconds
+  // after. Forty simulations one at a time, killed as soon as the file is there.
+  const auto dir = test::scratch_dir() / "killed";
+  std::string prices;
+  for (int p = 1; p <= 40; ++p)
+    prices += (p > 1 ? "," : "") + std::to_string(p);
+  const std::string sweep = std::string(SIMTRAIN_BINARY) + " --log-level off sweep " + scenario("default.json") +
+                            " --vary cost.usd_per_gpu_hour=" + prices + " --all --jobs 1 -q";
+  const auto killed = test::run_shell("(" + sweep + " --out " + dir.string() + " >/dev/null 2>&1 & pid=$!; " +
+                                      "for i in $(seq 600); do [ -f " + (dir / "sweep.json").string() +
+                                      " ] && break; sleep 0.05; done; kill -KILL $pid; wait $pid; echo $?)");
+  CHECK(killed.out == "137\n");
+  const auto left = nlohmann::json::parse(std::ifstream(dir / "sweep.json"));
+  CHECK(left["digest"].get<std::string>().size() == 16);
+  int ranked = 0;
+  for (const auto& row : left["rows"]) {
+    CHECK((row["outcome"] == "ranked" || row["outcome"] == "interrupted"));
+    ranked += row["outcome"] == "ranked" ? 1 : 0;
+  }
+  CHECK(ranked < 40);
+  // Resumed: what was ranked is taken, the rest simulated; the result is the uninterrupted sweep's.
+  const auto resumed = run(sweep.substr(sweep.find(" sweep ")) + " --resume " + dir.string() + " --format json");
+  REQUIRE(resumed.status == 0);
+  const auto whole = run(sweep.substr(sweep.find(" sweep ")) + " --format json");
+  REQUIRE(whole.status == 0);
+  const auto a = nlohmann::json::parse(resumed.out);
+  const auto b = nlohmann::json::parse(whole.out);
+  int taken = 0;
+  REQUIRE(a["rows"].size() == b["rows"].size());
+  for (std::size_t i = 0; i < a["rows"].size(); ++i) {
+    CHECK(a["rows"][i]["label"] == b["rows"][i]["label"]);
+    CHECK(a["rows"][i]["rank"] == b["rows"][i]["rank"]);
+    CHECK(a["rows"][i]["step_time_s"] == b["rows"][i]["step_time_s"]);
+    taken += a["rows"][i]["resumed"].get<bool>() ? 1 : 0;
+  }
+  CHECK(taken == ranked);
+  // Another scenario's sweep (here: another --set) is refused, naming the file.
+  const auto other = run(sweep.substr(sweep.find(" sweep ")) + " --set plan.micro_batch=2 --resume " + dir.string(),
+                         Streams::WITH_ERRORS);
+  CHECK(other.status == 1);
+  CHECK(other.out.find("killed/sweep.json:/digest: a sweep of another scenario") != std::string::npos);
+}
