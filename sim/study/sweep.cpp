@@ -109,10 +109,8 @@ class Sweep {
     std::stable_sort(candidates.begin(), candidates.end(),
                      [&r](std::size_t a, std::size_t b) { return r.rows[a].bound_metric > r.rows[b].bound_metric; });
     std::sort(best.begin(), best.end(), std::greater<>());
-    for (const std::size_t k : candidates) { // until simulated or pruned
+    for (const std::size_t k : candidates) // until simulated or pruned (the reason of one over memory kept)
       r.rows[k].outcome = Outcome::INTERRUPTED;
-      r.rows[k].reason = "not simulated yet: the sweep was still running";
-    }
     checkpoint(r, true);
     simulate(r, candidates, std::move(best));
     rank_rows(r);
@@ -243,6 +241,9 @@ class Sweep {
       return;
     last_checkpoint_ = now;
     SweepResult copy = r;
+    for (auto& row : copy.rows)
+      if (row.outcome == Outcome::INTERRUPTED)
+        row.reason = "not simulated yet: the sweep was still running when this was written";
     rank_rows(copy);
     o_.on_checkpoint(copy);
   }

@@ -139,8 +139,9 @@ SweepResult merge_sweeps(const std::vector<SweepResult>& parts)
           fmt::format("{} layouts ranked by {}", merged.layouts_total, rank_by_name(merged.rank_by)));
     }
     if (p.digest != merged.digest)
-      throw core::InputError({"merge", "", ""}, "the parts are shards of sweeps of different scenarios (their files or "
-                                                "--set differ)",
+      throw core::InputError({"merge", "", ""},
+                             "the parts are shards of sweeps of different scenarios (their files or "
+                             "--set differ)",
                              fmt::format("digest {}", p.digest.empty() ? "none" : p.digest),
                              fmt::format("digest {}", merged.digest.empty() ? "none" : merged.digest));
     for (const auto& row : p.rows)
@@ -338,10 +339,16 @@ Json sweep_json(const SweepResult& r)
                     {"time_to_train_s", row.time_to_train_s},
                     {"cost_to_train_usd", row.cost_to_train_usd},
                     {"bound_s", row.bound_s}});
-  return {{"kind", "sweep"},      {"scenario", r.scenario},           {"digest", r.digest},
+  return {{"kind", "sweep"},
+          {"scenario", r.scenario},
+          {"digest", r.digest},
           {"rank_by", rank_by_name(r.rank_by)},
-          {"shard", r.shard},     {"layouts_total", r.layouts_total}, {"top", r.top},
-          {"columns", r.columns}, {"validation", r.validation},       {"rows", rows}};
+          {"shard", r.shard},
+          {"layouts_total", r.layouts_total},
+          {"top", r.top},
+          {"columns", r.columns},
+          {"validation", r.validation},
+          {"rows", rows}};
 }
 
 SweepResult sweep_from_json(const Json& j, const std::string& where)

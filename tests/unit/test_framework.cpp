@@ -74,12 +74,19 @@ TEST_CASE("a framework's gradient defaults are its code's: fp32 or 16-bit, the b
 TEST_CASE("a software generation names its framework, and a plan naming both must agree")
 {
   using sim::plan::Framework;
-  CHECK(zero(3, "", {"plan.software=deepspeed-zero3-2021"}).plan.software.framework == Framework::DEEPSPEED);
-  CHECK(zero(3, "", {"plan.software=composer-fsdp"}).plan.software.framework == Framework::FSDP);
-  CHECK(zero(3, "", {"plan.software=megatron-lm-2022"}).plan.software.framework == Framework::MEGATRON);
-  CHECK(zero(3, "").plan.software.framework == Framework::MEGATRON);
+  // A scenario that names no framework (full-8xa100.json names DeepSpeed).
+  const auto plain = [](std::vector<std::string> set) {
+    return sim::scenario::load_scenario(test::source_dir() / "scenarios/teaching/1f1b.json", test::options(set))
+        .plan.software.framework;
+  };
+  CHECK(plain({"plan.software=deepspeed-zero3-2021"}) == Framework::DEEPSPEED);
+  CHECK(plain({"plan.software=composer-fsdp"}) == Framework::FSDP);
+  CHECK(plain({"plan.software=megatron-lm-2022"}) == Framework::MEGATRON);
+  CHECK(plain({}) == Framework::MEGATRON);
   CHECK(zero(3, "fsdp", {"plan.software=composer-fsdp"}).plan.software.generation ==
         sim::plan::Generation::COMPOSER_FSDP);
+  CHECK_THAT(test::error_of([] { zero(3, "", {"plan.software=megatron-core"}); }),
+             Catch::Contains("expected a generation of framework \"deepspeed\""));
   const auto error = test::error_of([] { zero(3, "fsdp", {"plan.software=megatron-core"}); });
   CHECK_THAT(error, Catch::Contains("/plan/software: a generation of another framework"));
   CHECK_THAT(error, Catch::Contains("megatron's"));
