@@ -202,7 +202,7 @@ PlanKey generation_key()
           ->fail_found("a generation of another framework",
                        fmt::format("\"{}\", {}'s", core::choice_name(p.software.generation, generation_choices),
                                    core::choice_name(framework_of(p.software.generation), framework_choices)),
-                       fmt::format("a generation of framework \"{}\" (or no software: its current one, \"{}\")",
+                       fmt::format(R"(a generation of framework "{}" (or no software: its current one, "{}"))",
                                    core::choice_name(p.software.framework, framework_choices),
                                    core::choice_name(current_generation(p.software.framework), generation_choices)));
     p.software = software_of(p.software.generation,

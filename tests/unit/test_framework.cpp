@@ -76,7 +76,8 @@ TEST_CASE("a software generation names its framework, and a plan naming both mus
   using sim::plan::Framework;
   // A scenario that names no framework (full-8xa100.json names DeepSpeed).
   const auto plain = [](std::vector<std::string> set) {
-    return sim::scenario::load_scenario(test::source_dir() / "scenarios/teaching/1f1b.json", test::options(set))
+    return sim::scenario::load_scenario(test::source_dir() / "scenarios/teaching/1f1b.json",
+                                        test::options(std::move(set)))
         .plan.software.framework;
   };
   CHECK(plain({"plan.software=deepspeed-zero3-2021"}) == Framework::DEEPSPEED);
@@ -105,7 +106,7 @@ TEST_CASE("two scenarios have the same setup when they resolve to the same model
   const auto file = test::source_dir() / "scenarios/teaching/1f1b.json";
   const auto base = sim::scenario::load_scenario(file, test::options());
   const auto load = [&](std::vector<std::string> set) {
-    return sim::scenario::load_scenario(file, test::options(set));
+    return sim::scenario::load_scenario(file, test::options(std::move(set)));
   };
   // A value spelt out at what it resolves to anyway, or a name, a description: the same.
   CHECK(sim::scenario::same_setup(base, load({"topology.node.nvlink.bandwidth=300GBps"})));

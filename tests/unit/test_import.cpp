@@ -713,7 +713,7 @@ TEST_CASE("NeMo's PEFT configuration: LoRA on a model restored from a checkpoint
   CHECK(p["pp"] == 4);
   CHECK(p["seq_length"] == 4096); // the packed sequence's, through ${peft.model.data.train_ds.max_seq_length}
   CHECK(p["lora_rank"] == 32);    // lora_tuning.adapter_dim
-  CHECK(p["lora_targets"] == nlohmann::json::array({"linear_qkv"})); // NeMo's default target, attention_qkv
+  CHECK(p["lora_targets"] == nlohmann::ordered_json::array({"linear_qkv"})); // NeMo's default target, attention_qkv
   CHECK(p["precision"] == "fp8");
   CHECK(p["distributed_optimizer"] == false); // fused_adam replaces the file's mcore_distributed_optim
   CHECK(p["overlap_grad_reduce"] == false);   // the file's True taken away
@@ -740,14 +740,16 @@ TEST_CASE("NeMo's PEFT configuration: LoRA on a model restored from a checkpoint
                                   "model.peft.lora_tuning.adapter_dropout=0.1"},
                                  llama70);
   CHECK(all.scenario["plan"]["lora_targets"] ==
-        nlohmann::json::array({"q_proj", "k_proj", "v_proj", "linear_proj", "gate_proj", "up_proj", "linear_fc2"}));
+        nlohmann::ordered_json::array(
+            {"q_proj", "k_proj", "v_proj", "linear_proj", "gate_proj", "up_proj", "linear_fc2"}));
   CHECK(all.scenario["plan"]["lora_rank"] == 16);
   CHECK(all.scenario["plan"]["lora_dropout"] == 0.1);
   CHECK(all.scenario["plan"]["lora_dropout_position"] == "output"); // NeMo's default "post"
   const Imported mlp = sim::importer::import_nemo(
       sft, "llama_sft.yaml", {"dgx-h100", 8, "m"},
       {"model.peft.peft_scheme=lora", "model.peft.lora_tuning.target_modules=['attention_qkv', 'mlp']"}, llama70);
-  CHECK(mlp.scenario["plan"]["lora_targets"] == nlohmann::json::array({"linear_qkv", "linear_fc1", "linear_fc2"}));
+  CHECK(mlp.scenario["plan"]["lora_targets"] ==
+        nlohmann::ordered_json::array({"linear_qkv", "linear_fc1", "linear_fc2"}));
   const Imported ptuning = sim::importer::import_nemo(sft, "llama_sft.yaml", {"dgx-h100", 8, "p"},
                                                       {"model.peft.peft_scheme=ptuning"}, llama70);
   CHECK(listed(ptuning.not_simulated, "peft_scheme=ptuning"));
