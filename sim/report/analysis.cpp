@@ -127,8 +127,8 @@ std::string software_text(const plan::ParallelPlan& p)
   if (p.dp * p.cp > 1)
     reduce = fmt::format(", reduced in {} buckets {}", core::format_bytes(p.dp_bucket_bytes),
                          p.overlap_grad_reduce ? "during the backward pass" : "after the backward pass");
-  return fmt::format("software: {} (framework {}, software {}): gradients in {}{}; {} norms, {} attention, {} "
-                     "optimizer step",
+  return fmt::format("software: {} (framework {}, software {}): gradients in {}{}; norm_impl {}, attention {}, "
+                     "optimizer {}",
                      plan::generation_summary(sw.generation), name_of(sw.framework, plan::framework_choices),
                      name_of(sw.generation, plan::generation_choices), dtype, reduce,
                      name_of(sw.norm, plan::norm_impl_choices), name_of(sw.attention, plan::attention_choices),

@@ -32,7 +32,7 @@ std::string sharding_text(const plan::ParallelPlan& p);
 std::string training_text(const plan::ParallelPlan& p);
 // The framework whose defaults the plan takes, and what they make of it: "software: DeepSpeed v0.12-v0.17 under a
 // PyTorch model (framework deepspeed, software deepspeed): gradients in bf16, reduced in 953.67 MiB buckets during the
-// backward pass; torch norms, flash2 attention, deepspeed optimizer step".
+// backward pass; norm_impl torch, attention flash2, optimizer deepspeed" (the plan keys they set).
 std::string software_text(const plan::ParallelPlan& p);
 
 // What each GPU's HBM holds before the plan's tensors: "HBM less the CUDA context (381.47 MiB)", and the headroom.

@@ -76,7 +76,7 @@ std::string topology_text(const topology::ClusterSpec& spec, const topology::Clu
   out += "devices  " + devices + "\n\n";
   out += fmt::format("{:<15} {:>7} {:>22} {:>18}\n", "links", "count", "per GPU, per direction", "total");
   for (const auto& [cls, c] : s.links)
-    out += fmt::format("{:<15} {:>7} {:>22} {:>18}\n", topology::link_label(class_label(cls), spec.gpu.vendor), c.count,
+    out += fmt::format("{:<15} {:>7} {:>22} {:>18}\n", topology::link_label(cls, spec.gpu.vendor), c.count,
                        core::format_bandwidth(c.per_gpu_bandwidth), core::format_bandwidth(c.total_bandwidth));
   out += fmt::format("\nbisection bandwidth {} per direction (first half of the {} against the second)\n",
                      core::format_bandwidth(s.bisection_bandwidth), s.nodes > 1 ? "nodes" : "GPUs");

@@ -526,14 +526,31 @@ ClusterSummary summarize(const ClusterGraph& cg)
   return s;
 }
 
+std::string_view link_label(LinkClass c, hardware::Vendor vendor)
+{
+  switch (c) {
+    case LinkClass::NVLINK:
+      return vendor == hardware::Vendor::AMD ? "Infinity Fabric" : "NVLink";
+    case LinkClass::PCIE:
+      return "PCIe";
+    case LinkClass::IB:
+      return "InfiniBand";
+    case LinkClass::ETHERNET:
+      return "Ethernet";
+    case LinkClass::CPU:
+      return "CPU-CPU";
+    case LinkClass::DRAM:
+      return "DRAM";
+  }
+  return "";
+}
+
 std::string link_label(std::string_view key, hardware::Vendor vendor)
 {
-  static const std::map<std::string_view, std::string_view> labels{
-      {"pcie", "PCIe"}, {"ib", "InfiniBand"}, {"ethernet", "Ethernet"}, {"cpu", "CPU-CPU"}, {"dram", "DRAM"}};
-  if (key == "nvlink")
-    return vendor == hardware::Vendor::AMD ? "Infinity Fabric" : "NVLink";
-  const auto it = labels.find(key);
-  return std::string(it == labels.end() ? key : it->second);
+  for (const auto& c : link_class_choices)
+    if (c.name == key)
+      return std::string(link_label(c.value, vendor));
+  return std::string(key);
 }
 
 } // namespace sim::topology

@@ -25,7 +25,9 @@ inline constexpr std::array<core::Choice<LinkClass>, 6> link_class_choices{{{"nv
                                                                             {"dram", LinkClass::DRAM}}};
 
 // A link class as people read it in a report ("NVLink", "PCIe", "InfiniBand"; "Infinity Fabric" between AMD parts);
-// `key` is its name in JSON (link_class_choices), which stays the same whoever makes the GPUs.
+// its name in JSON (link_class_choices) stays the same whoever makes the GPUs. By that name too (an unknown one as it
+// is).
+std::string_view link_label(LinkClass c, hardware::Vendor vendor);
 std::string link_label(std::string_view key, hardware::Vendor vendor);
 
 enum class DeviceKind { GPU, NVSWITCH, PCIE_SWITCH, CPU, HOST_MEMORY, NVME, NIC, LEAF, SPINE, CORE };

@@ -39,9 +39,10 @@ class Draws {
 
   std::string paths() const
   {
-    std::string p = "topology:plan.tp:plan.pp:plan.dp:plan.cp:plan.cp_kind:plan.schedule:plan.virtual_stages:"
-                    "plan.micro_batch:plan.global_batch:plan.recompute:plan.zero_stage:plan.distributed_optimizer:"
-                    "plan.sequence_parallel:plan.precision:plan.offload_optimizer:plan.offload_activations";
+    std::string p =
+        "topology:plan.tp:plan.pp:plan.dp:plan.cp:plan.cp_kind:plan.schedule:plan.virtual_stages:"
+        "plan.micro_batch:plan.global_batch:plan.recompute:plan.zero_stage:plan.distributed_optimizer:"
+        "plan.sequence_parallel:plan.precision:plan.offload_optimizer:plan.offload_activations:plan.framework";
     if (moe_)
       p += ":plan.ep:plan.etp:plan.moe_dispatcher:plan.moe_a2a_overlap:plan.expert_load_imbalance";
     return p;
@@ -70,6 +71,8 @@ class Draws {
                                 micro_batch * dp * m, one_of<std::string>({"none", "selective", "full"}), zero,
                                 distributed, tp > 1 && (moe_ || pick(2) == 0),
                                 pcie ? "bf16" : one_of<std::string>({"bf16", "bf16", "fp8"}), offload, pick(6) == 0);
+    // The framework's gradient defaults (16-bit or fp32, bucket size, overlap) and its kernels.
+    l += ":" + one_of<std::string>({"megatron", "megatron", "deepspeed", "fsdp", "torchtitan"});
     if (moe_) {
       // Whole experts or split like the attention; ep divides the experts and the stage's GPUs over etp.
       const int etp = one_of({1, tp});
