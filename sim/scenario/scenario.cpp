@@ -6,6 +6,7 @@
 #include "workload/layer_program.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <fmt/format.h>
 
@@ -86,17 +87,10 @@ std::string document_digest(const DocumentTree& tree)
   return fmt::format("{:016x}", h);
 }
 
-Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& file)
+// What a scenario's layout decides, its model and cluster already in `s`: the GPU and node counts, the plan, the cost,
+// the stragglers and other GPU kinds on those nodes, and the plan's checks. `r` reads the scenario's root.
+void read_layout(Scenario& s, core::ObjectReader& r)
 {
-  core::ObjectReader r(tree.node());
-  core::expect_schema(r, "scenario/v1");
-  Scenario s;
-  s.file = core::display_path(file);
-  s.name = r.text_or("name", file.stem().string());
-  s.description = r.text_or("description", "");
-  s.model = model::read_model(r.at("model", "a model preset name, a path, or an object"));
-  s.cluster = topology::read_cluster(r.at("topology", "a topology preset name, a path, or an object"));
-
   std::optional<int> known_gpus;
   if (s.cluster.nodes)
     known_gpus = *s.cluster.nodes * s.cluster.node.gpus;
@@ -150,10 +144,75 @@ Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& fi
   s.warnings = s.cluster.warnings;
   const auto plan_warnings = plan::check_plan(s.plan, plan_node, s.model, s.cluster, s.gpus);
   s.warnings.insert(s.warnings.end(), plan_warnings.begin(), plan_warnings.end());
+}
+
+Scenario read_scenario(const DocumentTree& tree, const std::filesystem::path& file)
+{
+  core::ObjectReader r(tree.node());
+  core::expect_schema(r, "scenario/v1");
+  Scenario s;
+  s.file = core::display_path(file);
+  s.name = r.text_or("name", file.stem().string());
+  s.description = r.text_or("description", "");
+  s.model = model::read_model(r.at("model", "a model preset name, a path, or an object"));
+  s.cluster = topology::read_cluster(r.at("topology", "a topology preset name, a path, or an object"));
+  read_layout(s, r);
   return s;
 }
 
+// The keys of a scenario's root that read_layout reads.
+constexpr std::array layout_keys{"gpus", "plan", "cost", "training_tokens", "reliability", "stragglers", "node_gpus"};
+
+// Whether an override `PATH=VALUE` changes only what read_layout reads (node_gpus names GPUs to resolve: not so).
+bool changes_layout_only(const std::string& expression)
+{
+  const std::string head = expression.substr(0, expression.find_first_of(".="));
+  return head != "node_gpus" &&
+         std::find(layout_keys.begin(), layout_keys.end(), std::string_view(head)) != layout_keys.end();
+}
+
 } // namespace
+
+ScenarioVariants::ScenarioVariants(const std::filesystem::path& file, LoadOptions options)
+    : file_(file), options_(std::move(options)), tree_(file, options_.data_dir)
+{
+  apply_overrides(tree_, options_, resolve_scenario_references);
+  base_ = read_scenario(tree_, file_);
+  base_.overrides = options_.overrides;
+  if (options_.digest)
+    base_.digest = document_digest(tree_);
+  for (const char* key : layout_keys)
+    if (tree_.root().contains(key))
+      layout_[key] = tree_.root()[key];
+}
+
+Scenario ScenarioVariants::variant(const std::vector<std::string>& overrides) const
+{
+  Scenario s;
+  if (std::all_of(overrides.begin(), overrides.end(), changes_layout_only)) {
+    DocumentTree tree(layout_, file_, options_.data_dir);
+    for (const auto& expression : overrides)
+      tree.apply_override(expression, [] {});
+    core::ObjectReader r(tree.node());
+    s.file = base_.file;
+    s.name = base_.name;
+    s.description = base_.description;
+    s.model = base_.model;
+    s.cluster = base_.cluster;
+    s.cluster.stragglers.clear();
+    s.cluster.node_gpus.clear();
+    read_layout(s, r);
+  } else {
+    DocumentTree tree = tree_;
+    for (const auto& expression : overrides)
+      tree.apply_override(expression, [&] { resolve_scenario_references(tree); });
+    resolve_scenario_references(tree);
+    s = read_scenario(tree, file_);
+  }
+  s.overrides = options_.overrides;
+  s.overrides.insert(s.overrides.end(), overrides.begin(), overrides.end());
+  return s;
+}
 
 Scenario load_scenario(const std::filesystem::path& file, const LoadOptions& options)
 {

@@ -49,6 +49,25 @@ Scenario load_scenario(core::Json root, const std::filesystem::path& file, const
 // resolved and overridden in place, not copied (a deeply nested value would overflow the stack when copied).
 Scenario load_scenario(DocumentTree& tree, const std::filesystem::path& file, const LoadOptions& options);
 
+// Variants of one scenario, each its overrides applied after the scenario's own (a sweep's layouts), read as
+// load_scenario would read them with both lists, without reading the files again. A variant whose overrides change
+// only what its layout decides (gpus, plan, cost, training_tokens, reliability, stragglers) keeps the model and cluster
+// the scenario resolved to and reads the rest again; the others apply theirs to the document resolved once.
+class ScenarioVariants {
+ public:
+  ScenarioVariants(const std::filesystem::path& file, LoadOptions options);
+  // The scenario with the options' overrides alone.
+  const Scenario& base() const { return base_; }
+  Scenario variant(const std::vector<std::string>& overrides) const;
+
+ private:
+  std::filesystem::path file_;
+  LoadOptions options_;
+  DocumentTree tree_; // resolved, the options' overrides applied
+  Scenario base_;
+  core::Json layout_ = core::Json::object(); // the root's keys that the layout decides
+};
+
 // The overrides applied to a document of `kind` read on its own (a model, topology, GPU or kernel tables file), after
 // resolving the references its kind has, as reading it in a scenario does.
 void apply_overrides(DocumentTree& tree, const LoadOptions& options, ReferenceKind kind);

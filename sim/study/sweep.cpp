@@ -76,9 +76,9 @@ class Sweep {
         row.layout = o_.layouts[i];
         r.rows.push_back(row);
       }
-    base_ = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, o_.base_overrides, true});
-    base_plan_ = plan_fingerprint(base_);
-    r.digest = base_.digest;
+    variants_.emplace(o_.scenario, scenario::LoadOptions{o_.data_dir, o_.base_overrides, true});
+    base_plan_ = plan_fingerprint(base());
+    r.digest = base().digest;
     const auto resumable = resumable_rows(r.digest);
     std::vector<std::size_t> candidates;
     std::vector<double> best; // metrics of the ranked rows, best first
@@ -126,18 +126,16 @@ class Sweep {
   {
     // A layout that changes tp or pp and says nothing of dp keeps the scenario's GPU count, as compare does.
     try {
-      if (const auto dp = keep_gpu_count(row.layout.overrides, base_.plan.tp, base_.plan.pp, base_.gpus))
+      if (const auto dp = keep_gpu_count(row.layout.overrides, base().plan.tp, base().plan.pp, base().gpus))
         row.layout.overrides.push_back(*dp);
     } catch (const core::InputError& e) {
       row.outcome = Outcome::INVALID;
       row.reason = e.problem();
       return false;
     }
-    std::vector<std::string> overrides = o_.base_overrides;
-    overrides.insert(overrides.end(), row.layout.overrides.begin(), row.layout.overrides.end());
     scenario::Scenario s;
     try {
-      s = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, overrides});
+      s = variants_->variant(row.layout.overrides);
     } catch (const core::InputError& e) {
       row.outcome = Outcome::INVALID;
       // The one-line error without the scenario's file name and the --set provenance: the row names its overrides.
@@ -149,7 +147,7 @@ class Sweep {
     }
     for (const auto* gpu : topology::gpu_kinds(s.cluster)) // each part of a mixed cluster says how sure it is
       gpus_.insert(gpu->name);
-    if (!base_found_ && plan_fingerprint(s) == base_plan_ && scenario::same_setup(s, base_))
+    if (!base_found_ && plan_fingerprint(s) == base_plan_ && scenario::same_setup(s, base()))
       row.baseline = base_found_ = true;
     const auto memory = memory::estimate_memory(s.model, s.plan, s.cluster);
     for (const auto& st : memory.per_stage) {
@@ -177,7 +175,7 @@ class Sweep {
       return false;
     }
     // With GPUs of several kinds, the bound of the fastest everywhere (a bound still).
-    const auto graph = topology::build_graph(s.cluster, s.nodes);
+    const auto& graph = graph_of(s);
     row.bound_s = std::numeric_limits<double>::infinity();
     for (const auto* gpu : topology::gpu_kinds(s.cluster))
       row.bound_s = std::min(row.bound_s, workload::compute_lower_bound_s(s.model, s.plan, *gpu, graph));
@@ -326,6 +324,22 @@ class Sweep {
       interrupt(r.rows[candidates[next]]);
   }
 
+  const scenario::Scenario& base() const { return variants_->base(); } // the scenario's own layout
+
+  // The cluster graph of a layout's scenario: built once per node count for the scenario's own cluster (every layout
+  // of `--auto` has it), the last one built kept for a layout on another.
+  const topology::ClusterGraph& graph_of(const scenario::Scenario& s)
+  {
+    if (!(s.cluster == base().cluster)) {
+      other_graph_ = topology::build_graph(s.cluster, s.nodes);
+      return *other_graph_;
+    }
+    auto it = graphs_.find(s.nodes);
+    if (it == graphs_.end())
+      it = graphs_.emplace(s.nodes, topology::build_graph(s.cluster, s.nodes)).first;
+    return it->second;
+  }
+
   bool stopping() const { return o_.stop_requested && o_.stop_requested(); }
 
   double seconds_since_start() const
@@ -351,15 +365,13 @@ class Sweep {
     const auto [it, inserted] = footprints_.try_emplace(row.index);
     if (!inserted)
       return it->second;
-    std::vector<std::string> overrides = o_.base_overrides;
-    overrides.insert(overrides.end(), row.layout.overrides.begin(), row.layout.overrides.end());
-    const auto s = scenario::load_scenario(o_.scenario, scenario::LoadOptions{o_.data_dir, overrides});
+    const auto s = variants_->variant(row.layout.overrides);
     const auto whole = workload::estimate_graph_size(s.model, s.plan, s.cluster, {.fold = false});
     const auto folded = workload::estimate_graph_size(s.model, s.plan, s.cluster, {.fold = true});
     Footprint& f = it->second;
     f.bytes = whole.bytes;
     if (!folded.folded || o_.fold_only || whole.bytes > o_.memory.available_bytes / (2.0 * o_.jobs)) {
-      f.not_folded = workload::fold_blocker(s.model, s.plan, s.cluster, topology::build_graph(s.cluster, s.nodes));
+      f.not_folded = workload::fold_blocker(s.model, s.plan, s.cluster, graph_of(s));
       if (f.not_folded.empty())
         f.bytes = folded.bytes;
     }
@@ -423,9 +435,11 @@ class Sweep {
   }
 
   const SweepOptions& o_;
-  std::map<int, Footprint> footprints_; // by layout index, once asked
-  scenario::Scenario base_;             // the scenario's own layout
-  std::string base_plan_;               // its plan_fingerprint
+  std::map<int, Footprint> footprints_;          // by layout index, once asked
+  std::map<int, topology::ClusterGraph> graphs_; // of the scenario's own cluster, by node count
+  std::optional<topology::ClusterGraph> other_graph_;
+  std::optional<scenario::ScenarioVariants> variants_; // the scenario and its layouts
+  std::string base_plan_;                              // its plan_fingerprint
   bool base_found_ = false;
   std::set<std::string> gpus_; // of the valid layouts
   std::chrono::steady_clock::time_point last_checkpoint_;

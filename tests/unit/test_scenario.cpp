@@ -1,4 +1,5 @@
 #include "cli/file_check.hpp"
+#include "report/analysis.hpp"
 #include "scenario/feasibility.hpp"
 #include "scenario/scenario.hpp"
 #include "workload/graph_size.hpp"
@@ -236,4 +237,39 @@ TEST_CASE("a task graph larger than the machine's memory is refused with the bat
   CHECK_THAT(quarter, Catch::Contains("a global_batch of at most 4 sequences")); // 16 micro-batches of 1
   CHECK_NOTHROW(sim::scenario::refuse_oversized_graph(s, {.fold = false}, {full * 1.01, "just enough"}));
   CHECK(sim::scenario::machine_memory().available_bytes > 0);
+}
+
+TEST_CASE("a scenario's variants read as loading it with both override lists, without reading the files again")
+{
+  const auto file = test::source_dir() / "scenarios/whatif/straggler-llama3-8b-h100.json";
+  const std::vector<std::string> base = {"plan.micro_batch=2", "training_tokens=1e12"};
+  const sim::scenario::ScenarioVariants variants(file, options(base));
+  const auto same = [&](const std::vector<std::string>& overrides) {
+    auto all = base;
+    all.insert(all.end(), overrides.begin(), overrides.end());
+    const auto loaded = sim::scenario::load_scenario(file, options(all));
+    const auto variant = variants.variant(overrides);
+    CHECK(sim::scenario::same_setup(variant, loaded));
+    CHECK(sim::report::plan_json(variant.plan) == sim::report::plan_json(loaded.plan));
+    CHECK(variant.cluster.stragglers == loaded.cluster.stragglers);
+    CHECK(variant.overrides == loaded.overrides);
+    CHECK(variant.name == loaded.name);
+    CHECK(variant.warnings == loaded.warnings);
+  };
+  same({});
+  same({"plan.tp=2", "plan.dp=16"}); // the layout alone: the model and cluster kept
+  same({"plan.pp=4", "plan.dp=2", "plan.global_batch=64"});
+  same({"gpus=128", "plan.dp=8"});                  // another GPU count: the stragglers placed again
+  same({"topology.node.nvlink.bandwidth=200GBps"}); // the cluster: read again from the document resolved once
+  same({"model.num_layers=16", "plan.tp=4", "plan.dp=8"});
+  CHECK(sim::scenario::same_setup(variants.base(), sim::scenario::load_scenario(file, options(base))));
+  // An invalid layout fails as the load would.
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"plan.tp=3"}, {"plan.schedule=zigzag"}, {"topology.node.gpu.memory=-1GiB"}}) {
+    auto all = base;
+    all.insert(all.end(), bad.begin(), bad.end());
+    const auto expected = error_of([&] { sim::scenario::load_scenario(file, options(all)); });
+    CHECK(!expected.empty());
+    CHECK(error_of([&] { variants.variant(bad); }) == expected);
+  }
 }
