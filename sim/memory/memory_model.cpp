@@ -484,19 +484,21 @@ MemoryEstimate estimate_memory(const model::ModelSpec& m, const plan::ParallelPl
   MemoryEstimate e = estimate(m, p, capacity);
   // Each node's DRAM holds what its GPUs offload (the GPUs of one node may sit on different stages).
   const int per_node = std::max(1, cluster.node.gpus);
-  std::vector<double> node_bytes(static_cast<std::size_t>((p.gpus() + per_node - 1) / per_node), 0.0);
-  for (int gpu = 0; gpu < p.gpus(); ++gpu)
-    node_bytes[static_cast<std::size_t>(gpu / per_node)] +=
-        e.per_stage[static_cast<std::size_t>(plan::coords_of(p, gpu).pp)].host_bytes;
-  e.host_node_bytes = node_bytes.empty() ? 0.0 : *std::max_element(node_bytes.begin(), node_bytes.end());
+  // (Summed GPU by GPU only where some stage keeps something there.)
+  const auto per_node_most = [&](double StageMemory::*bytes) {
+    if (std::none_of(e.per_stage.begin(), e.per_stage.end(), [&](const StageMemory& st) { return st.*bytes > 0; }))
+      return 0.0;
+    std::vector<double> node_bytes(static_cast<std::size_t>((p.gpus() + per_node - 1) / per_node), 0.0);
+    for (int gpu = 0; gpu < p.gpus(); ++gpu)
+      node_bytes[static_cast<std::size_t>(gpu / per_node)] +=
+          e.per_stage[static_cast<std::size_t>(plan::coords_of(p, gpu).pp)].*bytes;
+    return node_bytes.empty() ? 0.0 : *std::max_element(node_bytes.begin(), node_bytes.end());
+  };
+  e.host_node_bytes = per_node_most(&StageMemory::host_bytes);
   e.host_capacity_bytes = cluster.node.host.memory_bytes;
   e.host_oom = e.host_capacity_bytes > 0 && e.host_node_bytes > e.host_capacity_bytes;
   // And its NVMe drives what they swap.
-  std::fill(node_bytes.begin(), node_bytes.end(), 0.0);
-  for (int gpu = 0; gpu < p.gpus(); ++gpu)
-    node_bytes[static_cast<std::size_t>(gpu / per_node)] +=
-        e.per_stage[static_cast<std::size_t>(plan::coords_of(p, gpu).pp)].nvme_bytes;
-  e.nvme_node_bytes = node_bytes.empty() ? 0.0 : *std::max_element(node_bytes.begin(), node_bytes.end());
+  e.nvme_node_bytes = per_node_most(&StageMemory::nvme_bytes);
   e.nvme_capacity_bytes = cluster.node.host.nvme.drives * cluster.node.host.nvme.capacity_bytes;
   e.nvme_oom = e.nvme_node_bytes > 0 && e.nvme_node_bytes > e.nvme_capacity_bytes;
   return e;

@@ -436,18 +436,18 @@ std::vector<core::Warning> check_plan(const ParallelPlan& p, const core::Node& n
   if (p.tp > 1) {
     int spanning = 0;
     int worst = 1;
-    for (int r = 0; r < gpus; ++r) {
-      const RankCoords c = coords_of(p, r);
-      if (c.tp != 0)
-        continue;
-      std::map<int, int> nodes;
-      for (int t = 0; t < p.tp; ++t)
-        ++nodes[rank_of(p, RankCoords{t, c.dp, c.pp}) / cluster.node.gpus];
-      if (nodes.size() > 1) {
-        ++spanning;
-        worst = std::max(worst, static_cast<int>(nodes.size()));
+    for (int d = 0; d < p.size(ParallelDim::DP); ++d)
+      for (int stage = 0; stage < p.pp; ++stage) {
+        if (rank_of(p, {0, d, stage}) >= gpus)
+          continue;
+        std::map<int, int> nodes;
+        for (int t = 0; t < p.tp; ++t)
+          ++nodes[rank_of(p, RankCoords{t, d, stage}) / cluster.node.gpus];
+        if (nodes.size() > 1) {
+          ++spanning;
+          worst = std::max(worst, static_cast<int>(nodes.size()));
+        }
       }
-    }
     if (spanning > 0)
       warn("tp", fmt::format("{} of {} tensor-parallel groups span nodes (up to {} nodes each): their all-reduces "
                              "cross the inter-node network",

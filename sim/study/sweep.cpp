@@ -11,8 +11,8 @@
 #include "report/cost.hpp"
 #include "topology/cluster_graph.hpp"
 #include "workload/builder.hpp"
-#include "workload/compute_bound.hpp"
 #include "workload/graph_size.hpp"
+#include "workload/step_screen.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -20,7 +20,9 @@
 #include <fmt/format.h>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
+#include <utility>
 
 namespace sim::study {
 namespace {
@@ -112,7 +114,13 @@ class Sweep {
     for (const std::size_t k : candidates) // until simulated or pruned (the reason of one over memory kept)
       r.rows[k].outcome = Outcome::INTERRUPTED;
     checkpoint(r, true);
-    simulate(r, candidates, std::move(best));
+    if (o_.screen_only)
+      for (const std::size_t k : candidates) {
+        r.rows[k].outcome = Outcome::PRUNED;
+        r.rows[k].reason = "screened only";
+      }
+    else
+      simulate(r, candidates, std::move(best));
     rank_rows(r);
     for (const auto& gpu : gpus_)
       r.validation.push_back(report::gpu_validation(o_.summary, gpu));
@@ -175,10 +183,13 @@ class Sweep {
       return false;
     }
     // With GPUs of several kinds, the bound of the fastest everywhere (a bound still).
-    const auto& graph = graph_of(s);
+    Screened& screened_graph = graph_of(s);
     row.bound_s = std::numeric_limits<double>::infinity();
-    for (const auto* gpu : topology::gpu_kinds(s.cluster))
-      row.bound_s = std::min(row.bound_s, workload::compute_lower_bound_s(s.model, s.plan, *gpu, graph));
+    for (const auto* gpu : topology::gpu_kinds(s.cluster)) {
+      const auto screened = workload::screen_step(s.model, s.plan, *gpu, screened_graph.cache, &memory);
+      row.bound_s = std::min(row.bound_s, screened.bound_s);
+      row.estimate_s = std::max(row.estimate_s, screened.estimate_s); // (the slowest part sets the pace)
+    }
     const double tokens = static_cast<double>(s.plan.global_batch) * static_cast<double>(s.plan.seq_length);
     row.bound_metric = tokens / row.bound_s;
     if (o_.rank_by == RankBy::TOKENS_PER_USD) {
@@ -326,18 +337,26 @@ class Sweep {
 
   const scenario::Scenario& base() const { return variants_->base(); } // the scenario's own layout
 
-  // The cluster graph of a layout's scenario: built once per node count for the scenario's own cluster (every layout
-  // of `--auto` has it), the last one built kept for a layout on another.
-  const topology::ClusterGraph& graph_of(const scenario::Scenario& s)
+  // The cluster graph of a layout's scenario and what screening learnt of it: built once per node count for the
+  // scenario's own cluster (every layout of `--auto` has it), afresh for a layout on another.
+  struct Screened {
+    Screened(topology::ClusterSpec spec, int nodes)
+        : cluster(std::move(spec)), graph(topology::build_graph(cluster, nodes)), cache(graph, cluster)
+    {}
+    topology::ClusterSpec cluster;
+    topology::ClusterGraph graph;
+    workload::ScreenCache cache;
+  };
+  Screened& graph_of(const scenario::Scenario& s)
   {
     if (!(s.cluster == base().cluster)) {
-      other_graph_ = topology::build_graph(s.cluster, s.nodes);
+      other_graph_ = std::make_unique<Screened>(s.cluster, s.nodes);
       return *other_graph_;
     }
     auto it = graphs_.find(s.nodes);
     if (it == graphs_.end())
-      it = graphs_.emplace(s.nodes, topology::build_graph(s.cluster, s.nodes)).first;
-    return it->second;
+      it = graphs_.emplace(s.nodes, std::make_unique<Screened>(s.cluster, s.nodes)).first;
+    return *it->second;
   }
 
   bool stopping() const { return o_.stop_requested && o_.stop_requested(); }
@@ -371,7 +390,7 @@ class Sweep {
     Footprint& f = it->second;
     f.bytes = whole.bytes;
     if (!folded.folded || o_.fold_only || whole.bytes > o_.memory.available_bytes / (2.0 * o_.jobs)) {
-      f.not_folded = workload::fold_blocker(s.model, s.plan, s.cluster, graph_of(s));
+      f.not_folded = workload::fold_blocker(s.model, s.plan, s.cluster, graph_of(s).graph);
       if (f.not_folded.empty())
         f.bytes = folded.bytes;
     }
@@ -435,9 +454,9 @@ class Sweep {
   }
 
   const SweepOptions& o_;
-  std::map<int, Footprint> footprints_;          // by layout index, once asked
-  std::map<int, topology::ClusterGraph> graphs_; // of the scenario's own cluster, by node count
-  std::optional<topology::ClusterGraph> other_graph_;
+  std::map<int, Footprint> footprints_;             // by layout index, once asked
+  std::map<int, std::unique_ptr<Screened>> graphs_; // of the scenario's own cluster, by node count
+  std::unique_ptr<Screened> other_graph_;
   std::optional<scenario::ScenarioVariants> variants_; // the scenario and its layouts
   std::string base_plan_;                              // its plan_fingerprint
   bool base_found_ = false;

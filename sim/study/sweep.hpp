@@ -40,8 +40,9 @@ struct SweepOptions {
   int jobs = 1;
   int top = 10;
   bool simulate_all = false;
-  bool fold_only = false; // leave out the layouts whose graph does not fold (checked before each one is simulated)
-  bool allow_oom = false; // simulate the layouts that do not fit in memory too (their reason says by how much)
+  bool fold_only = false;   // leave out the layouts whose graph does not fold (checked before each one is simulated)
+  bool allow_oom = false;   // simulate the layouts that do not fit in memory too (their reason says by how much)
+  bool screen_only = false; // simulate nothing: every candidate is left not simulated with its bound and estimate
   // What the simulations may take together: a layout starts only when its task graph's estimate fits beside those
   // of the simulations running (or nothing runs), and each is refused above it.
   scenario::MachineMemory memory{std::numeric_limits<double>::infinity(), "no limit known"};

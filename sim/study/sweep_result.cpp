@@ -5,6 +5,7 @@
 #include "report/validation_summary.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <limits>
@@ -68,6 +69,32 @@ std::string baseline_text(const SweepResult& r)
   return fmt::format("  the scenario's own layout ({}) ranks {}{} (marked *): {}; the best is {:.1f}% better", label,
                      ordinal(it->rank), pruned ? " of those simulated" : "",
                      metric_text(metric(*it, r.rank_by), r.rank_by), 100.0 * (best / metric(*it, r.rank_by) - 1.0));
+}
+
+// The row's estimated step (blank where none was made).
+std::string estimate_text(const SweepRow& row)
+{
+  return row.estimate_s > 0 ? core::format_time(row.estimate_s) : std::string();
+}
+
+// How far the estimates fell from the simulated steps of the layouts simulated (empty when none has both).
+std::string estimate_error_text(const SweepResult& r)
+{
+  std::vector<double> errors;
+  for (const auto& row : r.rows)
+    if (row.outcome == Outcome::RANKED && row.estimate_s > 0 && row.step_time_s > 0)
+      errors.push_back(row.estimate_s / row.step_time_s - 1.0);
+  if (errors.empty())
+    return "";
+  std::vector<double> sizes(errors.size());
+  std::transform(errors.begin(), errors.end(), sizes.begin(), [](double e) { return std::abs(e); });
+  std::sort(sizes.begin(), sizes.end());
+  const std::size_t n = sizes.size();
+  const double median = n % 2 == 1 ? sizes[n / 2] : (sizes[n / 2 - 1] + sizes[n / 2]) / 2;
+  const auto shorter = std::count_if(errors.begin(), errors.end(), [](double e) { return e < 0; });
+  return fmt::format("  estimate (closed form, no simulation): {:.1f}% off the simulated step median, {:.1f}% worst, "
+                     "over {} simulated layouts ({} of them short)",
+                     100.0 * median, 100.0 * sizes.back(), n, shorter);
 }
 
 } // namespace
@@ -205,6 +232,8 @@ std::string sweep_text(const SweepResult& r, const SweepTextOptions& options)
                    counts[Outcome::PRUNED] > 0 ? fmt::format(", {} not simulated: their bound cannot beat the {} best",
                                                              counts[Outcome::PRUNED], ordinal(r.top))
                                                : ""));
+  if (const auto estimates = estimate_error_text(r); !estimates.empty())
+    line(estimates);
   std::set<std::string> bases;
   for (const auto& row : r.rows)
     if (row.outcome == Outcome::RANKED && !row.cost_basis.empty())
@@ -252,8 +281,8 @@ std::string sweep_text(const SweepResult& r, const SweepTextOptions& options)
     widths.push_back(w);
     header += fmt::format("  {:>{}}", heading(c), w);
   }
-  header += fmt::format("  {:>11} {:>10} {:>6} {:>14} {:>10} {:>11}{}", "step time", "tokens/s", "MFU", "bubble (th.)",
-                        "activations", "peak memory", usd ? "   tokens/$" : "");
+  header += fmt::format("  {:>11} {:>9} {:>10} {:>6} {:>14} {:>10} {:>11}{}", "step time", "estimate", "tokens/s",
+                        "MFU", "bubble (th.)", "activations", "peak memory", usd ? "   tokens/$" : "");
   if (budget)
     header += fmt::format(" {:>14}{}", "time to train", usd ? fmt::format(" {:>13}", "cost to train") : "");
   if (listed.empty())
@@ -270,9 +299,9 @@ std::string sweep_text(const SweepResult& r, const SweepTextOptions& options)
       line(fmt::format("{}  {}: {}", text, outcome_name(row.outcome), row.reason));
       continue;
     }
-    text += fmt::format("  {:>11} {:>10.0f} {:>5.1f}% {:>6.1f}% ({:>4.1f}%) {:>10} {:>11}",
-                        core::format_time(row.step_time_s), row.tokens_per_s, 100.0 * row.mfu, 100.0 * row.bubble,
-                        100.0 * row.bubble_theory, core::format_bytes(row.activation_bytes),
+    text += fmt::format("  {:>11} {:>9} {:>10.0f} {:>5.1f}% {:>6.1f}% ({:>4.1f}%) {:>10} {:>11}",
+                        core::format_time(row.step_time_s), estimate_text(row), row.tokens_per_s, 100.0 * row.mfu,
+                        100.0 * row.bubble, 100.0 * row.bubble_theory, core::format_bytes(row.activation_bytes),
                         core::format_bytes(row.peak_memory_bytes));
     if (usd)
       text += fmt::format(" {:>11.0f}", row.tokens_per_usd);
@@ -292,7 +321,7 @@ std::string sweep_csv(const SweepResult& r)
   out +=
       ",outcome,rank,baseline,schedule,virtual_stages,microbatches,step_time_s,tokens_per_s,mfu,bubble,bubble_theory,"
       "activation_bytes,peak_memory_bytes,"
-      "memory_over_bytes,tokens_per_usd,time_to_train_s,cost_to_train_usd,bound_s,reason\n";
+      "memory_over_bytes,tokens_per_usd,time_to_train_s,cost_to_train_usd,bound_s,estimate_s,reason\n";
   for (const auto& row : r.rows) {
     out += fmt::format("{},{}", row.index, csv_field(layout_label(row.layout)));
     for (const auto& v : column_values(row, r.columns))
@@ -301,12 +330,12 @@ std::string sweep_csv(const SweepResult& r)
     const bool simulated = row.outcome == Outcome::RANKED;
     const auto measured = [simulated](double v) { return simulated ? fmt::format("{}", v) : std::string(); };
     const auto given = [](double v) { return v > 0 ? fmt::format("{}", v) : std::string(); };
-    out += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", outcome_name(row.outcome),
+    out += fmt::format(",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", outcome_name(row.outcome),
                        row.rank, row.baseline, row.schedule, row.virtual_stages, row.microbatches,
                        measured(row.step_time_s), measured(row.tokens_per_s), measured(row.mfu), measured(row.bubble),
                        row.bubble_theory, given(row.activation_bytes), given(row.peak_memory_bytes),
                        given(row.memory_over_bytes), given(row.tokens_per_usd), given(row.time_to_train_s),
-                       given(row.cost_to_train_usd), given(row.bound_s), csv_field(row.reason));
+                       given(row.cost_to_train_usd), given(row.bound_s), given(row.estimate_s), csv_field(row.reason));
   }
   return out;
 }
@@ -338,7 +367,8 @@ Json sweep_json(const SweepResult& r)
                     {"cost_basis", row.cost_basis},
                     {"time_to_train_s", row.time_to_train_s},
                     {"cost_to_train_usd", row.cost_to_train_usd},
-                    {"bound_s", row.bound_s}});
+                    {"bound_s", row.bound_s},
+                    {"estimate_s", row.estimate_s}});
   return {{"kind", "sweep"},
           {"scenario", r.scenario},
           {"digest", r.digest},
@@ -408,6 +438,7 @@ SweepResult sweep_from_json(const Json& j, const std::string& where)
     row.time_to_train_s = x.number("time_to_train_s", 0, inf);
     row.cost_to_train_usd = x.number("cost_to_train_usd", 0, inf);
     row.bound_s = x.number("bound_s", 0, inf);
+    row.estimate_s = x.number_or("estimate_s", 0.0, 0, inf); // absent from sweeps written before it was estimated
     x.finish();
     r.rows.push_back(row);
   }

@@ -52,7 +52,8 @@ struct SweepRow {
   std::string cost_basis;       // what its price counts (report::CostMetrics::basis), empty without a price
   double time_to_train_s = 0;   // with a training budget (--tokens)
   double cost_to_train_usd = 0; // ditto, with a price
-  double bound_s = 0;           // the busiest GPU's kernel time
+  double bound_s = 0;           // the step's lower bound (workload/step_screen)
+  double estimate_s = 0;        // the step's closed-form estimate (workload/step_screen)
   double bound_metric = 0;      // the best the ranking metric could be, from bound_s
 };
 

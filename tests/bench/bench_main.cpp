@@ -3,12 +3,15 @@
 #include "engine/replay.hpp"
 #include "report/metrics.hpp"
 #include "scenario/scenario.hpp"
+#include "study/sweep.hpp"
 #include "topology/cluster_graph.hpp"
 #include "workload/builder.hpp"
+#include "workload/step_screen.hpp"
 
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <fmt/format.h>
+#include <limits>
 #include <sys/resource.h>
 #include <xbt/log.h>
 
@@ -80,6 +83,54 @@ int bench_run(const std::string& file, const std::vector<std::string>& overrides
   return 0;
 }
 
+// A scenario's screened bound and estimate beside its simulated step: the estimate's error, measured.
+int bench_estimate(const std::string& file, const std::vector<std::string>& overrides)
+{
+  const auto s = sim::scenario::load_scenario(file, {SIMTRAIN_SOURCE_DIR, overrides});
+  const auto graph = sim::topology::build_graph(s.cluster, s.nodes);
+  auto t0 = std::chrono::steady_clock::now();
+  sim::workload::StepScreen screen{std::numeric_limits<double>::infinity(), 0.0};
+  for (const auto* gpu : sim::topology::gpu_kinds(s.cluster)) {
+    const auto one = sim::workload::screen_step(s.model, s.plan, *gpu, graph, s.cluster);
+    screen.bound_s = std::min(screen.bound_s, one.bound_s);
+    screen.estimate_s = std::max(screen.estimate_s, one.estimate_s);
+  }
+  const double screen_s = seconds_since(t0);
+  const auto tasks = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph, {true});
+  const auto timeline = sim::engine::replay(tasks, graph);
+  const auto metrics = sim::report::compute_metrics(s, tasks, graph, timeline);
+  fmt::print("{{\"bench\": \"estimate\", \"scenario\": \"{}\", \"gpus\": {}, \"step_time_s\": {:.6f}, "
+             "\"bound_s\": {:.6f}, \"estimate_s\": {:.6f}, \"estimate_error\": {:.4f}, \"screen_s\": {:.6f}}}\n",
+             file, s.gpus, metrics.step_time_s, screen.bound_s, screen.estimate_s,
+             screen.estimate_s / metrics.step_time_s - 1.0, screen_s);
+  return 0;
+}
+
+// Screening every layout `sweep --auto` enumerates (a valid plan? does it fit? its bound and estimate), simulating
+// none: one core's rate.
+int bench_screen(const std::string& file, const std::vector<std::string>& overrides)
+{
+  const auto base = sim::scenario::load_scenario(file, {SIMTRAIN_SOURCE_DIR, overrides});
+  sim::study::SweepOptions o;
+  o.scenario = file;
+  o.data_dir = SIMTRAIN_SOURCE_DIR;
+  o.base_overrides = overrides;
+  o.layouts = sim::study::auto_layouts(base);
+  o.screen_only = true;
+  double screening_s = 0;
+  o.on_progress = [&screening_s](const sim::study::SweepProgress& p) { screening_s = p.screening_s; };
+  const auto r = sim::study::run_sweep(o);
+  int candidates = 0;
+  for (const auto& row : r.rows)
+    candidates += row.outcome == sim::study::Outcome::PRUNED ? 1 : 0;
+  fmt::print(
+      "{{\"bench\": \"screen\", \"scenario\": \"{}\", \"gpus\": {}, \"layouts\": {}, \"candidates\": {}, "
+      "\"screening_s\": {:.3f}, \"layouts_per_s_per_core\": {:.0f}, \"target\": 3000, \"peak_rss_bytes\": {:.0f}}}\n",
+      file, base.gpus, r.rows.size(), candidates, screening_s, static_cast<double>(r.rows.size()) / screening_s,
+      peak_rss_bytes());
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -98,12 +149,22 @@ int main(int argc, char** argv)
   run->add_flag("--no-fold", no_fold);
   std::vector<std::string> overrides;
   run->add_option("--set", overrides, "PATH=VALUE, as simtrain's");
+  auto* screen = app.add_subcommand("screen", "Screen every layout sweep --auto enumerates, simulating none");
+  screen->add_option("scenario", scenario)->required();
+  screen->add_option("--set", overrides, "PATH=VALUE, as simtrain's");
+  auto* estimate = app.add_subcommand("estimate", "A scenario's screened bound and estimate beside its simulated step");
+  estimate->add_option("scenario", scenario)->required();
+  estimate->add_option("--set", overrides, "PATH=VALUE, as simtrain's");
   CLI11_PARSE(app, argc, argv);
   try {
     if (*platform)
       return bench_platform(topology, gpus);
     if (*run)
       return bench_run(scenario, overrides, !no_fold);
+    if (*screen)
+      return bench_screen(scenario, overrides);
+    if (*estimate)
+      return bench_estimate(scenario, overrides);
   } catch (const std::exception& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 1;

@@ -3,6 +3,7 @@
 #include "../unit/support.hpp"
 #include "run_simtrain.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <fmt/format.h>
 #include <map>
@@ -139,7 +140,18 @@ void check_bounds(const nlohmann::json& rows)
     INFO("step " << row["step_time_s"].get<double>() << " s, bound " << row["bound_s"].get<double>() << " s");
     CHECK(row["bound_s"].get<double>() > 0);
     CHECK(row["bound_s"].get<double>() <= row["step_time_s"].get<double>());
+    CHECK(row["estimate_s"].get<double>() >= row["bound_s"].get<double>());
   }
+}
+
+// The median of how far the rows' estimates fall from their simulated steps.
+double median_estimate_error(const nlohmann::json& rows)
+{
+  std::vector<double> errors;
+  for (const auto& row : rows)
+    errors.push_back(std::abs(row["estimate_s"].get<double>() / row["step_time_s"].get<double>() - 1.0));
+  std::sort(errors.begin(), errors.end());
+  return errors.empty() ? 1.0 : errors[errors.size() / 2];
 }
 
 } // namespace
@@ -158,6 +170,10 @@ TEST_CASE("a sweep's bound never exceeds the simulated step in hundreds of rando
   CHECK(dense.ranked.size() + moe.ranked.size() >= 500 / share);
   check_bounds(dense.ranked);
   check_bounds(moe.ranked);
+  // The estimate beside each row: on these draws (2026-12-07) a median 9.6% off the simulated step (dense) and 16.7%
+  // (MoE), shortest under activation offload and on the PCIe box (sim/study/README.md says what it leaves out).
+  CHECK(median_estimate_error(dense.ranked) < 0.15);
+  CHECK(median_estimate_error(moe.ranked) < 0.25);
 }
 
 TEST_CASE("a sweep keeps DualPipe, whose micro-batches each cross half of a GPU's chunks, when it is the best")

@@ -1,0 +1,56 @@
+// A layout's step screened without simulating it, from the layer programs, kernel timings and collective lowerings the
+// simulation uses, in two numbers:
+// - a lower bound: the kernel time of the busiest GPU, as if it never waited for a pipeline transfer or a collective
+//   other than an all-to-all, plus what it must wait for the pipeline to fill and drain (the stages before it, one
+//   micro-batch each way). Where a pass stops for its all-to-alls (MoE tokens, CP heads) it counts the least time they
+//   can take on the cluster's links. It never exceeds the simulated step: a sweep skips layouts whose bound cannot
+//   beat what it has.
+// - an estimate: the bound's pipeline with each pass also waiting for its blocking collectives (what an overlapped
+//   one takes beyond the compute beside it), each priced alone on the cluster's links; the pipeline's fill and drain
+//   crossing each stage boundary's send; ZeRO-3's parameter gathers beyond the pass they prefetch for; the last
+//   gradient bucket's reduction (all of it when it is not overlapped), the sharded optimizer's parameter gather, and
+//   the optimizer. What it leaves out (flows of other groups on the same links, a GPU's kernels slowed by its own
+//   traffic, the host) makes it read short; sweep rows show it beside the simulated step.
+#pragma once
+
+#include "hardware/gpu_spec.hpp"
+#include "memory/memory_model.hpp"
+#include "model/model_spec.hpp"
+#include "plan/parallel_plan.hpp"
+#include "topology/cluster_graph.hpp"
+#include "topology/cluster_spec.hpp"
+
+#include <memory>
+
+namespace sim::workload {
+
+struct StepScreen {
+  double bound_s = 0;
+  double estimate_s = 0;
+};
+
+// What screening learns of one cluster graph (routes, collectives priced), kept for the layouts screened on it. It
+// refers to the graph and the cluster it was built from (whose hosts update an offloaded optimizer), which must
+// outlive it.
+class ScreenCache {
+ public:
+  ScreenCache(const topology::ClusterGraph& graph, const topology::ClusterSpec& cluster);
+  ScreenCache(const ScreenCache&) = delete;
+  ScreenCache& operator=(const ScreenCache&) = delete;
+  ~ScreenCache();
+  struct State;
+
+ private:
+  friend StepScreen screen_step(const model::ModelSpec&, const plan::ParallelPlan&, const hardware::GpuSpec&,
+                                ScreenCache&, const memory::MemoryEstimate*);
+  std::unique_ptr<State> state_;
+};
+
+// `memory`: the plan's memory estimate where the caller has it (its parameters per stage are what counts), else
+// estimated here.
+StepScreen screen_step(const model::ModelSpec& model, const plan::ParallelPlan& plan, const hardware::GpuSpec& gpu,
+                       ScreenCache& cache, const memory::MemoryEstimate* memory = nullptr);
+StepScreen screen_step(const model::ModelSpec& model, const plan::ParallelPlan& plan, const hardware::GpuSpec& gpu,
+                       const topology::ClusterGraph& graph, const topology::ClusterSpec& cluster);
+
+} // namespace sim::workload
