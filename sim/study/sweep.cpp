@@ -273,10 +273,11 @@ class Sweep {
         ++next;
         if (!o_.simulate_all && !row.baseline && kth() >= 0 && row.bound_metric <= kth()) {
           row.outcome = Outcome::PRUNED;
-          row.reason = fmt::format("its bound (kernels, all-to-alls, pipeline fill and drain) is {}, at most {}: not "
-                                   "better than the {} best ({})",
-                                   core::format_time(row.bound_s), metric_text(row.bound_metric, o_.rank_by),
-                                   ordinal(o_.top), metric_text(kth(), o_.rank_by));
+          row.reason =
+              fmt::format("its bound (kernels, the collectives passes wait for, fill and drain) is {}, at most {}: not "
+                          "better than the {} best ({})",
+                          core::format_time(row.bound_s), metric_text(row.bound_metric, o_.rank_by), ordinal(o_.top),
+                          metric_text(kth(), o_.rank_by));
           ++progress_.pruned;
           continue;
         }

@@ -86,19 +86,6 @@ struct ScreenCache::State {
     return latency + longest;
   }
 
-  // The least time `gpu`'s share of an all-to-all can take: its flows to the group's other members (the buffer
-  // spread evenly over the group, workload/collectives) start together, and none crosses a link faster than the
-  // engine lets it (bandwidth x efficiency per direction), so the link its flows load most takes at least their bytes
-  // over its capacity.
-  double all_to_all_floor(int gpu, const std::vector<int>& group, double bytes)
-  {
-    CollectivePhase flows;
-    for (int peer : group)
-      if (peer != gpu)
-        flows.push_back({gpu, peer, bytes / static_cast<double>(group.size()), 0.0});
-    return phase(flows);
-  }
-
   // A collective priced alone: its phases one after another (an all-to-all: `gpu`'s own flows, every member's being
   // alike). Remembered, but for DeepEP's exchanges (they depend on the model's routing).
   double collective(const model::ModelSpec& model, const plan::ParallelPlan& plan, CollectiveKind kind,
@@ -141,15 +128,22 @@ namespace {
 
 using State = ScreenCache::State;
 
-// A pass's time on `gpu` when it waits for nothing but its own all-to-alls: its kernels, and the floor of each
-// all-to-all it stops for (collectives running beside compute, and the others, count nothing; so does a DeepEP
-// exchange, deduplicated per node).
-double pass_floor(const Program& program, const plan::ParallelPlan& plan, State& state, int gpu)
+// The least time a pass takes on `gpu` where its passes run one at a time: its kernels, then each collective it stops
+// for and what one beside its compute takes beyond that compute, each at least its phases' latencies and the bytes
+// of the link their flows load most over that link's capacity (a collective starts after the GPU's work before it,
+// and the work after it waits for its end; other flows and the GPU's own traffic only slow it). A DeepEP exchange
+// (deduplicated per node, its forwarding pipelined) counts nothing.
+double pass_floor(const Program& program, const model::ModelSpec& model, const plan::ParallelPlan& plan, State& state,
+                  int gpu)
 {
   double s = kernel_time(program);
-  for (const auto& step : program)
-    if (step.kind == Step::Kind::COLLECTIVE && step.collective == CollectiveKind::ALL_TO_ALL && !step.deduplicated)
-      s += state.all_to_all_floor(gpu, plan::group_of(plan, group_dim(step.group), gpu), step.bytes);
+  for (const auto& step : program) {
+    if (step.kind == Step::Kind::COMPUTE || step.deduplicated)
+      continue;
+    const double c = state.collective(model, plan, step.collective, plan::group_of(plan, group_dim(step.group), gpu),
+                                      step.bytes, gpu, false);
+    s += step.kind == Step::Kind::COLLECTIVE ? c : std::max(0.0, c - step.duration_s);
+  }
   return s;
 }
 
@@ -203,7 +197,7 @@ StepScreen screen_step(const model::ModelSpec& model, const plan::ParallelPlan& 
   // may fill that wait. Each stage's GPU with tp and dp coordinates 0 stands for its stage (any GPU's time bounds the
   // step).
   const auto pass = [&](const Program& program, int stage) {
-    return fill_and_drain && communicates ? pass_floor(program, plan, prices, plan::rank_of(plan, {0, 0, stage}))
+    return fill_and_drain && communicates ? pass_floor(program, model, plan, prices, plan::rank_of(plan, {0, 0, stage}))
                                           : kernel_time(program);
   };
   const auto estimated = [&](const Program& program, int stage) {
@@ -334,8 +328,8 @@ StepScreen screen_step(const model::ModelSpec& model, const plan::ParallelPlan& 
                                        : 0.0;
     out.estimate_s = std::max(out.estimate_s, fill_and_drain ? forward_fill + work_e + gathers + backward_fill + tail
                                                              : work_e + gathers + dualpipe_bubble + tail);
-    before_forward += first_forward;
-    before_backward += first_backward;
+    before_forward += first_forward + send(s);
+    before_backward += first_backward + send(s);
     forward_fill += first_forward_e + send(s);
     backward_fill += first_backward_e + send(s);
   }

@@ -1,13 +1,12 @@
 // A layout's step screened without simulating it, from the layer programs, kernel timings and collective lowerings the
 // simulation uses, in two numbers:
-// - a lower bound: the kernel time of the busiest GPU, as if it never waited for a pipeline transfer or a collective
-//   other than an all-to-all, plus what it must wait for the pipeline to fill and drain (the stages before it, one
-//   micro-batch each way). Where a pass stops for its all-to-alls (MoE tokens, CP heads) it counts the least time they
-//   can take on the cluster's links. It never exceeds the simulated step: a sweep skips layouts whose bound cannot
-//   beat what it has.
-// - an estimate: the bound's pipeline with each pass also waiting for its blocking collectives (what an overlapped
-//   one takes beyond the compute beside it), each priced alone on the cluster's links; the pipeline's fill and drain
-//   crossing each stage boundary's send; ZeRO-3's parameter gathers beyond the pass they prefetch for; the last
+// - a lower bound: the busiest GPU's kernels, and where its passes run one at a time (1F1B, GPipe, interleaved) each
+//   collective a pass stops for and what one beside its compute takes beyond it, each at least its flows' latency
+//   and their bytes over the capacity of the link they load most; plus what the GPU must wait for the pipeline to
+//   fill and drain (the stages before it, one micro-batch each way, and the sends between them). It never exceeds the
+//   simulated step: a sweep skips layouts whose bound cannot beat what it has.
+// - an estimate: the bound, DeepEP's exchanges priced too, and DualPipe's bubble; ZeRO-3's parameter gathers beyond the
+// pass they prefetch for; the last
 //   gradient bucket's reduction (all of it when it is not overlapped), the sharded optimizer's parameter gather, and
 //   the optimizer. What it leaves out (flows of other groups on the same links, a GPU's kernels slowed by its own
 //   traffic, the host) makes it read short; sweep rows show it beside the simulated step.
