@@ -147,22 +147,40 @@ double pass_floor(const Program& program, const model::ModelSpec& model, const p
   return s;
 }
 
-// A pass's estimated time on `gpu`: its kernels, each blocking collective, and what an overlapped one takes beyond
-// the compute beside it.
+// A pass's estimated time on `gpu`: its kernels (at `speed`, a straggler's share), each blocking collective, and what
+// an overlapped one takes beyond the compute beside it.
 double pass_estimate(const Program& program, const model::ModelSpec& model, const plan::ParallelPlan& plan,
-                     State& state, int gpu)
+                     State& state, int gpu, double speed)
 {
   double s = 0;
   for (const auto& step : program) {
     if (step.kind != Step::Kind::COLLECTIVE)
-      s += step.duration_s;
+      s += step.duration_s / speed;
     if (step.kind == Step::Kind::COMPUTE)
       continue;
     const double c = state.collective(model, plan, step.collective, plan::group_of(plan, group_dim(step.group), gpu),
                                       step.bytes, gpu, step.deduplicated);
-    s += step.kind == Step::Kind::COLLECTIVE ? c : std::max(0.0, c - step.duration_s);
+    s += step.kind == Step::Kind::COLLECTIVE ? c : std::max(0.0, c - step.duration_s / speed);
   }
   return s;
+}
+
+// Per stage, the share of the kernels' speed its slowest GPU has (a straggler's compute; 1 for none): a synchronous
+// step waits for it.
+std::vector<double> stage_speeds(const plan::ParallelPlan& plan, const topology::ClusterSpec& cluster)
+{
+  std::vector<double> speed(static_cast<std::size_t>(plan.pp), 1.0);
+  const int per_node = cluster.node.gpus;
+  for (const auto& x : cluster.stragglers) {
+    if (x.compute >= 1 || x.node < 0)
+      continue;
+    for (int local = x.gpu >= 0 ? x.gpu : 0; local < (x.gpu >= 0 ? x.gpu + 1 : per_node); ++local)
+      if (const int g = x.node * per_node + local; g < plan.gpus()) {
+        double& v = speed[static_cast<std::size_t>(plan::coords_of(plan, g).pp)];
+        v = std::min(v, x.compute);
+      }
+  }
+  return speed;
 }
 
 } // namespace
@@ -200,9 +218,11 @@ StepScreen screen_step(const model::ModelSpec& model, const plan::ParallelPlan& 
     return fill_and_drain && communicates ? pass_floor(program, model, plan, prices, plan::rank_of(plan, {0, 0, stage}))
                                           : kernel_time(program);
   };
+  const auto speeds = stage_speeds(plan, prices.cluster);
   const auto estimated = [&](const Program& program, int stage) {
-    return communicates ? pass_estimate(program, model, plan, prices, plan::rank_of(plan, {0, 0, stage}))
-                        : kernel_time(program);
+    const double speed = speeds[static_cast<std::size_t>(stage)];
+    return communicates ? pass_estimate(program, model, plan, prices, plan::rank_of(plan, {0, 0, stage}), speed)
+                        : kernel_time(program) / speed;
   };
   // What a stage boundary's send of one micro-batch's activations (or gradients) takes: each TP rank its slice under
   // sequence parallelism.
