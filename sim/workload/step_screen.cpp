@@ -7,6 +7,7 @@
 #include "workload/optimizer_step.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <unordered_map>
 
@@ -251,6 +252,7 @@ StepScreen screen_step(const model::ModelSpec& model, const plan::ParallelPlan& 
     double first_backward_e = 0;
     double gathers = 0; // ZeRO-3's parameter gathers beyond the passes they prefetch for
     double largest_layer = 0;
+    double last_backward = 0;                                  // one micro-batch's backward through the stage's chunks
     std::map<const Program*, std::pair<double, double>> times; // per program: floor and estimate
     const auto time_of = [&](const Program& program) {
       const auto [it, inserted] = times.try_emplace(&program);
@@ -265,6 +267,7 @@ StepScreen screen_step(const model::ModelSpec& model, const plan::ParallelPlan& 
         const auto [backward, backward_e] = time_of(programs.backward_of(model, layer));
         work += per_chunk * (forward + backward);
         work_e += per_chunk * (forward_e + backward_e);
+        last_backward += backward_e;
         if (c == 0) {
           first_forward += forward;
           first_backward += backward;
@@ -311,18 +314,25 @@ StepScreen screen_step(const model::ModelSpec& model, const plan::ParallelPlan& 
     if (communicates && plan.dp_cp() > 1) {
       const double dense = stage.trainable_params - stage.expert_params;
       const bool overlapped = plan.overlap_grad_reduce && !deepspeed;
-      const double reduced =
-          overlapped ? std::min(dense, std::max(plan.dp_bucket_bytes / grad_bytes, largest_layer)) : dense;
-      if (sharded && !deepspeed) {
-        after +=
-            prices.collective(model, plan, CollectiveKind::REDUCE_SCATTER,
-                              plan::group_of(plan, plan::GroupDim::SHARD, rank), reduced * grad_bytes, rank, false);
-        after += prices.collective(model, plan, CollectiveKind::ALL_REDUCE,
+      const auto reduce = [&](double params) { // one reduction of `params` gradients
+        if (sharded && !deepspeed)
+          return prices.collective(model, plan, CollectiveKind::REDUCE_SCATTER,
+                                   plan::group_of(plan, plan::GroupDim::SHARD, rank), params * grad_bytes, rank,
+                                   false) +
+                 prices.collective(model, plan, CollectiveKind::ALL_REDUCE,
                                    plan::group_of(plan, plan::GroupDim::REPLICA, rank),
-                                   reduced / plan.shards() * grad_bytes, rank, false);
-      } else {
-        after += prices.collective(model, plan, CollectiveKind::ALL_REDUCE,
-                                   plan::group_of(plan, plan::GroupDim::DP, rank), reduced * grad_bytes, rank, false);
+                                   params / plan.shards() * grad_bytes, rank, false);
+        return prices.collective(model, plan, CollectiveKind::ALL_REDUCE,
+                                 plan::group_of(plan, plan::GroupDim::DP, rank), params * grad_bytes, rank, false);
+      };
+      if (overlapped && dense > 0) {
+        // Bucket by bucket during the last micro-batch's backward pass: the last bucket after it, and whatever the
+        // buckets take beyond that pass.
+        const double bucket = std::min(dense, std::max(plan.dp_bucket_bytes / grad_bytes, largest_layer));
+        const double one = reduce(bucket);
+        after += std::max(one, std::ceil(dense / bucket) * one - last_backward);
+      } else if (dense > 0) {
+        after += reduce(dense);
       }
       if (stage.expert_params > 0 && plan.edp() > 1)
         after += prices.collective(

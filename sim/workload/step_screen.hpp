@@ -6,11 +6,11 @@
 //   fill and drain (the stages before it, one micro-batch each way, and the sends between them). It never exceeds the
 //   simulated step: a sweep skips layouts whose bound cannot beat what it has.
 // - an estimate: the bound, DeepEP's exchanges priced too, DualPipe's bubble, each stage's kernels at its slowest
-//   GPU's speed (a straggler's); ZeRO-3's parameter gathers beyond the pass they prefetch for; the last gradient
-//   bucket's reduction (all of it when it is not overlapped), the sharded optimizer's parameter gather, the optimizer
-//   and an offloaded optimizer's CPU update. What it leaves out (flows of other groups on the same links, a GPU's
-//   kernels slowed by its own traffic, the host, offload's copies) makes it read short; sweep rows show it beside the
-//   simulated step.
+//   GPU's speed (a straggler's); ZeRO-3's parameter gathers beyond the pass they prefetch for; the gradient buckets'
+//   reduction beyond the last micro-batch's backward pass (at least the last bucket; all when not overlapped), the
+//   sharded optimizer's parameter gather, the optimizer and an offloaded optimizer's CPU update. What it leaves out
+//   (flows of other groups on the same links, a GPU's kernels slowed by its own traffic, the host, offload's copies)
+//   makes it read short; sweep rows show it beside the simulated step.
 #pragma once
 
 #include "hardware/gpu_spec.hpp"
