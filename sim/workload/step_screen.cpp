@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 namespace sim::workload {
@@ -205,7 +206,10 @@ StepScreen screen_step(const model::ModelSpec& model, const plan::ParallelPlan& 
   const bool two_paths = plan.schedule == plan::Schedule::DUALPIPE;
   const double per_chunk = two_paths ? microbatches / 2 : microbatches;
   const bool sharded = plan.zero_stage >= 1 || plan.distributed_optimizer;
-  const memory::MemoryEstimate memory = known != nullptr ? *known : memory::estimate_memory(model, plan, gpu);
+  std::optional<memory::MemoryEstimate> estimated_here; // (the caller's when given: not copied)
+  if (known == nullptr)
+    estimated_here = memory::estimate_memory(model, plan, gpu);
+  const memory::MemoryEstimate& memory = known != nullptr ? *known : *estimated_here;
   // The pipeline's fill and drain, where each stage runs one pass at a time and its last is a backward of its first
   // chunk (1F1B, GPipe, interleaved; not DualPipe's deferred weight gradients nor passes run side by side): stage s
   // starts only once the first micro-batch's forward has crossed the first chunks of the stages before it, and after
