@@ -131,14 +131,15 @@ int simulate(const RunArgs& r, const CommonOptions& o)
   const auto elapsed = [&started] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   };
-  const auto timeline = sim::engine::replay(tasks, graph, [&](const sim::engine::ReplayProgress& p) {
+  const auto progress = [&](const sim::engine::ReplayProgress& p) {
     const double t = elapsed();
     const double share = static_cast<double>(p.done) / static_cast<double>(std::max<std::size_t>(p.total, 1));
     line.show(fmt::format("{} {:.0f}% of {} tasks replayed ({} of the step simulated), {} elapsed", bar(share, 1.0),
                           100.0 * share, sim::core::format_count(static_cast<double>(p.total)),
                           sim::core::format_time(p.clock_s), clock(t)),
               t, false);
-  });
+  };
+  const auto timeline = sim::engine::replay(tasks, graph, progress, {.lone_flows = !r.no_lone_flows});
   line.show(fmt::format("{} {} tasks replayed, {} elapsed", bar(1.0, 1.0),
                         sim::core::format_count(static_cast<double>(tasks.size())), clock(elapsed())),
             elapsed(), true);

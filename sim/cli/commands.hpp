@@ -43,9 +43,10 @@ struct RunArgs {
   std::string view;
   int width = 100; // columns of the --view pipeline timeline
   bool no_fold = false;
-  std::string memory; // --memory: a cap on the task graph's memory, below the machine's
-  bool quiet = false; // --quiet: no progress line
-  std::string passes; // --passes FILE: the step's pipeline passes as JSON (what compare.html draws)
+  bool no_lone_flows = false; // every flow through SimGrid's max-min solver (engine::ReplayOptions)
+  std::string memory;         // --memory: a cap on the task graph's memory, below the machine's
+  bool quiet = false;         // --quiet: no progress line
+  std::string passes;         // --passes FILE: the step's pipeline passes as JSON (what compare.html draws)
 };
 
 int simulate(const RunArgs& a, const CommonOptions& o);

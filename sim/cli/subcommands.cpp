@@ -117,6 +117,9 @@ Subcommand add_run(CLI::App& app)
                 "Simulate a plan even when it does not fit in GPU memory (by default refused, exit 1)");
   sub->add_flag("--no-fold", o->args.no_fold,
                 "Simulate every GPU even where interchangeable GPUs fold into one per class (slower, same result)");
+  sub->add_flag("--no-lone-flows", o->args.no_lone_flows,
+                "Put every flow through SimGrid's max-min sharing, even one alone on its links (by default timed in "
+                "closed form until another flow joins it; slower, same result)");
   sub->add_flag("--quiet,-q", o->args.quiet, "No progress line on stderr (shown when a run takes over 3 s)");
   sub->add_option("--passes", o->args.passes,
                   "Also write the step's pipeline passes as JSON to this file (what compare --out draws)");

@@ -63,11 +63,12 @@ double slowdown(const GpuLoad& l, const topology::ClusterGraph& cg, int gpu)
 
 class Replayer {
  public:
-  Replayer(const workload::TaskGraph& g, const topology::ClusterGraph& cluster, const ProgressFn& progress)
+  Replayer(const workload::TaskGraph& g, const topology::ClusterGraph& cluster, const ProgressFn& progress,
+           const ReplayOptions& options)
       : g_(g), cluster_(cluster), copies_(folded_copies()), crossings_(folded_crossings()),
         platform_(g.folded ? build_folded_platform(cluster, g.simulated, folded_routes(), metered())
                            : build_platform(cluster)),
-        progress_(progress)
+        progress_(progress), lone_flows_(options.lone_flows)
   {
     const std::size_t n = g.size();
     pending_.resize(n);
@@ -79,8 +80,15 @@ class Replayer {
       for (auto [e, end] = boost::out_edges(v, cluster.graph); e != end; ++e)
         port = std::max(port, cluster.graph[*e].bandwidth * cluster.graph[*e].efficiency);
     }
-    timeline_.link_bytes_forward.assign(boost::num_edges(cluster.graph), 0.0);
-    timeline_.link_bytes_backward.assign(boost::num_edges(cluster.graph), 0.0);
+    if (!g.folded && !cluster.blocking) // (folded, those links are not simulated)
+      for (auto [e, end] = boost::edges(cluster.graph); e != end; ++e) {
+        const auto& l = cluster.graph[*e];
+        if (const auto* link = platform_.link[l.id];
+            link != nullptr && cluster.graph[l.from].node < 0 && cluster.graph[l.to].node < 0)
+          for (const auto* direction : {link->get_link_up(), link->get_link_down()})
+            never_limits_.insert(direction);
+      }
+    link_bytes_.assign(2 * boost::num_edges(cluster.graph), 0);
     for (TaskId t = 0; t < n; ++t) {
       pending_[t] = static_cast<std::uint32_t>(g.dependencies(t).size());
       if (pending_[t] == 0)
@@ -99,14 +107,15 @@ class Replayer {
         return;
       flows_changed_ = false;
       const double from = sg4::Engine::get_clock() - delta;
-      // A link not simulated carries, per endpoint whose class crosses it, as many flows at the meter's rate.
+      // A link not simulated carries, per endpoint whose class crosses it, as many flows at the meter's rate (and the
+      // rates of its lone flows, which SimGrid does not see).
       for (std::uint32_t e : metering_)
-        if (const double rate = platform_.meter[e]->get_usage(); rate > 0)
+        if (const double rate = platform_.meter[e]->get_usage() + lone_meter_usage_[e]; rate > 0)
           for (const auto& [d, flows] : g_.unsimulated[e])
             unsimulated_usage_[unsimulated_index_.at(d)] += flows * rate;
       for (std::uint32_t i : busy_) {
-        const double usage =
-            tracked_[i] != nullptr ? tracked_[i]->get_usage() : std::exchange(unsimulated_usage_[i], 0.0);
+        const double usage = tracked_[i] != nullptr ? tracked_[i]->get_usage() + lone_usage_[i]
+                                                    : std::exchange(unsimulated_usage_[i], 0.0);
         usage_[i].peak = std::max(usage_[i].peak, usage);
         record(usage_[i], from, usage);
       }
@@ -131,12 +140,42 @@ class Replayer {
       timeline_.usage.back().link = id;
       timeline_.usage.back().forward = forward;
     }
+    for (std::size_t id = 0; 2 * id < link_bytes_.size(); ++id) {
+      timeline_.link_bytes_forward.push_back(static_cast<double>(link_bytes_[topology::directed(id, true)]));
+      timeline_.link_bytes_backward.push_back(static_cast<double>(link_bytes_[topology::directed(id, false)]));
+    }
     if (g_.folded)
       spread_link_bytes();
     return std::move(timeline_);
   }
 
  private:
+  // A transfer's route, computed once per pair of GPUs (folded: per endpoint): the graph links with their direction
+  // (folded: the classes' links, each as many times as its weight), and the indices (into tracked_) of the tracked
+  // links on its SimGrid route.
+  struct Route {
+    std::vector<std::tuple<std::size_t, bool, double>> graph; // link, direction, flows it stands for there
+    std::vector<std::uint32_t> tracked;
+    // Its SimGrid links that may limit it (not a meter, nor a link between a non-blocking network's switches), as
+    // indices into link_flows_, with how often it crosses each; and its rate alone there, the least of their
+    // bandwidths, where it crosses each once (0 where it crosses one more often: folded, a class of flows sharing a
+    // link, which its unfolded counterparts do in SimGrid).
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> links;
+    double alone_rate = 0;
+    double rate = 0;           // its slowest link's achievable bandwidth: the flow's rate when alone
+    int meter = -1;            // folded: its endpoint, where its class crosses links that are not simulated
+    sg4::Host* from = nullptr; // the hosts its flow goes between
+    sg4::Host* to = nullptr;
+  };
+
+  // A flow alone on its links, timed by the replay (ReplayOptions::lone_flows).
+  struct Lone {
+    double rate = 0;
+    double since = 0; // when `bytes` were left
+    double bytes = 0;
+    simgrid::kernel::timer::Timer* due = nullptr;
+  };
+
   void drain()
   {
     const double now = sg4::Engine::get_clock();
@@ -296,11 +335,21 @@ class Replayer {
       return;
     }
     const Route& route = route_of(task);
-    sg4::CommPtr comm = sg4::Comm::sendto_init(route.from, route.to);
-    comm->set_payload_size(static_cast<std::uint64_t>(task.bytes));
-    comm->vetoable_start();
+    const auto bytes = static_cast<double>(static_cast<std::uint64_t>(task.bytes)); // SimGrid counts whole bytes
+    const bool alone = lone_flows_ && route.alone_rate > 0 &&
+                       std::all_of(route.links.begin(), route.links.end(),
+                                   [this](const auto& l) { return link_flows_[l.first] == 0; });
+    if (!alone) // the lone flows on its links now share them: into SimGrid with what they have left
+      for (const auto& [l, times] : route.links)
+        if (const TaskId other = link_lone_[l]; other != workload::no_task)
+          share(other);
+    for (const auto& [l, times] : route.links)
+      ++link_flows_[l];
+    if (alone)
+      start_alone(t, route, bytes);
+    else
+      start_shared(t, route, bytes);
     flows_changed_ = true;
-    in_flight_.emplace(comm.get(), std::make_pair(t, comm));
     for (std::uint32_t i : route.tracked)
       if (flows_[i]++ == 0) {
         busy_at_[i] = static_cast<std::uint32_t>(busy_.size());
@@ -310,6 +359,61 @@ class Replayer {
       metering_.insert(static_cast<std::uint32_t>(e));
     if (task.kind == TaskKind::TRANSFER) // a copy engine's copy takes no SMs
       account(task, route.rate, +1);
+  }
+
+  // A flow into SimGrid, sharing its links max-min fairly with the others there.
+  void start_shared(TaskId t, const Route& route, double bytes)
+  {
+    sg4::CommPtr comm = sg4::Comm::sendto_init(route.from, route.to);
+    comm->set_payload_size(static_cast<std::uint64_t>(std::llround(bytes)));
+    comm->vetoable_start();
+    in_flight_.emplace(comm.get(), std::make_pair(t, comm));
+  }
+
+  // A flow alone on its links: at its bottleneck's bandwidth, what max-min gives it, until it ends or shares a link.
+  void start_alone(TaskId t, const Route& route, double bytes)
+  {
+    const double now = sg4::Engine::get_clock();
+    Lone lone{route.alone_rate, now, bytes, nullptr};
+    lone.due = simgrid::kernel::timer::Timer::set(now + bytes / route.alone_rate, [this, t]() {
+      leave_alone(t, g_[t]);
+      finish(t);
+      drain();
+    });
+    mark_alone(route, t, lone.rate);
+    lones_.emplace(t, lone);
+  }
+
+  // A lone flow's links free of it (usage included), once it ends or goes into SimGrid; returns what it was.
+  Lone leave_alone(TaskId t, const workload::Task& task)
+  {
+    const auto found = lones_.find(t);
+    const Lone lone = found->second;
+    lones_.erase(found);
+    mark_alone(route_of(task), workload::no_task, -lone.rate);
+    return lone;
+  }
+
+  // Marks a route's links as carrying lone flow `t` (no_task: none), its rate added to their usage.
+  void mark_alone(const Route& route, TaskId t, double rate)
+  {
+    for (const auto& [l, times] : route.links)
+      link_lone_[l] = t;
+    for (std::uint32_t i : route.tracked)
+      if (tracked_[i] != nullptr) // (a link not simulated: from its meter)
+        lone_usage_[i] += rate;
+    if (route.meter >= 0)
+      lone_meter_usage_[static_cast<std::size_t>(route.meter)] += rate;
+  }
+
+  // A lone flow that another flow joins on one of its links goes on in SimGrid with the bytes it has left.
+  void share(TaskId t)
+  {
+    const workload::Task& task = g_[t];
+    const Lone lone = leave_alone(t, task);
+    lone.due->remove();
+    const double now = sg4::Engine::get_clock();
+    start_shared(t, route_of(task), std::max(lone.bytes - lone.rate * (now - lone.since), 0.0));
   }
 
   // The GPUs whose NCCL kernels move a transfer's bytes: its sender and its receiver (-1 for none).
@@ -424,19 +528,24 @@ class Replayer {
     if ((task.kind == TaskKind::TRANSFER || task.kind == TaskKind::HOST_COPY) && task.bytes > 0) {
       flows_changed_ = true;
       const Route& route = route_of(task);
-      // Own bookkeeping of the bytes on each link (exact, unlike SimGrid's link-load plugin).
+      for (const auto& [l, times] : route.links)
+        --link_flows_[l];
       for (const auto& [id, forward, times] : route.graph)
-        (forward ? timeline_.link_bytes_forward : timeline_.link_bytes_backward)[id] += task.bytes * times;
+        link_bytes_[topology::directed(id, forward)] +=
+            static_cast<std::uint64_t>(task.bytes) * static_cast<std::uint64_t>(times);
       for (std::uint32_t i : route.tracked)
         if (--flows_[i] == 0) {
+          lone_usage_[i] = 0; // no rounding residue
           const std::uint32_t last = busy_.back();
           busy_[busy_at_[i]] = last;
           busy_at_[last] = busy_at_[i];
           busy_.pop_back();
           record(usage_[i], timeline_.tasks[t].end_s, 0.0);
         }
-      if (route.meter >= 0 && --metered_flows_[static_cast<std::size_t>(route.meter)] == 0)
+      if (route.meter >= 0 && --metered_flows_[static_cast<std::size_t>(route.meter)] == 0) {
         metering_.erase(static_cast<std::uint32_t>(route.meter));
+        lone_meter_usage_[static_cast<std::size_t>(route.meter)] = 0; // no rounding residue
+      }
       if (task.kind == TaskKind::TRANSFER)
         account(task, route.rate, -1);
     }
@@ -458,18 +567,6 @@ class Replayer {
       if (--pending_[s] == 0)
         ready_.push_back(s);
   }
-
-  // A transfer's route, computed once per pair of GPUs (folded: per endpoint): the graph links with their direction
-  // (folded: the classes' links, each as many times as its weight), and the indices (into tracked_) of the tracked
-  // links on its SimGrid route.
-  struct Route {
-    std::vector<std::tuple<std::size_t, bool, double>> graph; // link, direction, flows it stands for there
-    std::vector<std::uint32_t> tracked;
-    double rate = 0;           // its slowest link's achievable bandwidth: the flow's rate when alone
-    int meter = -1;            // folded: its endpoint, where its class crosses links that are not simulated
-    sg4::Host* from = nullptr; // the hosts its flow goes between
-    sg4::Host* to = nullptr;
-  };
 
   const Route& route_of(const workload::Task& task)
   {
@@ -515,9 +612,26 @@ class Replayer {
     std::vector<sg4::Link*> links;
     std::tie(r.from, r.to) = hosts(task);
     r.from->route_to(r.to, links, nullptr);
-    for (const auto* link : links)
+    const sg4::Link* meter = r.meter >= 0 ? platform_.meter[static_cast<std::size_t>(r.meter)] : nullptr;
+    std::map<std::uint32_t, std::uint32_t> crossed; // shared link -> times its route crosses it
+    for (const auto* link : links) {
       if (const auto found = tracked_index_.find(link); found != tracked_index_.end())
         r.tracked.push_back(found->second);
+      if (link == meter || never_limits_.count(link) > 0)
+        continue;
+      const auto [at, added] = link_index_.try_emplace(link, static_cast<std::uint32_t>(link_flows_.size()));
+      if (added) {
+        link_flows_.push_back(0);
+        link_lone_.push_back(workload::no_task);
+        link_bandwidth_.push_back(link->get_bandwidth());
+      }
+      ++crossed[at->second];
+    }
+    r.alone_rate = crossed.empty() ? 0.0 : std::numeric_limits<double>::infinity();
+    for (const auto& [l, times] : crossed) {
+      r.links.emplace_back(l, times);
+      r.alone_rate = times == 1 ? std::min(r.alone_rate, link_bandwidth_[l]) : 0.0;
+    }
     return routes_.emplace(key, std::move(r)).first->second;
   }
 
@@ -575,7 +689,9 @@ class Replayer {
     flows_.assign(tracked_.size(), 0);
     busy_at_.assign(tracked_.size(), 0);
     unsimulated_usage_.assign(tracked_.size(), 0.0);
+    lone_usage_.assign(tracked_.size(), 0.0);
     metered_flows_.assign(g_.endpoints.size(), 0);
+    lone_meter_usage_.assign(g_.endpoints.size(), 0.0);
   }
 
   // Folded, each link carries what the link standing for its class carried (a link between the switches of a
@@ -621,6 +737,9 @@ class Replayer {
   Platform platform_;
   const ProgressFn& progress_;
   std::vector<std::uint32_t> pending_;
+  // Own bookkeeping of the bytes on each link direction (topology::directed): exact, unlike SimGrid's link-load plugin,
+  // and in whole bytes (what SimGrid moves), so that the sums do not depend on the order flows end in.
+  std::vector<std::uint64_t> link_bytes_;
   // The flows in SimGrid now (by their activity: the task and a reference that keeps the activity alive).
   std::unordered_map<const sg4::Activity*, std::pair<TaskId, sg4::CommPtr>> in_flight_;
   std::vector<sg4::CommPtr> released_;
@@ -640,6 +759,18 @@ class Replayer {
   std::vector<double> unsimulated_usage_;
   std::vector<std::uint32_t> metered_flows_;
   std::set<std::uint32_t> metering_;
+  // Lone flows (ReplayOptions::lone_flows): per SimGrid link a flow may share, its index's flows in flight (lone or
+  // in SimGrid), the lone flow on it (at most one: alone), and its bandwidth; per lone flow, its timing (Lone); per
+  // tracked link and per meter, the rates of the lone flows crossing it.
+  const bool lone_flows_;
+  std::set<const sg4::Link*> never_limits_; // unfolded: the links between a non-blocking network's switches
+  std::unordered_map<const sg4::Link*, std::uint32_t> link_index_;
+  std::vector<std::uint32_t> link_flows_;
+  std::vector<TaskId> link_lone_;
+  std::vector<double> link_bandwidth_;
+  std::unordered_map<TaskId, Lone> lones_;
+  std::vector<double> lone_usage_;
+  std::vector<double> lone_meter_usage_;
   bool flows_changed_ = false;                                                     // since the clock last advanced
   static constexpr std::uint32_t idle = std::numeric_limits<std::uint32_t>::max(); // a reported link without flows
   static constexpr std::uint32_t no_peer = std::numeric_limits<std::uint32_t>::max();
@@ -649,12 +780,13 @@ class Replayer {
 
 } // namespace
 
-Timeline replay(const workload::TaskGraph& tasks, const topology::ClusterGraph& cluster, const ProgressFn& progress)
+Timeline replay(const workload::TaskGraph& tasks, const topology::ClusterGraph& cluster, const ProgressFn& progress,
+                const ReplayOptions& options)
 {
   xbt_log_control_set("root.thresh:critical");
   sg4::Engine engine("simtrain");
   configure_network_model();
-  Replayer replayer(tasks, cluster, progress);
+  Replayer replayer(tasks, cluster, progress, options);
   return replayer.run();
 }
 

@@ -30,9 +30,16 @@ struct ReplayProgress {
 };
 using ProgressFn = std::function<void(const ReplayProgress&)>;
 
+struct ReplayOptions {
+  // A flow alone on every link of its route gets, under max-min sharing, its bottleneck's bandwidth: it is timed in
+  // closed form (one timer, no SimGrid activity) until another flow joins one of its links, when it goes into SimGrid
+  // with the bytes it has left. False: every flow through SimGrid (slower, the same result).
+  bool lone_flows = true;
+};
+
 // One simulation per process (SimGrid allows one engine per process). `progress`, if given, hears every 65,536
 // finished tasks.
 Timeline replay(const workload::TaskGraph& tasks, const topology::ClusterGraph& cluster,
-                const ProgressFn& progress = {});
+                const ProgressFn& progress = {}, const ReplayOptions& options = {});
 
 } // namespace sim::engine

@@ -1,8 +1,16 @@
 #include "report/critical_path.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace sim::report {
+namespace {
+
+// Times closer than this are a tie: ends that symmetric GPUs reach together differ in the last bits with the order
+// floating-point sums were taken in, and a tie is broken by the graph's order, not by that.
+constexpr double tie_s = 1e-9;
+
+} // namespace
 
 using workload::TaskId;
 using workload::TaskKind;
@@ -30,14 +38,15 @@ CriticalPath critical_path(const workload::TaskGraph& g, const engine::Timeline&
     // The dependency that ended last held this task back (the first of equals, in the graph's order).
     TaskId last = workload::no_task;
     for (TaskId d : g.dependencies(t))
-      if (last == workload::no_task || tl.tasks[d].end_s > tl.tasks[last].end_s)
+      if (last == workload::no_task || tl.tasks[d].end_s > tl.tasks[last].end_s + tie_s)
         last = d;
     t = last;
   }
   for (const auto& [gpu, time] : by_gpu)
     path.gpus.push_back(time);
+  const auto ticks = [](double s) { return std::llround(s / tie_s); };
   std::stable_sort(path.gpus.begin(), path.gpus.end(),
-                   [](const auto& a, const auto& b) { return a.compute_s > b.compute_s; });
+                   [&ticks](const auto& a, const auto& b) { return ticks(a.compute_s) > ticks(b.compute_s); });
   return path;
 }
 

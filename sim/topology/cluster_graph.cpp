@@ -1,5 +1,6 @@
 #include "topology/cluster_graph.hpp"
 
+#include <algorithm>
 #include <boost/graph/push_relabel_max_flow.hpp>
 #include <cmath>
 #include <cstdint>
@@ -279,6 +280,9 @@ ClusterGraph build_graph(const ClusterSpec& spec, int nodes)
   for (int n = 0; n < nodes; ++n)
     build_node(b, cg, spec, n);
   build_network(b, cg, spec);
+  cg.blocking = cg.leaf.size() > 1 && (spec.network.oversubscription > 1 || spec.network.core_oversubscription > 1 ||
+                                       std::any_of(spec.stragglers.begin(), spec.stragglers.end(),
+                                                   [](const Straggler& s) { return s.on_switch(); }));
   return cg;
 }
 

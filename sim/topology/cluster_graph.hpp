@@ -67,6 +67,10 @@ struct ClusterGraph {
   int nodes_per_leaf = 1;
   int leaves_per_pod = 1;
   bool sharp = false; // the switches reduce in the network (SHARP)
+  // Whether a flow's rate can depend on the links between switches: an oversubscribed leaf-spine or fat tree, or one
+  // with a slow uplink (a straggler's). Above a non-blocking network's leaves every link carries at least what its
+  // leaves' NIC cables can, so no flow is limited there and a node's place in the network does not matter.
+  bool blocking = false;
   // The GPUs have no peer-to-peer (GeForce): what a GPU sends to another GPU of its node is written into host memory
   // and read from there (NCCL's SHM transport), in the memory of the receiver's socket; what it sends to or receives
   // from a NIC is staged in the memory of the NIC's socket (no GPUDirect RDMA).

@@ -267,13 +267,6 @@ bool routes_follow(const ClusterGraph& g, const std::vector<int>& gpu_perm, cons
 
 } // namespace
 
-bool network_blocking(const ClusterSpec& spec, const ClusterGraph& g)
-{
-  return g.leaf.size() > 1 && (spec.network.oversubscription > 1 || spec.network.core_oversubscription > 1 ||
-                               std::any_of(spec.stragglers.begin(), spec.stragglers.end(),
-                                           [](const Straggler& s) { return s.on_switch(); }));
-}
-
 std::optional<std::vector<std::uint32_t>> link_permutation(const ClusterGraph& g, const ClusterSpec& spec,
                                                            const std::vector<int>& gpu_perm, bool host_traffic)
 {
@@ -283,7 +276,7 @@ std::optional<std::vector<std::uint32_t>> link_permutation(const ClusterGraph& g
     if (compute_share(spec, static_cast<int>(i)) != compute_share(spec, gpu_perm[i]) ||
         gpu_kind(spec, static_cast<int>(i)) != gpu_kind(spec, gpu_perm[i]))
       return std::nullopt;
-  const bool blocking = network_blocking(spec, g);
+  const bool blocking = g.blocking;
   const auto with_host = [&](bool host) -> std::optional<std::vector<std::uint32_t>> {
     Extension x(g, blocking, host);
     if (!x.extend(gpu_perm))

@@ -17,14 +17,10 @@ inline std::uint32_t directed(std::size_t link_id, bool forward)
   return static_cast<std::uint32_t>(2 * link_id + (forward ? 0 : 1));
 }
 
-// Whether a flow's rate can depend on the links between switches: an oversubscribed leaf-spine or fat tree, or one
-// with a slow uplink (a straggler's). Above a non-blocking network's leaves every link carries at least what its
-// leaves' NIC cables can, so no flow is limited there and a node's place in the network does not matter.
-bool network_blocking(const ClusterSpec& spec, const ClusterGraph& g);
-
 // The permutation of link directions (topology::directed) that `gpu_perm` (GPU i goes to gpu_perm[i]) induces, if it
-// extends to an automorphism of the cluster; nothing if it does not. Unless the network is blocking, a node's leaf
-// does not count and the links between switches are left where they are. Unless something goes through host memory
+// extends to an automorphism of the cluster; nothing if it does not. Unless the network is blocking
+// (ClusterGraph::blocking), a node's leaf does not count and the links between switches are left where they are. Unless
+// something goes through host memory
 // (`host_traffic`: offload; or GPUs without peer-to-peer), a permutation that does not extend over the host's side
 // of the PCIe tree may leave it out: each GPU's and NIC's link to its PCIe switch goes onto its image's, each GPU's
 // NIC onto its image's, the rest stays, and the routes must then still map onto routes (a GPU reaching its NIC or

@@ -174,7 +174,7 @@ Fold FoldSearch::fold(const CoordinateFold& tp, const CoordinateFold& dp)
   for (std::uint32_t x = 0; x < parent.size(); ++x)
     ++size[f.link_class[x] = find(parent, x)];
   f.link_weight.resize(parent.size());
-  const bool blocking = topology::network_blocking(spec_, graph_);
+  const bool blocking = graph_.blocking;
   const auto& graph = graph_.graph;
   for (auto [e, end] = boost::edges(graph); e != end; ++e) {
     const auto& l = graph[*e];

@@ -62,7 +62,7 @@ int bench_platform(const std::string& topology, int gpus)
 }
 
 // One simulated step: where the time and memory go (graph, tasks, replay, metrics).
-int bench_run(const std::string& file, const std::vector<std::string>& overrides, bool fold)
+int bench_run(const std::string& file, const std::vector<std::string>& overrides, bool fold, bool lone_flows)
 {
   const sim::scenario::LoadOptions options{SIMTRAIN_SOURCE_DIR, overrides};
   auto t0 = std::chrono::steady_clock::now();
@@ -71,7 +71,7 @@ int bench_run(const std::string& file, const std::vector<std::string>& overrides
   const auto tasks = sim::workload::build_task_graph(s.model, s.plan, s.cluster, graph, {fold});
   const double build_s = seconds_since(t0);
   t0 = std::chrono::steady_clock::now();
-  const auto timeline = sim::engine::replay(tasks, graph);
+  const auto timeline = sim::engine::replay(tasks, graph, {}, {.lone_flows = lone_flows});
   const double replay_s = seconds_since(t0);
   t0 = std::chrono::steady_clock::now();
   const auto metrics = sim::report::compute_metrics(s, tasks, graph, timeline);
@@ -147,6 +147,8 @@ int main(int argc, char** argv)
   auto* run = app.add_subcommand("run", "Simulate one step of a scenario, timing each stage");
   run->add_option("scenario", scenario)->required();
   run->add_flag("--no-fold", no_fold);
+  bool no_lone_flows = false;
+  run->add_flag("--no-lone-flows", no_lone_flows);
   std::vector<std::string> overrides;
   run->add_option("--set", overrides, "PATH=VALUE, as simtrain's");
   auto* screen = app.add_subcommand("screen", "Screen every layout sweep --auto enumerates, simulating none");
@@ -160,7 +162,7 @@ int main(int argc, char** argv)
     if (*platform)
       return bench_platform(topology, gpus);
     if (*run)
-      return bench_run(scenario, overrides, !no_fold);
+      return bench_run(scenario, overrides, !no_fold, !no_lone_flows);
     if (*screen)
       return bench_screen(scenario, overrides);
     if (*estimate)

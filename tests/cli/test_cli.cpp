@@ -128,6 +128,29 @@ void check_folds_exactly(const std::string& args, double tasks_ratio = 0.5)
   }
 }
 
+TEST_CASE("flows timed in closed form while alone on their links change no result (--no-lone-flows)")
+{
+  // Tensor-parallel flows alone on their NVLink, data-parallel and pipeline flows that share NICs and leaf uplinks,
+  // expert all-to-alls: every flow through SimGrid gives the same step, breakdown and link traffic.
+  for (const std::string& s :
+       {scenario("default.json") + " --set topology.network.nodes_per_leaf=1 --set topology.network.oversubscription=2",
+        scenario("moe/qwen3-30b-a3b-h100.json") + " --set gpus=32 --set plan.pp=2 --set plan.global_batch=32" +
+            " --set plan.ep=16"}) {
+    INFO(s);
+    const auto lone = run_json(s);
+    const auto shared = run_json(s + " --no-lone-flows");
+    CHECK(lone["step_time_s"].get<double>() == Approx(shared["step_time_s"].get<double>()).epsilon(1e-9));
+    for (const auto& [part, seconds] : shared["breakdown_s"].items())
+      CHECK(lone["breakdown_s"][part].get<double>() == Approx(seconds.get<double>()).epsilon(1e-6).margin(1e-9));
+    for (const auto& [cls, link] : shared["links"].items()) {
+      CHECK(lone["links"][cls]["bytes"].get<double>() == link["bytes"].get<double>());
+      if (!link["peak_util"].is_null())
+        CHECK(lone["links"][cls]["peak_util"].get<double>() ==
+              Approx(link["peak_util"].get<double>()).epsilon(1e-9));
+    }
+  }
+}
+
 TEST_CASE("NCCL's tree and SHARP all-reduces across nodes fold exactly and change the step")
 {
   // Data-parallel groups of one GPU on each of 4 nodes: the tree (forced) and SHARP both apply to their all-reduces.

@@ -408,3 +408,87 @@ TEST_CASE("a host that waits for the GPU's work so far (a device-to-host copy) e
   REQUIRE(tl.host_waits.size() == 1);
   CHECK(tl.host_waits.front().second == Approx(1e-3));
 }
+
+namespace {
+
+// A DGX A100's NVLink port as a flow gets it: nominal times NCCL's efficiency there.
+double nvlink_rate(const sim::topology::ClusterGraph& graph)
+{
+  const auto& link = graph.graph[*boost::out_edges(graph.gpu[0], graph.graph).first];
+  return link.bandwidth * link.efficiency;
+}
+
+// Flow A (GPU 0 to 1, `a_bytes`) from the start, flow B (GPU 0 to 2, 1e9 bytes) after a 5 ms kernel on GPU 3: they
+// share GPU 0's NVLink port from then on. Returns the two flows' ends.
+std::pair<double, double> joined_flows(double a_bytes, const sim::engine::ReplayOptions& options)
+{
+  const auto graph = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 1);
+  auto g = one_node_task_graph();
+  sim::workload::Task a;
+  a.kind = sim::workload::TaskKind::TRANSFER;
+  a.rank = 0;
+  a.peer = 1;
+  a.bytes = a_bytes;
+  auto b = a;
+  b.peer = 2;
+  b.bytes = 1e9;
+  sim::workload::Task kernel;
+  kernel.kind = sim::workload::TaskKind::COMPUTE;
+  kernel.rank = 3;
+  kernel.duration_s = 5e-3;
+  const auto first = g.add(a);
+  const auto wait = g.add(kernel);
+  const auto second = g.add(b);
+  g.depend(second, wait);
+  g.step_end = g.add(sim::workload::Task{});
+  g.depend(g.step_end, first);
+  g.depend(g.step_end, second);
+  g.finalize();
+  const auto tl = sim::engine::replay(g, graph, {}, options);
+  return {tl.tasks[first].end_s, tl.tasks[second].end_s};
+}
+
+// The closed form: A alone for 5 ms, then both at half the port, then B alone.
+std::pair<double, double> joined_flows_expected(double a_bytes)
+{
+  const auto graph = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 1);
+  const double beta = nvlink_rate(graph);
+  const double joined = 5e-3;
+  const double a_left = a_bytes - beta * joined;
+  const double a_end = joined + a_left / (beta / 2);
+  return {a_end, a_end + (1e9 - a_left) / beta};
+}
+
+} // namespace
+
+TEST_CASE("a flow alone on its links takes its bytes over its bottleneck's bandwidth, timed without SimGrid")
+{
+  const auto graph = sim::topology::build_graph(sim::scenario::load_cluster("dgx-a100", test::options()), 1);
+  sim::workload::Task flow;
+  flow.kind = sim::workload::TaskKind::TRANSFER;
+  flow.rank = 0;
+  flow.peer = 1;
+  flow.bytes = 1e9;
+  flow.latency_s = 2e-6;
+  const auto tl = replay_together(graph, {flow});
+  CHECK(tl.tasks[1].end_s == Approx(2e-6 + 1e9 / nvlink_rate(graph)).epsilon(1e-12));
+  CHECK(tl.link_bytes_forward[graph.graph[*boost::out_edges(graph.gpu[0], graph.graph).first].id] +
+            tl.link_bytes_backward[graph.graph[*boost::out_edges(graph.gpu[0], graph.graph).first].id] ==
+        1e9);
+}
+
+TEST_CASE("a lone flow that another joins shares the link from then on with the bytes it has left")
+{
+  const auto [a_end, b_end] = joined_flows(2e9, {});
+  const auto [a_expected, b_expected] = joined_flows_expected(2e9);
+  CHECK(a_end == Approx(a_expected).epsilon(1e-9));
+  CHECK(b_end == Approx(b_expected).epsilon(1e-9));
+}
+
+TEST_CASE("every flow through SimGrid (lone_flows off) gives the same times as the lone-flow shortcut")
+{
+  const auto [a_end, b_end] = joined_flows(2e9, {.lone_flows = false});
+  const auto [a_expected, b_expected] = joined_flows_expected(2e9);
+  CHECK(a_end == Approx(a_expected).epsilon(1e-9));
+  CHECK(b_end == Approx(b_expected).epsilon(1e-9));
+}
