@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <limits>
 #include <map>
+#include <queue>
 #include <set>
 #include <simgrid/kernel/Timer.hpp>
 #include <unordered_map>
@@ -35,13 +36,14 @@ struct GpuLoad {
   // ready at the same instant in the order they were built, where passes run side by side).
   bool computing = false;
   std::deque<TaskId> stream;
-  // The compute task running: its work left (seconds at full speed) as of `since`, the speed it runs at, and the
-  // timer due when it ends at that speed (moved whenever the speed changes).
+  // The compute task running: its work left (seconds at full speed) as of `since`, the speed it runs at, and its end
+  // at that speed, an event (moved whenever the speed changes: the one of this generation is due, earlier ones not).
   TaskId running = workload::no_task;
   double work_left = 0;
   double since = 0;
   double speed = 1;
-  simgrid::kernel::timer::Timer* due = nullptr;
+  bool due = false;
+  std::uint32_t due_generation = 0;
   std::vector<TaskId> arriving; // ready at this instant, not yet queued
   bool dispatching = false;     // a dispatch is due at this instant
   // The host that launches the GPU's kernels: when it has launched the compute tasks started so far, and when the
@@ -99,26 +101,11 @@ class Replayer {
   Timeline run()
   {
     track_links();
-    sg4::Engine::on_time_advance_cb([this](double delta) {
-      // The rates of the interval that just elapsed, [now - delta, now), on the links that carry a flow (the others
-      // carry nothing: their usage went to 0 when their last flow ended).
-      // Rates change only when a flow starts or ends: until then each link keeps the usage last recorded.
-      if (!flows_changed_)
-        return;
-      flows_changed_ = false;
-      const double from = sg4::Engine::get_clock() - delta;
-      // A link not simulated carries, per endpoint whose class crosses it, as many flows at the meter's rate (and the
-      // rates of its lone flows, which SimGrid does not see).
-      for (std::uint32_t e : metering_)
-        if (const double rate = platform_.meter[e]->get_usage() + lone_meter_usage_[e]; rate > 0)
-          for (const auto& [d, flows] : g_.unsimulated[e])
-            unsimulated_usage_[unsimulated_index_.at(d)] += flows * rate;
-      for (std::uint32_t i : busy_) {
-        const double usage = tracked_[i] != nullptr ? tracked_[i]->get_usage() + lone_usage_[i]
-                                                    : std::exchange(unsimulated_usage_[i], 0.0);
-        usage_[i].peak = std::max(usage_[i].peak, usage);
-        record(usage_[i], from, usage);
-      }
+    // The replay's clock moves on when SimGrid's passes it (SimGrid's may be catching up with it after the replay ran
+    // ahead, or advance by nothing between the events of one instant: the state then lasts no time).
+    sg4::Engine::on_time_advance_cb([this](double /*delta*/) {
+      if (sg4::Engine::get_clock() > now_)
+        note_usage();
     });
     sg4::Activity::on_completion_cb([this](const sg4::Activity& a) {
       const auto flow = in_flight_.find(&a);
@@ -128,10 +115,13 @@ class Replayer {
       const TaskId t = flow->second.first;
       released_.push_back(std::move(flow->second.second));
       in_flight_.erase(flow);
+      now_ = sg4::Engine::get_clock();
       finish(t);
       drain();
+      arm();
     });
     drain();
+    run_events();
     sg4::Engine::get_instance()->run();
     check_complete();
     timeline_.step_time_s = timeline_.tasks[g_.step_end].end_s;
@@ -150,6 +140,134 @@ class Replayer {
   }
 
  private:
+  // The rates of the links that carry a flow from the last change (the replay's clock) on, once time is about to
+  // advance past it (the other links carry nothing: their usage went to 0 when their last flow ended). Rates change
+  // only when a flow starts or ends: until then each link keeps the usage last recorded.
+  void note_usage()
+  {
+    if (!flows_changed_)
+      return;
+    flows_changed_ = false;
+    // A link not simulated carries, per endpoint whose class crosses it, as many flows at the meter's rate (and the
+    // rates of its lone flows, which SimGrid does not see).
+    for (std::uint32_t e : metering_)
+      if (const double rate = platform_.meter[e]->get_usage() + lone_meter_usage_[e]; rate > 0)
+        for (const auto& [d, flows] : g_.unsimulated[e])
+          unsimulated_usage_[unsimulated_index_.at(d)] += flows * rate;
+    for (std::uint32_t i : busy_) {
+      const double usage = tracked_[i] != nullptr ? tracked_[i]->get_usage() + lone_usage_[i]
+                                                  : std::exchange(unsimulated_usage_[i], 0.0);
+      usage_[i].peak = std::max(usage_[i].peak, usage);
+      record(usage_[i], now_, usage);
+    }
+  }
+
+  // The replay's own events: kernels' ends, latencies, lone flows, host work and dispatches. SimGrid only shares links
+  // among flows that meet; the replay keeps the rest in time order (then phase: a dispatch after everything else at
+  // its instant; then the order they were scheduled in). While no flow is in SimGrid nothing there can happen, and
+  // the replay runs its events without SimGrid's clock, up to one that puts a flow into SimGrid.
+  enum class EventKind : std::uint8_t { COMPUTE_END, LAUNCH, LONE_END, FINISH, DISPATCH };
+  struct Event {
+    double time = 0;
+    std::uint64_t order = 0;      // phase in the top bit, then the sequence it was scheduled in
+    std::uint32_t id = 0;         // a task, or a GPU (COMPUTE_END, DISPATCH)
+    std::uint32_t generation = 0; // COMPUTE_END: due only while its GPU's end is of this generation
+    EventKind kind = EventKind::FINISH;
+  };
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const
+    {
+      return a.time != b.time ? a.time > b.time : a.order > b.order;
+    }
+  };
+
+  void schedule(double time, EventKind kind, std::uint32_t id, std::uint32_t generation = 0)
+  {
+    constexpr std::uint64_t last_in_instant = std::uint64_t{1} << 63;
+    events_.push(Event{time, (kind == EventKind::DISPATCH ? last_in_instant : 0) | scheduled_++, id, generation, kind});
+  }
+
+  // Runs the events due at SimGrid's clock and, while no flow is in SimGrid, those after it, up to one that launches a
+  // flow into SimGrid (at its own time: SimGrid's clock must reach it first); then arms SimGrid for the next.
+  void run_events()
+  {
+    const double clock = sg4::Engine::get_clock();
+    while (!events_.empty()) {
+      const Event e = events_.top();
+      if (e.time > clock && (!in_flight_.empty() || (e.kind == EventKind::LAUNCH && !launches_alone(e.id))))
+        break;
+      events_.pop();
+      if (e.time > now_) {
+        note_usage();
+        now_ = e.time;
+      }
+      handle(e);
+      drain();
+    }
+    arm();
+  }
+
+  // A SimGrid timer at the next event's time (one is enough: it runs every event due then, and arms the next).
+  void arm()
+  {
+    if (events_.empty())
+      return;
+    const double next = events_.top().time;
+    if (armed_ != nullptr) {
+      if (armed_at_ <= next)
+        return;
+      armed_->remove();
+    }
+    armed_at_ = next;
+    armed_ = simgrid::kernel::timer::Timer::set(next, [this]() {
+      armed_ = nullptr;
+      run_events();
+    });
+  }
+
+  void handle(const Event& e)
+  {
+    switch (e.kind) {
+      case EventKind::COMPUTE_END: {
+        auto& l = load_[e.id];
+        if (!l.due || e.generation != l.due_generation)
+          return; // moved by a change of speed
+        l.due = false;
+        const TaskId t = l.running;
+        l.running = workload::no_task;
+        finish(t);
+        return;
+      }
+      case EventKind::LAUNCH:
+        launch_transfer(e.id);
+        return;
+      case EventKind::LONE_END:
+        if (lones_.count(e.id) == 0)
+          return; // it went into SimGrid
+        leave_alone(e.id, g_[e.id]);
+        finish(e.id);
+        return;
+      case EventKind::FINISH:
+        finish(e.id);
+        return;
+      case EventKind::DISPATCH:
+        dispatch(static_cast<int>(e.id));
+        return;
+    }
+  }
+
+  // Whether a transfer launched now would run alone (or not be a flow at all): nothing for SimGrid to do.
+  bool launches_alone(TaskId t)
+  {
+    const workload::Task& task = g_[t];
+    if (task.bytes <= 0)
+      return true;
+    const Route& route = route_of(task);
+    return lone_flows_ && route.alone_rate > 0 &&
+           std::all_of(route.links.begin(), route.links.end(),
+                       [this](const auto& l) { return link_flows_[l.first] == 0; });
+  }
+
   // A transfer's route, computed once per pair of GPUs (folded: per endpoint): the graph links with their direction
   // (folded: the classes' links, each as many times as its weight), and the indices (into tracked_) of the tracked
   // links on its SimGrid route.
@@ -173,12 +291,11 @@ class Replayer {
     double rate = 0;
     double since = 0; // when `bytes` were left
     double bytes = 0;
-    simgrid::kernel::timer::Timer* due = nullptr;
   };
 
   void drain()
   {
-    const double now = sg4::Engine::get_clock();
+    const double now = now_;
     while (!ready_.empty()) {
       const TaskId t = ready_.front();
       ready_.pop_front();
@@ -201,16 +318,10 @@ class Replayer {
           break;
         case TaskKind::TRANSFER:
         case TaskKind::HOST_COPY:
-          simgrid::kernel::timer::Timer::set(now + task.latency_s, [this, t]() {
-            launch_transfer(t);
-            drain();
-          });
+          schedule(now + task.latency_s, EventKind::LAUNCH, t);
           break;
         case TaskKind::HOST_COMPUTE: // on the host's CPU, beside its GPU's stream
-          simgrid::kernel::timer::Timer::set(now + std::max(task.duration_s, 0.0), [this, t]() {
-            finish(t);
-            drain();
-          });
+          schedule(now + std::max(task.duration_s, 0.0), EventKind::FINISH, t);
           break;
       }
     }
@@ -225,19 +336,21 @@ class Replayer {
     if (load.dispatching)
       return;
     load.dispatching = true;
-    simgrid::kernel::timer::Timer::set(sg4::Engine::get_clock(), [this, gpu]() {
-      auto& l = load_[static_cast<std::size_t>(gpu)];
-      l.dispatching = false;
-      std::sort(l.arriving.begin(), l.arriving.end());
-      l.stream.insert(l.stream.end(), l.arriving.begin(), l.arriving.end());
-      l.arriving.clear();
-      if (!l.computing && !l.stream.empty()) {
-        const TaskId next = l.stream.front();
-        l.stream.pop_front();
-        launch_compute(next, g_[next]);
-      }
-      drain();
-    });
+    schedule(now_, EventKind::DISPATCH, static_cast<std::uint32_t>(gpu));
+  }
+
+  void dispatch(int gpu)
+  {
+    auto& l = load_[static_cast<std::size_t>(gpu)];
+    l.dispatching = false;
+    std::sort(l.arriving.begin(), l.arriving.end());
+    l.stream.insert(l.stream.end(), l.arriving.begin(), l.arriving.end());
+    l.arriving.clear();
+    if (!l.computing && !l.stream.empty()) {
+      const TaskId next = l.stream.front();
+      l.stream.pop_front();
+      launch_compute(next, g_[next]);
+    }
   }
 
   // A compute task runs on its GPU's stream at the GPU's speed, which changes as its own transfers start and end: kept
@@ -245,7 +358,7 @@ class Replayer {
   void launch_compute(TaskId t, const workload::Task& task)
   {
     auto& load = load_[static_cast<std::size_t>(task.rank)];
-    const double now = sg4::Engine::get_clock();
+    const double now = now_;
     load.computing = true;
     load.memory_share = task.memory_share / 65535.0;
     load.running = t;
@@ -274,16 +387,9 @@ class Replayer {
   void schedule_end(int gpu)
   {
     auto& load = load_[static_cast<std::size_t>(gpu)];
-    if (load.due != nullptr)
-      load.due->remove();
-    load.due = simgrid::kernel::timer::Timer::set(load.since + load.work_left / load.speed, [this, gpu]() {
-      auto& l = load_[static_cast<std::size_t>(gpu)];
-      l.due = nullptr;
-      const TaskId t = l.running;
-      l.running = workload::no_task;
-      finish(t);
-      drain();
-    });
+    load.due = true;
+    schedule(load.since + load.work_left / load.speed, EventKind::COMPUTE_END, static_cast<std::uint32_t>(gpu),
+             ++load.due_generation);
   }
 
   // The GPU's speed for its current compute and collectives (quantised to 1/speed_levels); a running compute task
@@ -296,8 +402,8 @@ class Replayer {
     const double quantised = static_cast<double>(level) / speed_levels;
     if (quantised == load.speed)
       return;
-    if (load.running != workload::no_task && load.due != nullptr) {
-      const double now = sg4::Engine::get_clock();
+    if (load.running != workload::no_task && load.due) {
+      const double now = now_;
       load.work_left = std::max(load.work_left - std::max(now - load.since, 0.0) * load.speed, 0.0);
       load.since = std::max(now, load.since); // (a task waiting for its host has done nothing yet)
       load.speed = quantised;
@@ -373,13 +479,8 @@ class Replayer {
   // A flow alone on its links: at its bottleneck's bandwidth, what max-min gives it, until it ends or shares a link.
   void start_alone(TaskId t, const Route& route, double bytes)
   {
-    const double now = sg4::Engine::get_clock();
-    Lone lone{route.alone_rate, now, bytes, nullptr};
-    lone.due = simgrid::kernel::timer::Timer::set(now + bytes / route.alone_rate, [this, t]() {
-      leave_alone(t, g_[t]);
-      finish(t);
-      drain();
-    });
+    const Lone lone{route.alone_rate, now_, bytes};
+    schedule(now_ + bytes / route.alone_rate, EventKind::LONE_END, t);
     mark_alone(route, t, lone.rate);
     lones_.emplace(t, lone);
   }
@@ -410,10 +511,8 @@ class Replayer {
   void share(TaskId t)
   {
     const workload::Task& task = g_[t];
-    const Lone lone = leave_alone(t, task);
-    lone.due->remove();
-    const double now = sg4::Engine::get_clock();
-    start_shared(t, route_of(task), std::max(lone.bytes - lone.rate * (now - lone.since), 0.0));
+    const Lone lone = leave_alone(t, task); // (its end, scheduled, is no longer due)
+    start_shared(t, route_of(task), std::max(lone.bytes - lone.rate * (now_ - lone.since), 0.0));
   }
 
   // The GPUs whose NCCL kernels move a transfer's bytes: its sender and its receiver (-1 for none).
@@ -524,7 +623,7 @@ class Replayer {
   void finish(TaskId t)
   {
     const workload::Task& task = g_[t];
-    timeline_.tasks[t].end_s = sg4::Engine::get_clock();
+    timeline_.tasks[t].end_s = now_;
     if ((task.kind == TaskKind::TRANSFER || task.kind == TaskKind::HOST_COPY) && task.bytes > 0) {
       flows_changed_ = true;
       const Route& route = route_of(task);
@@ -736,7 +835,7 @@ class Replayer {
   const std::vector<std::vector<workload::Crossing>> crossings_; // per folded endpoint
   Platform platform_;
   const ProgressFn& progress_;
-  std::vector<std::uint32_t> pending_;
+  core::BigVector<std::uint32_t> pending_;
   // Own bookkeeping of the bytes on each link direction (topology::directed): exact, unlike SimGrid's link-load plugin,
   // and in whole bytes (what SimGrid moves), so that the sums do not depend on the order flows end in.
   std::vector<std::uint64_t> link_bytes_;
@@ -771,7 +870,12 @@ class Replayer {
   std::unordered_map<TaskId, Lone> lones_;
   std::vector<double> lone_usage_;
   std::vector<double> lone_meter_usage_;
-  bool flows_changed_ = false;                                                     // since the clock last advanced
+  bool flows_changed_ = false; // since the clock last advanced
+  std::priority_queue<Event, std::vector<Event>, Later> events_;
+  std::uint64_t scheduled_ = 0;
+  double now_ = 0; // the replay's clock: SimGrid's, or ahead of it while no flow is in SimGrid
+  simgrid::kernel::timer::Timer* armed_ = nullptr;
+  double armed_at_ = 0;
   static constexpr std::uint32_t idle = std::numeric_limits<std::uint32_t>::max(); // a reported link without flows
   static constexpr std::uint32_t no_peer = std::numeric_limits<std::uint32_t>::max();
   std::vector<std::tuple<std::size_t, bool, std::uint32_t>> reported_; // (link, direction, tracked index) reported

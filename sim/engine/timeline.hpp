@@ -2,6 +2,8 @@
 // time. Plain data, so that reports read it without the replayer (engine/replay.hpp) or SimGrid.
 #pragma once
 
+#include "core/big_vector.hpp"
+
 #include <cstddef>
 #include <utility>
 #include <vector>
@@ -22,7 +24,7 @@ struct LinkUsage {
 };
 
 struct Timeline {
-  std::vector<TaskTiming> tasks; // by task id
+  core::BigVector<TaskTiming> tasks; // by task id
   // The compute tasks whose GPU waited for its host to launch them, with how long (their start_s is after it).
   std::vector<std::pair<std::size_t, double>> host_waits;
   std::vector<double> link_bytes_forward; // per graph link id, from the link's `from` end to its `to` end

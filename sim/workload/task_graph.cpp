@@ -33,14 +33,14 @@ std::uint32_t TaskGraph::add_collective(CollectiveInfo info)
 void TaskGraph::finalize()
 {
   const std::size_t n = tasks_.size();
-  auto build = [&](bool by_target, std::vector<std::uint32_t>& offsets, std::vector<TaskId>& ids) {
+  auto build = [&](bool by_target, core::BigVector<std::uint32_t>& offsets, core::BigVector<TaskId>& ids) {
     offsets.assign(n + 1, 0);
     for (const auto& [from, to] : edges_)
       ++offsets[(by_target ? to : from) + 1];
     for (std::size_t i = 0; i < n; ++i)
       offsets[i + 1] += offsets[i];
     ids.resize(edges_.size());
-    std::vector<std::uint32_t> fill(offsets.begin(), offsets.end() - 1);
+    core::BigVector<std::uint32_t> fill(offsets.begin(), offsets.end() - 1);
     for (const auto& [from, to] : edges_)
       ids[fill[by_target ? to : from]++] = by_target ? from : to;
   };

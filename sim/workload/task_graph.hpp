@@ -3,6 +3,7 @@
 // sees nothing else.
 #pragma once
 
+#include "core/big_vector.hpp"
 #include "core/json_reader.hpp"
 
 #include <array>
@@ -127,7 +128,7 @@ class TaskGraph {
 
   std::size_t size() const { return tasks_.size(); }
   const Task& operator[](TaskId id) const { return tasks_[id]; }
-  const std::vector<Task>& tasks() const { return tasks_; }
+  const core::BigVector<Task>& tasks() const { return tasks_; }
   std::span<const TaskId> dependencies(TaskId id) const;
   std::span<const TaskId> successors(TaskId id) const;
   const std::string& label_text(std::uint32_t id) const { return labels_[id]; }
@@ -165,10 +166,10 @@ class TaskGraph {
   }
 
  private:
-  std::vector<Task> tasks_;
-  std::vector<std::pair<TaskId, TaskId>> edges_; // (from, to) until finalize
-  std::vector<std::uint32_t> dep_offsets_, succ_offsets_;
-  std::vector<TaskId> dep_ids_, succ_ids_;
+  core::BigVector<Task> tasks_;
+  core::BigVector<std::pair<TaskId, TaskId>> edges_; // (from, to) until finalize
+  core::BigVector<std::uint32_t> dep_offsets_, succ_offsets_;
+  core::BigVector<TaskId> dep_ids_, succ_ids_;
   std::vector<std::string> labels_;
   std::unordered_map<std::string, std::uint32_t> label_index_;
   std::vector<CollectiveInfo> collectives_;

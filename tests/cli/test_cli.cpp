@@ -145,8 +145,7 @@ TEST_CASE("flows timed in closed form while alone on their links change no resul
     for (const auto& [cls, link] : shared["links"].items()) {
       CHECK(lone["links"][cls]["bytes"].get<double>() == link["bytes"].get<double>());
       if (!link["peak_util"].is_null())
-        CHECK(lone["links"][cls]["peak_util"].get<double>() ==
-              Approx(link["peak_util"].get<double>()).epsilon(1e-9));
+        CHECK(lone["links"][cls]["peak_util"].get<double>() == Approx(link["peak_util"].get<double>()).epsilon(1e-9));
     }
   }
 }
