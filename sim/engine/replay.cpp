@@ -125,11 +125,13 @@ class Replayer {
     sg4::Engine::get_instance()->run();
     check_complete();
     timeline_.step_time_s = timeline_.tasks[g_.step_end].end_s;
-    for (const auto& [id, forward, i] : reported_) {
-      timeline_.usage.push_back(i == idle ? LinkUsage{0, true, 0.0, {{0.0, 0.0}}} : usage_[i]);
-      timeline_.usage.back().link = id;
-      timeline_.usage.back().forward = forward;
-    }
+    std::vector<std::shared_ptr<const LinkUsage::Changes>> series;
+    for (auto& u : usage_)
+      series.push_back(std::make_shared<const LinkUsage::Changes>(std::move(u.changes)));
+    const auto nothing = std::make_shared<const LinkUsage::Changes>(LinkUsage::Changes{{0.0, 0.0}});
+    for (const auto& [id, forward, i] : reported_)
+      timeline_.usage.push_back(i == idle ? LinkUsage{id, forward, 0.0, nothing}
+                                          : LinkUsage{id, forward, usage_[i].peak, series[i]});
     for (std::size_t id = 0; 2 * id < link_bytes_.size(); ++id) {
       timeline_.link_bytes_forward.push_back(static_cast<double>(link_bytes_[topology::directed(id, true)]));
       timeline_.link_bytes_backward.push_back(static_cast<double>(link_bytes_[topology::directed(id, false)]));
@@ -284,6 +286,12 @@ class Replayer {
     int meter = -1;            // folded: its endpoint, where its class crosses links that are not simulated
     sg4::Host* from = nullptr; // the hosts its flow goes between
     sg4::Host* to = nullptr;
+  };
+
+  // A tracked link's usage: its peak and every change (time, bytes/s from then on).
+  struct Usage {
+    double peak = 0;
+    LinkUsage::Changes changes{{0.0, 0.0}};
   };
 
   // A flow alone on its links, timed by the replay (ReplayOptions::lone_flows).
@@ -735,7 +743,7 @@ class Replayer {
   }
 
   // A link's usage from `time` on; a second change at the same time replaces the first.
-  static void record(LinkUsage& u, double time, double usage)
+  static void record(Usage& u, double time, double usage)
   {
     if (u.changes.back().first == time) {
       u.changes.back().second = usage;
@@ -767,7 +775,7 @@ class Replayer {
           unsimulated_index_[d] = static_cast<std::uint32_t>(tracked_.size());
           reported_.emplace_back(id, forward, static_cast<std::uint32_t>(tracked_.size()));
           tracked_.push_back(nullptr);
-          usage_.push_back(LinkUsage{id, forward, 0.0, {{0.0, 0.0}}});
+          usage_.push_back(Usage{});
           continue;
         }
         const auto c = g_.folded ? g_.link_class[d] : d;
@@ -781,7 +789,7 @@ class Replayer {
           auto* direction = c % 2 == 0 ? link->get_link_up() : link->get_link_down();
           tracked_index_[direction] = at->second;
           tracked_.push_back(direction);
-          usage_.push_back(LinkUsage{c / 2, c % 2 == 0, 0.0, {{0.0, 0.0}}});
+          usage_.push_back(Usage{});
         }
         reported_.emplace_back(id, forward, at->second);
       }
@@ -851,7 +859,7 @@ class Replayer {
   std::vector<std::uint32_t> flows_;   // per tracked link, flows on it now
   std::vector<std::uint32_t> busy_;    // the tracked links with flows, in no order
   std::vector<std::uint32_t> busy_at_; // per tracked link with flows, its place in busy_
-  std::vector<LinkUsage> usage_;       // per tracked link
+  std::vector<Usage> usage_;
   // Links not simulated (folded: between a non-blocking network's switches): tracked index by link direction, their
   // usage summed from the meters, the flows in flight per endpoint, and the endpoints with flows.
   std::unordered_map<std::uint32_t, std::uint32_t> unsimulated_index_;

@@ -5,6 +5,7 @@
 #include "core/big_vector.hpp"
 
 #include <cstddef>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -17,10 +18,13 @@ struct TaskTiming {
 
 // Instantaneous use of one direction of a link, as SimGrid's bandwidth sharing set it.
 struct LinkUsage {
-  std::size_t link = 0;                           // graph link id
-  bool forward = true;                            // from -> to
-  double peak = 0;                                // bytes/s
-  std::vector<std::pair<double, double>> changes; // (time, bytes/s from then on)
+  using Changes = std::vector<std::pair<double, double>>; // (time, bytes/s from then on)
+  std::size_t link = 0;                                   // graph link id
+  bool forward = true;                                    // from -> to
+  double peak = 0;                                        // bytes/s
+  // Shared by the links that carried the same (folded: the links of one class, which the link standing for it
+  // measured).
+  std::shared_ptr<const Changes> changes;
 };
 
 struct Timeline {

@@ -26,8 +26,10 @@ std::vector<std::vector<TaskId>> compute_by_gpu(const workload::TaskGraph& g, co
   for (TaskId t = 0; t < g.size(); ++t)
     if (g[t].kind == TaskKind::COMPUTE)
       out[static_cast<std::size_t>(g[t].rank)].push_back(t);
+  const auto earlier = [&tl](TaskId a, TaskId b) { return tl.tasks[a].start_s < tl.tasks[b].start_s; };
   for (auto& v : out)
-    std::sort(v.begin(), v.end(), [&tl](TaskId a, TaskId b) { return tl.tasks[a].start_s < tl.tasks[b].start_s; });
+    if (!std::is_sorted(v.begin(), v.end(), earlier)) // (mostly they ran in the order they were built)
+      std::sort(v.begin(), v.end(), earlier);
   return out;
 }
 
@@ -459,10 +461,11 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
     // The rate is piecewise constant between changes: each piece adds its share to the slices it overlaps.
     c.utilization.resize(utilization_bins, 0.0);
     ++tracked[class_name(l->cls)];
-    for (std::size_t i = 0; i < u.changes.size() && bin_s > 0; ++i) {
-      const double from = u.changes[i].first;
-      const double to = i + 1 < u.changes.size() ? u.changes[i + 1].first : m.step_time_s;
-      const double util = u.changes[i].second / l->bandwidth;
+    const auto& changes = *u.changes;
+    for (std::size_t i = 0; i < changes.size() && bin_s > 0; ++i) {
+      const double from = changes[i].first;
+      const double to = i + 1 < changes.size() ? changes[i + 1].first : m.step_time_s;
+      const double util = changes[i].second / l->bandwidth;
       for (int b = std::max(0, static_cast<int>(from / bin_s)); b < utilization_bins && b * bin_s < to; ++b) {
         const double overlap = std::min(to, (b + 1) * bin_s) - std::max(from, b * bin_s);
         if (overlap > 0)

@@ -375,7 +375,7 @@ void write_trace(std::ostream& out, const scenario::Scenario& s, const workload:
   std::map<std::size_t, std::vector<std::pair<double, double>>> by_link;
   for (const auto& u : tl.usage)
     if (u.peak > 0)
-      for (const auto& [time, rate] : u.changes)
+      for (const auto& [time, rate] : *u.changes)
         by_link[u.link].emplace_back(time, u.forward ? rate : -rate - 1.0); // tag direction, merged below
   for (auto& [id, list] : by_link) {
     if (!announced) {

@@ -8,6 +8,7 @@ void TaskGraph::reserve(std::size_t tasks, std::size_t dependencies)
 {
   tasks_.reserve(tasks);
   edges_.reserve(dependencies);
+  collectives_.reserve(tasks); // each has a task at least
 }
 
 TaskId TaskGraph::add(const Task& task)

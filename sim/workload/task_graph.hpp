@@ -132,7 +132,7 @@ class TaskGraph {
   std::span<const TaskId> dependencies(TaskId id) const;
   std::span<const TaskId> successors(TaskId id) const;
   const std::string& label_text(std::uint32_t id) const { return labels_[id]; }
-  const std::vector<CollectiveInfo>& collectives() const { return collectives_; }
+  const core::BigVector<CollectiveInfo>& collectives() const { return collectives_; }
   std::size_t dependency_count() const { return edges_.size() + dep_ids_.size(); }
 
   int gpus = 0;
@@ -172,7 +172,7 @@ class TaskGraph {
   core::BigVector<TaskId> dep_ids_, succ_ids_;
   std::vector<std::string> labels_;
   std::unordered_map<std::string, std::uint32_t> label_index_;
-  std::vector<CollectiveInfo> collectives_;
+  core::BigVector<CollectiveInfo> collectives_;
 };
 
 } // namespace sim::workload
