@@ -142,6 +142,37 @@ class Replayer {
   }
 
  private:
+  // A transfer's route, computed once per pair of GPUs (folded: per endpoint): the graph links with their direction
+  // (folded: the classes' links, each as many times as its weight), and the indices (into tracked_) of the tracked
+  // links on its SimGrid route.
+  struct Route {
+    std::vector<std::tuple<std::size_t, bool, double>> graph; // link, direction, flows it stands for there
+    std::vector<std::uint32_t> tracked;
+    // Its SimGrid links that may limit it (not a meter, nor a link between a non-blocking network's switches), as
+    // indices into link_flows_, with how often it crosses each; and its rate alone there, the least of their
+    // bandwidths, where it crosses each once (0 where it crosses one more often: folded, a class of flows sharing a
+    // link, which its unfolded counterparts do in SimGrid).
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> links;
+    double alone_rate = 0;
+    double rate = 0;           // its slowest link's achievable bandwidth: the flow's rate when alone
+    int meter = -1;            // folded: its endpoint, where its class crosses links that are not simulated
+    sg4::Host* from = nullptr; // the hosts its flow goes between
+    sg4::Host* to = nullptr;
+  };
+
+  // A tracked link's usage: its peak and every change (time, bytes/s from then on).
+  struct Usage {
+    double peak = 0;
+    LinkUsage::Changes changes{{0.0, 0.0}};
+  };
+
+  // A flow alone on its links, timed by the replay (ReplayOptions::lone_flows).
+  struct Lone {
+    double rate = 0;
+    double since = 0; // when `bytes` were left
+    double bytes = 0;
+  };
+
   // The rates of the links that carry a flow from the last change (the replay's clock) on, once time is about to
   // advance past it (the other links carry nothing: their usage went to 0 when their last flow ended). Rates change
   // only when a flow starts or ends: until then each link keeps the usage last recorded.
@@ -262,44 +293,16 @@ class Replayer {
   bool launches_alone(TaskId t)
   {
     const workload::Task& task = g_[t];
-    if (task.bytes <= 0)
-      return true;
-    const Route& route = route_of(task);
+    return task.bytes <= 0 || alone_on(route_of(task));
+  }
+
+  // Whether a flow starting now on this route would have each link that may limit it to itself.
+  bool alone_on(const Route& route) const
+  {
     return lone_flows_ && route.alone_rate > 0 &&
            std::all_of(route.links.begin(), route.links.end(),
                        [this](const auto& l) { return link_flows_[l.first] == 0; });
   }
-
-  // A transfer's route, computed once per pair of GPUs (folded: per endpoint): the graph links with their direction
-  // (folded: the classes' links, each as many times as its weight), and the indices (into tracked_) of the tracked
-  // links on its SimGrid route.
-  struct Route {
-    std::vector<std::tuple<std::size_t, bool, double>> graph; // link, direction, flows it stands for there
-    std::vector<std::uint32_t> tracked;
-    // Its SimGrid links that may limit it (not a meter, nor a link between a non-blocking network's switches), as
-    // indices into link_flows_, with how often it crosses each; and its rate alone there, the least of their
-    // bandwidths, where it crosses each once (0 where it crosses one more often: folded, a class of flows sharing a
-    // link, which its unfolded counterparts do in SimGrid).
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> links;
-    double alone_rate = 0;
-    double rate = 0;           // its slowest link's achievable bandwidth: the flow's rate when alone
-    int meter = -1;            // folded: its endpoint, where its class crosses links that are not simulated
-    sg4::Host* from = nullptr; // the hosts its flow goes between
-    sg4::Host* to = nullptr;
-  };
-
-  // A tracked link's usage: its peak and every change (time, bytes/s from then on).
-  struct Usage {
-    double peak = 0;
-    LinkUsage::Changes changes{{0.0, 0.0}};
-  };
-
-  // A flow alone on its links, timed by the replay (ReplayOptions::lone_flows).
-  struct Lone {
-    double rate = 0;
-    double since = 0; // when `bytes` were left
-    double bytes = 0;
-  };
 
   void drain()
   {
@@ -450,9 +453,7 @@ class Replayer {
     }
     const Route& route = route_of(task);
     const auto bytes = static_cast<double>(static_cast<std::uint64_t>(task.bytes)); // SimGrid counts whole bytes
-    const bool alone = lone_flows_ && route.alone_rate > 0 &&
-                       std::all_of(route.links.begin(), route.links.end(),
-                                   [this](const auto& l) { return link_flows_[l.first] == 0; });
+    const bool alone = alone_on(route);
     if (!alone) // the lone flows on its links now share them: into SimGrid with what they have left
       for (const auto& [l, times] : route.links)
         if (const TaskId other = link_lone_[l]; other != workload::no_task)
