@@ -2,6 +2,7 @@
 // results; main.cpp only parses arguments and maps errors to exit codes.
 #pragma once
 
+#include "core/process_pool.hpp"
 #include "report/validation_summary.hpp"
 #include "scenario/scenario.hpp"
 
@@ -15,6 +16,12 @@ namespace sim::cli {
 
 // Where models/, topologies/ and scenarios/ live: $SIMTRAIN_DATA_DIR, else this repository.
 std::filesystem::path default_data_dir();
+
+// simtrain's command line as `main` runs it (the arguments after the program's name): its exit status.
+int command_line(std::vector<std::string> args);
+// What runs a child simtrain (a sweep's, a validation's, a comparison's) in a fork of this process: command_line.
+// Empty where SIMTRAIN_CHILD_EXEC is set (not to 0): each child then starts the simtrain binary afresh.
+core::InProcess child_in_process();
 
 struct CommonOptions {
   std::string data_dir = default_data_dir().string();

@@ -1,6 +1,7 @@
 // simtrain's command line: sets up the app and its global options, fixes up the arguments, parses them with the
 // subcommands (cli/subcommands.hpp) and maps errors to exit codes (0 ok, 1 bad input, 2 simulation failed,
 // 3 internal error, 4 validation targets missed with --check).
+#include "cli/commands.hpp"
 #include "cli/subcommands.hpp"
 #include "core/diagnostics.hpp"
 #include "core/document.hpp"
@@ -10,6 +11,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <iostream>
@@ -158,8 +160,9 @@ int run(const std::vector<sim::cli::Subcommand>& subcommands, const GlobalOption
 {
   try {
     sim::core::set_log_level(g.log_level);
-    if (g.log_format == "json")
-      sim::core::set_diagnostic_format(sim::core::DiagnosticFormat::JSON);
+    // (Both ways: a forked child runs its own command line in a copy of its parent's settings.)
+    sim::core::set_diagnostic_format(g.log_format == "json" ? sim::core::DiagnosticFormat::JSON
+                                                            : sim::core::DiagnosticFormat::TEXT);
     for (const auto& sub : subcommands)
       if (*sub.app)
         return sub.run();
@@ -178,9 +181,8 @@ int run(const std::vector<sim::cli::Subcommand>& subcommands, const GlobalOption
 
 } // namespace
 
-int main(int argc, char** argv)
+int sim::cli::command_line(std::vector<std::string> args)
 {
-  std::vector<std::string> args(argv + 1, argv + argc);
   if (const auto bad = first_not_utf8(args)) {
     std::cerr << fmt::format("error: argument {}: not valid UTF-8 (expected text)\n", *bad);
     return 1;
@@ -196,12 +198,27 @@ int main(int argc, char** argv)
   move_data_dir_after_command(args, app);
 
   // Known before parsing, so that a command line CLI11 refuses is reported in the format asked for.
+  sim::core::set_diagnostic_format(sim::core::DiagnosticFormat::TEXT);
   for (std::size_t i = 0; i + 1 < args.size(); ++i)
     if (args[i] == "--log-format" && args[i + 1] == "json")
       sim::core::set_diagnostic_format(sim::core::DiagnosticFormat::JSON);
 
   allow_extras(app);
-  if (const auto refused = parse(app, argv[0], args))
+  std::string program = "simtrain";
+  if (const auto refused = parse(app, program.data(), args))
     return *refused;
   return run(subcommands, global);
+}
+
+sim::core::InProcess sim::cli::child_in_process()
+{
+  if (const char* exec = std::getenv("SIMTRAIN_CHILD_EXEC");
+      exec != nullptr && *exec != '\0' && exec != std::string("0"))
+    return {};
+  return [](const std::vector<std::string>& args) { return command_line(args); };
+}
+
+int main(int argc, char** argv)
+{
+  return sim::cli::command_line(std::vector<std::string>(argv + 1, argv + argc));
 }

@@ -45,7 +45,7 @@ ChildRuns run_sides(const std::vector<std::pair<std::string, std::vector<std::st
     run.stderr_file = work.path() / fmt::format("{}.log", i);
     runs.push_back(run);
   }
-  const auto status = study::run_children(runs, 2);
+  const auto status = study::run_children(runs, 2, child_in_process());
   ChildRuns out;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto result = study::read_child_result(runs[i], status[i]);

@@ -169,6 +169,7 @@ int sweep(const SweepArgs& a, const CommonOptions& o)
                            fmt::format("{} (with --auto)", fmt::join(a.vary, " ")),
                            "values that --auto's layouts take (sweep --auto alone lists them)");
   s.jobs = std::max(1, a.jobs);
+  s.in_process = child_in_process();
   s.top = std::max(1, a.top);
   s.simulate_all = a.all;
   s.fold_only = a.fold_only;

@@ -106,6 +106,7 @@ int validate(const ValidateArgs& a, const CommonOptions& o)
   v.only = a.only;
   v.keep_dir = a.keep;
   v.overrides = o.overrides;
+  v.in_process = child_in_process();
   if (a.ablation)
     return ablation(a, v);
   const auto result = sim::validation::run_validation(v);

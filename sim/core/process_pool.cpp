@@ -6,9 +6,11 @@
 #include <cctype>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
 #include <fstream>
+#include <iostream>
 #include <spawn.h>
 #include <sstream>
 #include <sys/wait.h>
@@ -21,6 +23,8 @@ namespace fs = std::filesystem;
 
 bool ProcessPool::start(int id, const Command& c)
 {
+  if (c.self && in_process_)
+    return fork_in_process(id, c);
   posix_spawn_file_actions_t files;
   posix_spawn_file_actions_init(&files);
   posix_spawn_file_actions_addopen(&files, STDOUT_FILENO, c.stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -36,6 +40,40 @@ bool ProcessPool::start(int id, const Command& c)
     return false;
   running_[pid] = id;
   return true;
+}
+
+bool ProcessPool::fork_in_process(int id, const Command& c)
+{
+  // What this process has buffered is its own: written out before the child gets a copy of the buffers.
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0)
+    return false;
+  if (pid > 0) {
+    running_[pid] = id;
+    return true;
+  }
+  // The child: its output where the command's goes, the signals' default actions (an exec would have reset the
+  // parent's handlers), the command line run as `main` runs it, and out without the parent's exit handlers.
+  const int out = open(c.stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int err = open(c.stderr_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (out < 0 || err < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(err, STDERR_FILENO) < 0)
+    _exit(127);
+  close(out);
+  close(err);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  int status = 3;
+  try {
+    status = in_process_(std::vector<std::string>(c.argv.begin() + 1, c.argv.end()));
+  } catch (...) { // NOLINT(bugprone-empty-catch): an internal error, its status 3
+  }
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  _exit(status);
 }
 
 std::optional<std::pair<int, int>> ProcessPool::wait_any()
@@ -68,10 +106,10 @@ void ProcessPool::terminate_all() const
     kill(pid, SIGTERM);
 }
 
-std::vector<int> run_commands(const std::vector<Command>& commands, int parallel)
+std::vector<int> run_commands(const std::vector<Command>& commands, int parallel, const InProcess& in_process)
 {
   std::vector<int> status(commands.size(), -1);
-  ProcessPool pool(parallel);
+  ProcessPool pool(parallel, in_process);
   std::size_t next = 0;
   while (next < commands.size() || pool.busy()) {
     while (pool.has_room() && next < commands.size()) {

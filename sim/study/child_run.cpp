@@ -28,7 +28,7 @@ std::vector<std::string> child_argv(const ChildRun& run)
 
 core::Command child_command(const ChildRun& run)
 {
-  return {child_argv(run), run.stdout_file, run.stderr_file};
+  return {child_argv(run), run.stdout_file, run.stderr_file, run.simtrain.empty() || run.simtrain == core::self_path()};
 }
 
 ChildResult read_child_result(const ChildRun& run, int status)
@@ -47,13 +47,13 @@ ChildResult read_child_result(const ChildRun& run, int status)
   return r;
 }
 
-std::vector<int> run_children(const std::vector<ChildRun>& runs, int jobs)
+std::vector<int> run_children(const std::vector<ChildRun>& runs, int jobs, const core::InProcess& in_process)
 {
   std::vector<core::Command> commands;
   commands.reserve(runs.size());
   for (const auto& run : runs)
     commands.push_back(child_command(run));
-  return core::run_commands(commands, jobs);
+  return core::run_commands(commands, jobs, in_process);
 }
 
 } // namespace sim::study

@@ -49,7 +49,8 @@ struct ChildResult {
 // report (or passes file) that is not JSON.
 ChildResult read_child_result(const ChildRun& run, int status);
 
-// Runs the children, at most `jobs` at a time: their exit statuses in order (read each with read_child_result).
-std::vector<int> run_children(const std::vector<ChildRun>& runs, int jobs);
+// Runs the children, at most `jobs` at a time: their exit statuses in order (read each with read_child_result). With
+// `in_process`, children of the running binary are forks of this process (core::InProcess).
+std::vector<int> run_children(const std::vector<ChildRun>& runs, int jobs, const core::InProcess& in_process = {});
 
 } // namespace sim::study

@@ -260,7 +260,7 @@ class Sweep {
   void simulate(SweepResult& r, const std::vector<std::size_t>& candidates, std::vector<double> best)
   {
     const core::WorkDir work({}, "simtrain-sweep");
-    core::ProcessPool pool(o_.jobs);
+    core::ProcessPool pool(o_.jobs, o_.in_process);
     pool.stop_on_signal([this] { return stopping(); });
     std::map<int, std::size_t> running;
     std::map<int, double> reserved; // per running simulation, its graph's estimated bytes

@@ -4,6 +4,7 @@
 // cannot beat the K-th best simulated step is not simulated (`top`), unless every layout is asked for.
 #pragma once
 
+#include "core/process_pool.hpp"
 #include "report/validation_summary.hpp"
 #include "scenario/feasibility.hpp"
 #include "scenario/scenario.hpp"
@@ -62,6 +63,8 @@ struct SweepOptions {
   // simulated again; `resume_file` names it in errors.
   std::optional<SweepResult> resume;
   std::string resume_file;
+  // Runs simtrain's command line in a forked child (core::InProcess); empty: each simulation starts simtrain afresh.
+  core::InProcess in_process;
 };
 
 SweepResult run_sweep(const SweepOptions& options);

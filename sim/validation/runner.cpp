@@ -96,7 +96,7 @@ ValidationResult run_validation(const ValidateOptions& options)
     }
   }
 
-  const auto status = study::run_children(children, options.jobs);
+  const auto status = study::run_children(children, options.jobs, options.in_process);
   std::map<std::string, RunOutcome> outcomes;
   for (std::size_t i = 0; i < children.size(); ++i) {
     RunOutcome o;

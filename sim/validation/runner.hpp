@@ -2,6 +2,7 @@
 // one simulation per process, and children run side by side), and compares the reports with the measurements.
 #pragma once
 
+#include "core/process_pool.hpp"
 #include "validation/comparison.hpp"
 
 #include <filesystem>
@@ -19,6 +20,7 @@ struct ValidateOptions {
   std::filesystem::path keep_dir; // keep the scenarios and reports here (default: a temporary folder, removed)
   std::vector<Target> targets = default_targets();
   std::vector<std::string> overrides; // --set PATH=VALUE for every converted scenario (an ablation)
+  core::InProcess in_process;         // children of the running binary as forks of this process (core::InProcess)
 };
 
 // Throws core::InputError when the cases file cannot be read or is not an array of cases.

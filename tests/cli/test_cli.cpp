@@ -1601,6 +1601,32 @@ TEST_CASE("an AMD cluster's GPU links are Infinity Fabric in the text report and
   CHECK(run_json(scenario("whatif/buy-llama3-405b-h100.json"))["links"]["nvlink"]["label"] == "NVLink");
 }
 
+TEST_CASE("a sweep's simulations forked from it give what fresh simtrain processes give")
+{
+  // Each child a fork of the sweep (the default) or a fresh simtrain (SIMTRAIN_CHILD_EXEC=1): the same rows, whatever
+  // the sweep's own settings (its --log-format json is not its children's).
+  const std::string sweep = " --log-format json sweep " + scenario("default.json") +
+                            " --vary plan.tp=1,2,4 --vary plan.micro_batch=1,2 --all --jobs 2 -q --format json";
+  const auto forked = run(sweep);
+  const auto fresh = test::run_shell("SIMTRAIN_CHILD_EXEC=1 " + std::string(SIMTRAIN_BINARY) + " --log-level off" +
+                                     sweep + " 2>/dev/null");
+  REQUIRE(forked.status == 0);
+  REQUIRE(fresh.status == 0);
+  const auto a = nlohmann::json::parse(forked.out);
+  const auto b = nlohmann::json::parse(fresh.out);
+  REQUIRE(a["rows"].size() == b["rows"].size());
+  int simulated = 0;
+  for (std::size_t i = 0; i < a["rows"].size(); ++i) {
+    INFO(a["rows"][i]["label"]);
+    CHECK(a["rows"][i]["label"] == b["rows"][i]["label"]);
+    CHECK(a["rows"][i]["outcome"] == b["rows"][i]["outcome"]);
+    CHECK(a["rows"][i]["step_time_s"] == b["rows"][i]["step_time_s"]);
+    CHECK(a["rows"][i]["reason"] == b["rows"][i]["reason"]);
+    simulated += a["rows"][i]["outcome"] == "ranked" ? 1 : 0;
+  }
+  CHECK(simulated >= 3);
+}
+
 TEST_CASE("a sweep killed outright leaves sweep.json as it stood, and --resume simulates only what it had not")
 {
   // SIGKILL cannot be caught: what is left is the sweep.json written once screening was done and every few seconds

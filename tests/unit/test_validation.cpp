@@ -11,6 +11,7 @@
 #include "validation/software_choice.hpp"
 
 #include <fmt/format.h>
+#include <iostream>
 
 using sim::validation::CaseConversion;
 using sim::validation::convert_case;
@@ -329,6 +330,34 @@ TEST_CASE("child processes run side by side and report their exit statuses in or
   std::string line;
   std::getline(out, line);
   CHECK(line == "hi");
+}
+
+TEST_CASE("children of the running binary run as forks of this process, their output and status as a fresh one's")
+{
+  // The in-process runner stands for simtrain's command line: what it prints goes to the command's files, what it
+  // returns (or an exception: 3) is the child's status; a command of another program still starts afresh.
+  const auto dir = test::scratch_dir();
+  const sim::core::InProcess in_process = [](const std::vector<std::string>& args) {
+    std::cout << "args " << args.size() << " " << args.at(0) << std::flush;
+    std::cerr << "log\n";
+    if (args.at(0) == "throw")
+      throw std::runtime_error("internal");
+    return std::stoi(args.at(1));
+  };
+  std::cout << "unflushed"; // the parent's buffered output stays the parent's
+  std::vector<sim::core::Command> commands{
+      {{"simtrain", "run", "5"}, dir / "f-out0", dir / "f-err0", true},
+      {{"simtrain", "throw", "0"}, dir / "f-out1", dir / "f-err1", true},
+      {{"/bin/sh", "-c", "echo spawned; exit 4"}, dir / "f-out2", dir / "f-err2", false}};
+  const auto status = sim::core::run_commands(commands, 2, in_process);
+  std::cout << "\n";
+  REQUIRE(status.size() == 3);
+  CHECK(status[0] == 5);
+  CHECK(status[1] == 3);
+  CHECK(status[2] == 4);
+  CHECK(sim::core::read_text(dir / "f-out0") == "args 2 run");
+  CHECK(sim::core::read_text(dir / "f-err0") == "log\n");
+  CHECK(sim::core::read_text(dir / "f-out2") == "spawned\n");
 }
 
 TEST_CASE("a case field simtrain does not read is refused with its name, never dropped")
