@@ -1,5 +1,6 @@
 #include "engine/replay.hpp"
 
+#include "engine/events.hpp"
 #include "engine/platform.hpp"
 #include "topology/symmetry.hpp"
 #include "workload/fold.hpp"
@@ -10,7 +11,6 @@
 #include <fmt/format.h>
 #include <limits>
 #include <map>
-#include <queue>
 #include <set>
 #include <simgrid/kernel/Timer.hpp>
 #include <unordered_map>
@@ -195,41 +195,22 @@ class Replayer {
     }
   }
 
-  // The replay's own events: kernels' ends, latencies, lone flows, host work and dispatches. SimGrid only shares links
-  // among flows that meet; the replay keeps the rest in time order (then phase: a dispatch after everything else at
-  // its instant; then the order they were scheduled in). While no flow is in SimGrid nothing there can happen, and
-  // the replay runs its events without SimGrid's clock, up to one that puts a flow into SimGrid.
-  enum class EventKind : std::uint8_t { COMPUTE_END, LAUNCH, LONE_END, FINISH, DISPATCH };
-  struct Event {
-    double time = 0;
-    std::uint64_t order = 0;      // phase in the top bit, then the sequence it was scheduled in
-    std::uint32_t id = 0;         // a task, or a GPU (COMPUTE_END, DISPATCH)
-    std::uint32_t generation = 0; // COMPUTE_END: due only while its GPU's end is of this generation
-    EventKind kind = EventKind::FINISH;
-  };
-  struct Later {
-    bool operator()(const Event& a, const Event& b) const
-    {
-      return a.time != b.time ? a.time > b.time : a.order > b.order;
-    }
-  };
-
   void schedule(double time, EventKind kind, std::uint32_t id, std::uint32_t generation = 0)
   {
-    constexpr std::uint64_t last_in_instant = std::uint64_t{1} << 63;
-    events_.push(Event{time, (kind == EventKind::DISPATCH ? last_in_instant : 0) | scheduled_++, id, generation, kind});
+    events_.schedule(time, kind, id, generation);
   }
 
-  // Runs the events due at SimGrid's clock and, while no flow is in SimGrid, those after it, up to one that launches a
-  // flow into SimGrid (at its own time: SimGrid's clock must reach it first); then arms SimGrid for the next.
+  // Runs the events due at SimGrid's clock and, while no flow is in SimGrid, those after it: nothing can happen there
+  // meanwhile. Up to one that launches a flow into SimGrid (at its own time: SimGrid's clock must reach it first);
+  // then arms SimGrid for the next.
   void run_events()
   {
     const double clock = sg4::Engine::get_clock();
     while (!events_.empty()) {
-      const Event e = events_.top();
-      if (e.time > clock && (!in_flight_.empty() || (e.kind == EventKind::LAUNCH && !launches_alone(e.id))))
+      const Event& next = events_.next();
+      if (next.time > clock && (!in_flight_.empty() || (next.kind == EventKind::LAUNCH && !launches_alone(next.id))))
         break;
-      events_.pop();
+      const Event e = events_.pop();
       if (e.time > now_) {
         note_usage();
         now_ = e.time;
@@ -245,7 +226,7 @@ class Replayer {
   {
     if (events_.empty())
       return;
-    const double next = events_.top().time;
+    const double next = events_.next().time;
     if (armed_ != nullptr) {
       if (armed_at_ <= next)
         return;
@@ -365,7 +346,7 @@ class Replayer {
   }
 
   // A compute task runs on its GPU's stream at the GPU's speed, which changes as its own transfers start and end: kept
-  // here (work left, speed, a timer for the end) rather than as a SimGrid execution, which costs far more per task.
+  // here (work left, speed, an event for the end) rather than as a SimGrid execution, which costs far more per task.
   void launch_compute(TaskId t, const workload::Task& task)
   {
     auto& load = load_[static_cast<std::size_t>(task.rank)];
@@ -880,8 +861,7 @@ class Replayer {
   std::vector<double> lone_usage_;
   std::vector<double> lone_meter_usage_;
   bool flows_changed_ = false; // since the clock last advanced
-  std::priority_queue<Event, std::vector<Event>, Later> events_;
-  std::uint64_t scheduled_ = 0;
+  EventQueue events_;
   double now_ = 0; // the replay's clock: SimGrid's, or ahead of it while no flow is in SimGrid
   simgrid::kernel::timer::Timer* armed_ = nullptr;
   double armed_at_ = 0;
