@@ -18,13 +18,16 @@ std::vector<int> divisors(int n)
   return out;
 }
 
-// Every fold of a coordinate of `size` values: blocks dividing steps dividing the size.
+// Every fold of a coordinate of `size` values: strides dividing blocks dividing steps dividing the size (a stride as
+// long as its block rotates nothing: left out).
 std::vector<CoordinateFold> coordinate_folds(int size)
 {
   std::vector<CoordinateFold> out;
   for (int step : divisors(size))
     for (int block : divisors(step))
-      out.push_back(CoordinateFold{size, block, step});
+      for (int stride : divisors(block))
+        if (stride == 1 || stride < block)
+          out.push_back(CoordinateFold{size, block, step, stride});
   return out;
 }
 
@@ -100,15 +103,16 @@ std::vector<SwitchCrossings> unsimulated_crossings(const CoordinateFold& tp, con
 std::vector<int> CoordinateFold::simulated() const
 {
   std::vector<int> out;
-  for (int j = 0; j < classes(); ++j)
-    out.push_back(j * block);
+  for (int j = 0; j < step / block; ++j)
+    for (int i = 0; i < stride; ++i)
+      out.push_back(j * block + i);
   return out;
 }
 
 int CoordinateFold::relative(int x, int c) const
 {
   const int shifted = (c - x / step * step + size) % size;
-  return shifted / block * block + (shifted % block - x % block + block) % block;
+  return shifted / block * block + (shifted % block - x % block / stride * stride + block) % block;
 }
 
 FoldSearch::FoldSearch(const plan::ParallelPlan& plan, const topology::ClusterSpec& spec,
@@ -125,13 +129,13 @@ FoldSearch::FoldSearch(const plan::ParallelPlan& plan, const topology::ClusterSp
   });
 }
 
-const std::optional<std::vector<std::uint32_t>>& FoldSearch::symmetry(bool tp, bool block, int by)
+const std::optional<std::vector<std::uint32_t>>& FoldSearch::symmetry(bool tp, bool block, int by, int stride)
 {
-  const auto [it, added] = cache_.try_emplace(std::make_tuple(tp, block, by));
+  const auto [it, added] = cache_.try_emplace(std::make_tuple(tp, block, by, stride));
   if (!added)
     return it->second;
   const int size = tp ? plan_.tp : plan_.dp_cp();
-  if (by == (block ? 1 : size)) { // the identity
+  if (by == (block ? stride : size)) { // the identity
     it->second.emplace(2 * boost::num_edges(graph_.graph));
     std::iota(it->second->begin(), it->second->end(), 0U);
     return it->second;
@@ -142,7 +146,7 @@ const std::optional<std::vector<std::uint32_t>>& FoldSearch::symmetry(bool tp, b
   for (int r = 0; r < plan_.gpus(); ++r) {
     plan::RankCoords c = plan::coords_of(plan_, r);
     int& x = tp ? c.tp : c.dp;
-    x = block ? x / by * by + (x % by + 1) % by : (x + by) % size;
+    x = block ? x / by * by + (x % by + stride) % by : (x + by) % size;
     gpus[static_cast<std::size_t>(r)] = plan::rank_of(plan_, c);
   }
   it->second = topology::link_permutation(
@@ -158,10 +162,10 @@ Fold FoldSearch::fold(const CoordinateFold& tp, const CoordinateFold& dp)
   f.multiplicity = plan_.tp / tp.classes() * (plan_.dp_cp() / dp.classes());
   std::vector<std::uint32_t> parent(2 * boost::num_edges(graph_.graph));
   std::iota(parent.begin(), parent.end(), 0U);
-  for (const auto& [on_tp, block, by] :
-       {std::make_tuple(true, true, tp.block), std::make_tuple(true, false, tp.step),
-        std::make_tuple(false, true, dp.block), std::make_tuple(false, false, dp.step)}) {
-    const auto& perm = *symmetry(on_tp, block, by);
+  for (const auto& [on_tp, block, by, stride] :
+       {std::make_tuple(true, true, tp.block, tp.stride), std::make_tuple(true, false, tp.step, 1),
+        std::make_tuple(false, true, dp.block, dp.stride), std::make_tuple(false, false, dp.step, 1)}) {
+    const auto& perm = *symmetry(on_tp, block, by, stride);
     for (std::uint32_t x = 0; x < perm.size(); ++x) {
       const auto a = find(parent, x);
       const auto b = find(parent, perm[x]);
@@ -194,8 +198,8 @@ std::optional<Fold> FoldSearch::next()
 {
   while (at_ < candidates_.size()) {
     const auto [tp, dp] = candidates_[at_++];
-    if (symmetry(true, true, tp.block) && symmetry(true, false, tp.step) && symmetry(false, true, dp.block) &&
-        symmetry(false, false, dp.step))
+    if (symmetry(true, true, tp.block, tp.stride) && symmetry(true, false, tp.step) &&
+        symmetry(false, true, dp.block, dp.stride) && symmetry(false, false, dp.step))
       return fold(tp, dp);
   }
   return std::nullopt;

@@ -1,8 +1,10 @@
 // Folding: simulating one GPU of each class of GPUs that the cluster's and the plan's symmetries exchange. Along the
 // tensor- and the data-parallel coordinate each fold has two symmetries, both extending to automorphisms of the
-// cluster (topology/symmetry): a rotation inside blocks of `block` consecutive coordinates (the members of a
-// collective that share a node, which hierarchical collectives treat alike) and a shift by `step` (a multiple of
-// `block`). The coordinates j x block, j < step / block, stand for their classes, each of `multiplicity` GPUs. A
+// cluster (topology/symmetry): a rotation by `stride` inside blocks of `block` consecutive coordinates (the members
+// of a collective that share a node, which hierarchical collectives treat alike; a stride above 1 keeps groups of
+// `stride` consecutive coordinates inside them together, as context-parallel pairs inside a node's data-parallel
+// ring) and a shift by `step` (a multiple of `block`). The coordinates j x block + i, j < step / block, i < stride,
+// stand for their classes, each of `multiplicity` GPUs. A
 // simulated flow stands for its class of flows: it crosses one link of each class of links its route crosses,
 // weighted by how many flows of its class share that very link, so that max-min sharing gives it exactly the rate
 // every flow of its class gets.
@@ -23,20 +25,22 @@ namespace sim::workload {
 // The symmetries of one coordinate of `size` values.
 struct CoordinateFold {
   int size = 1;
-  int block = 1; // rotated inside blocks of this many
-  int step = 1;  // shifted by this many (size: not shifted)
+  int block = 1;  // rotated inside blocks of this many
+  int step = 1;   // shifted by this many (size: not shifted)
+  int stride = 1; // rotated by this many (divides block)
   // The coordinates simulated, and the one standing for coordinate c.
   std::vector<int> simulated() const;
-  int representative(int c) const { return c % step / block * block; }
+  int representative(int c) const { return c % step / block * block + c % block % stride; }
   // Coordinate c as the one standing for x's class sees it (moved as x is to reach it).
   int relative(int x, int c) const;
-  int classes() const { return step / block; }
-  // The symmetries themselves: `order()` of them, element e rotating by e % block inside the blocks, then shifting by
-  // e / block steps.
-  int order() const { return block * (size / step); }
+  int classes() const { return step / block * stride; }
+  // The symmetries themselves: `order()` of them, element e rotating by e % turns() strides inside the blocks, then
+  // shifting by e / turns() steps.
+  int turns() const { return block / stride; }
+  int order() const { return turns() * (size / step); }
   int moved(int c, int e) const
   {
-    return (c / block * block + (c % block + e % block) % block + e / block * step) % size;
+    return (c / block * block + (c % block + e % turns() * stride) % block + e / turns() * step) % size;
   }
 };
 
@@ -80,9 +84,9 @@ class FoldSearch {
   std::string why_not() const;
 
  private:
-  // The link permutation of a rotation inside blocks (block) or a shift (!block) of one coordinate, if it is an
-  // automorphism of the cluster (cached).
-  const std::optional<std::vector<std::uint32_t>>& symmetry(bool tp, bool block, int by);
+  // The link permutation of a rotation by `stride` inside blocks of `by` (block) or a shift by `by` (!block) of one
+  // coordinate, if it is an automorphism of the cluster (cached).
+  const std::optional<std::vector<std::uint32_t>>& symmetry(bool tp, bool block, int by, int stride = 1);
   Fold fold(const CoordinateFold& tp, const CoordinateFold& dp);
 
   const plan::ParallelPlan& plan_;
@@ -90,7 +94,7 @@ class FoldSearch {
   const topology::ClusterGraph& graph_;
   std::vector<std::pair<CoordinateFold, CoordinateFold>> candidates_; // fewest classes first
   std::size_t at_ = 0;
-  std::map<std::tuple<bool, bool, int>, std::optional<std::vector<std::uint32_t>>> cache_;
+  std::map<std::tuple<bool, bool, int, int>, std::optional<std::vector<std::uint32_t>>> cache_;
 };
 
 } // namespace sim::workload

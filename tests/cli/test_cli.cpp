@@ -194,6 +194,21 @@ TEST_CASE("offload folds exactly: copies to host memory and the drives, CPU upda
     check_folds_exactly(c, 0.55); // the host side has fewer symmetries than the GPUs' links
 }
 
+TEST_CASE("context-parallel pairs inside a node fold by a rotation of two, exactly")
+{
+  // TP 1 or 2 with CP 2: a node holds 4 or 8 data-parallel-and-context ranks, its gradient ring runs over them in rank
+  // order and each context-parallel pair sits side by side. A rotation by one breaks the pairs and a swap of each pair
+  // breaks the ring; a rotation by two inside the node keeps both: two classes per stage (the pairs' two halves).
+  const std::string s = scenario("default.json") + " --set gpus=32 --set plan.global_batch=32 --set plan.cp=2" +
+                        " --set plan.pp=2 --allow-oom";
+  for (const char* layout :
+       {" --set plan.tp=2 --set plan.dp=4", " --set plan.tp=1 --set plan.dp=8 --set plan.sequence_parallel=false"}) {
+    INFO(layout);
+    CHECK(run_json(s + layout)["simulated_gpus"].get<int>() == 4);
+    check_folds_exactly(s + layout, 0.2);
+  }
+}
+
 TEST_CASE("hybrid sharding (shard groups within the data-parallel ranks) folds exactly")
 {
   // ZeRO-3 in shard groups of 16 over 64 GPUs of 2-node leaf groups (each group over two leaves), and the distributed
