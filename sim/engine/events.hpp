@@ -10,7 +10,7 @@ namespace sim::engine {
 
 enum class EventKind : std::uint8_t { COMPUTE_END, LAUNCH, LONE_END, FINISH, DISPATCH };
 
-struct Event {
+struct ReplayEvent {
   double time = 0;
   std::uint64_t order = 0;      // the phase in the top bit (a dispatch last), then the sequence it was scheduled in
   std::uint32_t id = 0;         // a task, or a GPU (COMPUTE_END, DISPATCH)
@@ -24,25 +24,26 @@ class EventQueue {
   void schedule(double time, EventKind kind, std::uint32_t id, std::uint32_t generation = 0)
   {
     constexpr std::uint64_t last_in_instant = std::uint64_t{1} << 63;
-    heap_.push(Event{time, (kind == EventKind::DISPATCH ? last_in_instant : 0) | scheduled_++, id, generation, kind});
+    heap_.push(
+        ReplayEvent{time, (kind == EventKind::DISPATCH ? last_in_instant : 0) | scheduled_++, id, generation, kind});
   }
   bool empty() const { return heap_.empty(); }
-  const Event& next() const { return heap_.top(); }
-  Event pop()
+  const ReplayEvent& next() const { return heap_.top(); }
+  ReplayEvent pop()
   {
-    const Event e = heap_.top();
+    const ReplayEvent e = heap_.top();
     heap_.pop();
     return e;
   }
 
  private:
   struct Later {
-    bool operator()(const Event& a, const Event& b) const
+    bool operator()(const ReplayEvent& a, const ReplayEvent& b) const
     {
       return a.time != b.time ? a.time > b.time : a.order > b.order;
     }
   };
-  std::priority_queue<Event, std::vector<Event>, Later> heap_;
+  std::priority_queue<ReplayEvent, std::vector<ReplayEvent>, Later> heap_;
   std::uint64_t scheduled_ = 0;
 };
 

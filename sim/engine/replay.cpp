@@ -207,10 +207,10 @@ class Replayer {
   {
     const double clock = sg4::Engine::get_clock();
     while (!events_.empty()) {
-      const Event& next = events_.next();
+      const ReplayEvent& next = events_.next();
       if (next.time > clock && (!in_flight_.empty() || (next.kind == EventKind::LAUNCH && !launches_alone(next.id))))
         break;
-      const Event e = events_.pop();
+      const ReplayEvent e = events_.pop();
       if (e.time > now_) {
         note_usage();
         now_ = e.time;
@@ -239,7 +239,7 @@ class Replayer {
     });
   }
 
-  void handle(const Event& e)
+  void handle(const ReplayEvent& e)
   {
     switch (e.kind) {
       case EventKind::COMPUTE_END: {
