@@ -113,6 +113,8 @@ class Replayer {
         return;
       released_.clear(); // flows that completed before this one: safe to drop now
       const TaskId t = flow->second.first;
+      for (std::uint32_t i : route_of(g_[t]).tracked)
+        --shared_[i];
       released_.push_back(std::move(flow->second.second));
       in_flight_.erase(flow);
       now_ = sg4::Engine::get_clock();
@@ -188,8 +190,9 @@ class Replayer {
         for (const auto& [d, flows] : g_.unsimulated[e])
           unsimulated_usage_[unsimulated_index_.at(d)] += flows * rate;
     for (std::uint32_t i : busy_) {
-      const double usage = tracked_[i] != nullptr ? tracked_[i]->get_usage() + lone_usage_[i]
-                                                  : std::exchange(unsimulated_usage_[i], 0.0);
+      const double usage = tracked_[i] == nullptr ? std::exchange(unsimulated_usage_[i], 0.0)
+                           : shared_[i] > 0       ? tracked_[i]->get_usage() + lone_usage_[i]
+                                                  : lone_usage_[i]; // (SimGrid's usage of a link it has no flow on: 0)
       usage_[i].peak = std::max(usage_[i].peak, usage);
       record(usage_[i], now_, usage);
     }
@@ -464,6 +467,8 @@ class Replayer {
     comm->set_payload_size(static_cast<std::uint64_t>(std::llround(bytes)));
     comm->vetoable_start();
     in_flight_.emplace(comm.get(), std::make_pair(t, comm));
+    for (std::uint32_t i : route.tracked)
+      ++shared_[i];
   }
 
   // A flow alone on its links: at its bottleneck's bandwidth, what max-min gives it, until it ends or shares a link.
@@ -776,6 +781,7 @@ class Replayer {
         reported_.emplace_back(id, forward, at->second);
       }
     flows_.assign(tracked_.size(), 0);
+    shared_.assign(tracked_.size(), 0);
     busy_at_.assign(tracked_.size(), 0);
     unsimulated_usage_.assign(tracked_.size(), 0.0);
     lone_usage_.assign(tracked_.size(), 0.0);
@@ -839,6 +845,7 @@ class Replayer {
   std::vector<sg4::Link*> tracked_;
   std::unordered_map<const sg4::Link*, std::uint32_t> tracked_index_;
   std::vector<std::uint32_t> flows_;   // per tracked link, flows on it now
+  std::vector<std::uint32_t> shared_;  // per tracked link, those of them in SimGrid
   std::vector<std::uint32_t> busy_;    // the tracked links with flows, in no order
   std::vector<std::uint32_t> busy_at_; // per tracked link with flows, its place in busy_
   std::vector<Usage> usage_;
