@@ -2,7 +2,6 @@
 #include "cli/file_check.hpp"
 #include "cli/progress.hpp"
 #include "core/diagnostics.hpp"
-#include "core/heap.hpp"
 
 #include "core/input_error.hpp"
 #include "core/log.hpp"
@@ -140,9 +139,6 @@ int simulate(const RunArgs& r, const CommonOptions& o)
                           sim::core::format_time(p.clock_s), clock(t)),
               t, false);
   };
-  // What the replay and the metrics allocate besides the graph: about 50 bytes a task on buy-llama3-405b-h100, most of
-  // it the link-usage series.
-  sim::core::reserve_heap_in_huge_pages(64 * tasks.size());
   const auto timeline = sim::engine::replay(tasks, graph, progress, {.lone_flows = !r.no_lone_flows});
   line.show(fmt::format("{} {} tasks replayed, {} elapsed", bar(1.0, 1.0),
                         sim::core::format_count(static_cast<double>(tasks.size())), clock(elapsed())),

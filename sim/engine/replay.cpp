@@ -1,5 +1,6 @@
 #include "engine/replay.hpp"
 
+#include "core/heap.hpp"
 #include "engine/events.hpp"
 #include "engine/platform.hpp"
 #include "topology/symmetry.hpp"
@@ -883,6 +884,9 @@ class Replayer {
 Timeline replay(const workload::TaskGraph& tasks, const topology::ClusterGraph& cluster, const ProgressFn& progress,
                 const ReplayOptions& options)
 {
+  // What the replay and then the metrics allocate besides the graph, in huge pages: about 50 bytes a task on
+  // buy-llama3-405b-h100, most of it the links' usage series.
+  core::reserve_heap_in_huge_pages(64 * tasks.size());
   xbt_log_control_set("root.thresh:critical");
   sg4::Engine engine("simtrain");
   configure_network_model();
