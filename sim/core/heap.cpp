@@ -3,6 +3,15 @@
 #include <cstdint>
 #include <cstdlib>
 
+// Sanitizers bring their own allocator (GCC says so by __SANITIZE_*__, clang by __has_feature).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SIMTRAIN_OWN_ALLOCATOR 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define SIMTRAIN_OWN_ALLOCATOR 1
+#endif
+#endif
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #include <sys/mman.h>
@@ -13,7 +22,7 @@ namespace sim::core {
 
 void reserve_heap_in_huge_pages(std::size_t bytes)
 {
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#if defined(__GLIBC__) && !defined(SIMTRAIN_OWN_ALLOCATOR)
   constexpr std::uintptr_t huge_page = std::uintptr_t{2} << 20;
   constexpr std::size_t least = std::size_t{32} << 20;
   constexpr int most = 1 << 30;
