@@ -30,24 +30,32 @@ std::string text_of(const YAML::Node& node, const std::string& file)
 // reference, so nested ones (a "billion laughs") would expand without end.
 constexpr std::size_t max_yaml_values = 1'000'000;
 
-// The document as JSON, each alias expanded; refused once it passes `budget` values.
-core::Json to_json(const YAML::Node& node, const std::string& file, std::size_t& budget)
+// The deepest a configuration file may nest: NeMo's recipes go a few levels down. An alias inside the node it names
+// refers to itself, so it would nest without end.
+constexpr int max_yaml_depth = 64;
+
+// The document as JSON, each alias expanded; refused once it passes `budget` values or nests `max_yaml_depth` deep.
+core::Json to_json(const YAML::Node& node, const std::string& file, std::size_t& budget, int depth = 0)
 {
   if (budget-- == 0)
     throw core::InputError(core::Location{file, "", ""}, "expands to too many values (aliases nested in aliases?)",
                            fmt::format("more than {} values", max_yaml_values),
                            "a training configuration (a few thousand values)");
+  if (depth > max_yaml_depth)
+    throw core::InputError(core::Location{file, "", ""}, "nests too deeply (an alias inside the node it names?)",
+                           fmt::format("more than {} levels", max_yaml_depth),
+                           "a training configuration (a few levels)");
   switch (node.Type()) {
     case YAML::NodeType::Map: {
       core::Json object = core::Json::object();
       for (const auto& item : node)
-        object[text_of(item.first, file)] = to_json(item.second, file, budget);
+        object[text_of(item.first, file)] = to_json(item.second, file, budget, depth + 1);
       return object;
     }
     case YAML::NodeType::Sequence: {
       core::Json list = core::Json::array();
       for (const auto& item : node)
-        list.push_back(to_json(item, file, budget));
+        list.push_back(to_json(item, file, budget, depth + 1));
       return list;
     }
     case YAML::NodeType::Scalar:

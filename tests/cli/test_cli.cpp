@@ -701,7 +701,7 @@ TEST_CASE("fp32 and tf32 runs: full precision's memory and GEMM rates in the rep
 }
 
 TEST_CASE("configurations that expand without end are refused in bounded memory: nested YAML aliases, "
-          "interpolations copying interpolations")
+          "interpolations copying interpolations, an alias inside the node it names")
 {
   const auto dir = test::scratch_dir() / "expanding";
   std::filesystem::create_directories(dir);
@@ -726,13 +726,18 @@ TEST_CASE("configurations that expand without end are refused in bounded memory:
       copies << "\"\n";
     }
   }
+  { // a node holding an alias to itself: nested without end (it had overflowed the stack)
+    std::ofstream itself(dir / "itself.yaml");
+    itself << "trainer:\n  devices: 8\nmodel: &m\n  inner: *m\n";
+  }
 #ifdef SIMTRAIN_SANITIZED
   const std::string cap;
 #else
   const std::string cap = "ulimit -v 2000000; "; // 2 GB: the refusal needs a tenth of it
 #endif
-  for (const auto& [file, problem] : {std::pair{"aliases.yaml", "expands to too many values"},
-                                      std::pair{"copies.yaml", "resolves to too much text"}}) {
+  for (const auto& [file, problem] :
+       {std::pair{"aliases.yaml", "expands to too many values"}, std::pair{"copies.yaml", "resolves to too much text"},
+        std::pair{"itself.yaml", "nests too deeply (an alias inside the node it names?)"}}) {
     const auto r =
         test::run_shell(cap + SIMTRAIN_BINARY + " import nemo " + (dir / file).string() + " --topology dgx-h100 2>&1");
     INFO(r.out);
