@@ -1,13 +1,12 @@
 // Folding: simulating one GPU of each class of GPUs that the cluster's and the plan's symmetries exchange. Along the
-// tensor- and the data-parallel coordinate each fold has two symmetries, both extending to automorphisms of the
-// cluster (topology/symmetry): a rotation by `stride` inside blocks of `block` consecutive coordinates (the members
-// of a collective that share a node, which hierarchical collectives treat alike; a stride above 1 keeps groups of
-// `stride` consecutive coordinates inside them together, as context-parallel pairs inside a node's data-parallel
-// ring) and a shift by `step` (a multiple of `block`). The coordinates j x block + i, j < step / block, i < stride,
-// stand for their classes, each of `multiplicity` GPUs. A
-// simulated flow stands for its class of flows: it crosses one link of each class of links its route crosses,
-// weighted by how many flows of its class share that very link, so that max-min sharing gives it exactly the rate
-// every flow of its class gets.
+// tensor- and the data-parallel coordinate each fold has two symmetries, both extending to automorphisms of the cluster
+// (topology/symmetry): a rotation by `stride` inside blocks of `block` consecutive coordinates (the members of a
+// collective that share a node, which hierarchical collectives treat alike; a stride above 1 keeps groups of `stride`
+// consecutive coordinates inside them together, as context-parallel pairs inside a node's data-parallel ring) and a
+// shift by `step` (a multiple of `block`). The coordinates j x block + i, j < step / block, i < stride, stand for their
+// classes, each of `multiplicity` GPUs. A simulated flow stands for its class of flows: it crosses one link of each
+// class of links its route crosses, weighted by how many flows of its class share that very link, so that max-min
+// sharing gives it exactly the rate every flow of its class gets.
 #pragma once
 
 #include "plan/parallel_plan.hpp"
