@@ -37,14 +37,13 @@ struct GpuLoad {
   // ready at the same instant in the order they were built, where passes run side by side).
   bool computing = false;
   std::deque<TaskId> stream;
-  // The compute task running: its work left (seconds at full speed) as of `since`, the speed it runs at, and its end
-  // at that speed, an event (moved whenever the speed changes: the one of this generation is due, earlier ones not).
+  // The compute task running: its work left (seconds at full speed) as of `since`, the speed it runs at, and whether
+  // its end at that speed is due (the GPU's keyed event, moved whenever the speed changes).
   TaskId running = workload::no_task;
   double work_left = 0;
   double since = 0;
   double speed = 1;
   bool due = false;
-  std::uint32_t due_generation = 0;
   std::vector<TaskId> arriving; // ready at this instant, not yet queued
   bool dispatching = false;     // a dispatch is due at this instant
   // The host that launches the GPU's kernels: when it has launched the compute tasks started so far, and when the
@@ -199,10 +198,7 @@ class Replayer {
     }
   }
 
-  void schedule(double time, EventKind kind, std::uint32_t id, std::uint32_t generation = 0)
-  {
-    events_.schedule(time, kind, id, generation);
-  }
+  void schedule(double time, EventKind kind, std::uint32_t id) { events_.schedule(time, kind, id); }
 
   // Runs the events due at SimGrid's clock and, while no flow is in SimGrid, those after it: nothing can happen there
   // meanwhile. Up to one that launches a flow into SimGrid (at its own time: SimGrid's clock must reach it first);
@@ -248,8 +244,6 @@ class Replayer {
     switch (e.kind) {
       case EventKind::COMPUTE_END: {
         auto& l = load_[e.id];
-        if (!l.due || e.generation != l.due_generation)
-          return; // moved by a change of speed
         l.due = false;
         const TaskId t = l.running;
         l.running = workload::no_task;
@@ -384,8 +378,7 @@ class Replayer {
   {
     auto& load = load_[static_cast<std::size_t>(gpu)];
     load.due = true;
-    schedule(load.since + load.work_left / load.speed, EventKind::COMPUTE_END, static_cast<std::uint32_t>(gpu),
-             ++load.due_generation);
+    events_.move(load.since + load.work_left / load.speed, EventKind::COMPUTE_END, static_cast<std::uint32_t>(gpu));
   }
 
   // The GPU's speed for its current compute and collectives (quantised to 1/speed_levels); a running compute task

@@ -5,6 +5,7 @@
 #include "core/big_vector.hpp"
 
 #include <cstddef>
+#include <deque>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -18,7 +19,9 @@ struct TaskTiming {
 
 // Instantaneous use of one direction of a link, as SimGrid's bandwidth sharing set it.
 struct LinkUsage {
-  using Changes = std::vector<std::pair<double, double>>; // (time, bytes/s from then on)
+  // (time, bytes/s from then on); a deque, which grows by blocks without copying what it holds (a large step records
+  // millions of changes: a vector doubling its way there writes twice the memory).
+  using Changes = std::deque<std::pair<double, double>>;
   std::size_t link = 0;                                   // graph link id
   bool forward = true;                                    // from -> to
   double peak = 0;                                        // bytes/s
