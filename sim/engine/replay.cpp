@@ -189,13 +189,37 @@ class Replayer {
       if (const double rate = platform_.meter[e]->get_usage() + lone_meter_usage_[e]; rate > 0)
         for (const auto& [d, flows] : g_.unsimulated[e])
           unsimulated_usage_[unsimulated_index_.at(d)] += flows * rate;
-    for (std::uint32_t i : busy_) {
+    const auto note = [this](std::uint32_t i) {
       const double usage = tracked_[i] == nullptr ? std::exchange(unsimulated_usage_[i], 0.0)
                            : shared_[i] > 0       ? tracked_[i]->get_usage() + lone_usage_[i]
                                                   : lone_usage_[i]; // (SimGrid's usage of a link it has no flow on: 0)
       usage_[i].peak = std::max(usage_[i].peak, usage);
       record(usage_[i], now_, usage);
+    };
+    // With flows in SimGrid (a change may move the rates of flows on other links) or on links not simulated (their
+    // meters' rates), every busy link; else only the lone flows' links have a usage, which moved only where a flow
+    // started, ended or joined SimGrid since the last change: those touched.
+    if (!in_flight_.empty() || unsimulated_busy_ > 0) {
+      for (std::uint32_t i : busy_)
+        note(i);
+    } else {
+      for (std::uint32_t i : touched_)
+        if (flows_[i] > 0)
+          note(i);
     }
+    for (std::uint32_t i : touched_)
+      touched_at_[i] = 0;
+    touched_.clear();
+  }
+
+  // The tracked links of a flow that starts, ends, or goes into SimGrid: their usage is noted when time advances.
+  void touch(const Route& route)
+  {
+    for (std::uint32_t i : route.tracked)
+      if (touched_at_[i] == 0) {
+        touched_at_[i] = 1;
+        touched_.push_back(i);
+      }
   }
 
   void schedule(double time, EventKind kind, std::uint32_t id) { events_.schedule(time, kind, id); }
@@ -443,10 +467,12 @@ class Replayer {
     else
       start_shared(t, route, bytes);
     flows_changed_ = true;
+    touch(route);
     for (std::uint32_t i : route.tracked)
       if (flows_[i]++ == 0) {
         busy_at_[i] = static_cast<std::uint32_t>(busy_.size());
         busy_.push_back(i);
+        unsimulated_busy_ += tracked_[i] == nullptr ? 1 : 0;
       }
     if (const auto e = route.meter; e >= 0 && metered_flows_[static_cast<std::size_t>(e)]++ == 0)
       metering_.insert(static_cast<std::uint32_t>(e));
@@ -489,6 +515,7 @@ class Replayer {
   {
     for (const auto& [l, times] : route.links)
       link_lone_[l] = t;
+    touch(route);
     for (std::uint32_t i : route.tracked)
       if (tracked_[i] != nullptr) // (a link not simulated: from its meter)
         lone_usage_[i] += rate;
@@ -621,8 +648,10 @@ class Replayer {
       for (const auto& [id, forward, times] : route.graph)
         link_bytes_[topology::directed(id, forward)] +=
             static_cast<std::uint64_t>(task.bytes) * static_cast<std::uint64_t>(times);
+      touch(route);
       for (std::uint32_t i : route.tracked)
         if (--flows_[i] == 0) {
+          unsimulated_busy_ -= tracked_[i] == nullptr ? 1 : 0;
           lone_usage_[i] = 0; // no rounding residue
           const std::uint32_t last = busy_.back();
           busy_[busy_at_[i]] = last;
@@ -777,6 +806,7 @@ class Replayer {
     flows_.assign(tracked_.size(), 0);
     shared_.assign(tracked_.size(), 0);
     busy_at_.assign(tracked_.size(), 0);
+    touched_at_.assign(tracked_.size(), 0);
     unsimulated_usage_.assign(tracked_.size(), 0.0);
     lone_usage_.assign(tracked_.size(), 0.0);
     metered_flows_.assign(g_.endpoints.size(), 0);
@@ -842,6 +872,9 @@ class Replayer {
   std::vector<std::uint32_t> shared_;  // per tracked link, those of them in SimGrid
   std::vector<std::uint32_t> busy_;    // the tracked links with flows, in no order
   std::vector<std::uint32_t> busy_at_; // per tracked link with flows, its place in busy_
+  std::uint32_t unsimulated_busy_ = 0; // of them, links not simulated
+  std::vector<std::uint32_t> touched_; // tracked links whose flows changed since the clock last advanced (once each)
+  std::vector<std::uint8_t> touched_at_; // per tracked link, 1 while in touched_
   std::vector<Usage> usage_;
   // Links not simulated (folded: between a non-blocking network's switches): tracked index by link direction, their
   // usage summed from the meters, the flows in flight per endpoint, and the endpoints with flows.
