@@ -34,16 +34,18 @@ std::uint32_t TaskGraph::add_collective(CollectiveInfo info)
 void TaskGraph::finalize()
 {
   const std::size_t n = tasks_.size();
+  // A counting sort that keeps each list in the order its edges were added: offsets[k] counts up to the end of k's
+  // list, and the edges, placed from the last, count it down to its start (no second array of positions).
   auto build = [&](bool by_target, core::BigVector<std::uint32_t>& offsets, core::BigVector<TaskId>& ids) {
     offsets.assign(n + 1, 0);
     for (const auto& [from, to] : edges_)
-      ++offsets[(by_target ? to : from) + 1];
-    for (std::size_t i = 0; i < n; ++i)
-      offsets[i + 1] += offsets[i];
+      ++offsets[by_target ? to : from];
+    for (std::size_t i = 1; i < n; ++i)
+      offsets[i] += offsets[i - 1];
+    offsets[n] = static_cast<std::uint32_t>(edges_.size());
     ids.resize(edges_.size());
-    core::BigVector<std::uint32_t> fill(offsets.begin(), offsets.end() - 1);
-    for (const auto& [from, to] : edges_)
-      ids[fill[by_target ? to : from]++] = by_target ? from : to;
+    for (auto e = edges_.rbegin(); e != edges_.rend(); ++e)
+      ids[--offsets[by_target ? e->second : e->first]] = by_target ? e->first : e->second;
   };
   build(true, dep_offsets_, dep_ids_);
   build(false, succ_offsets_, succ_ids_);
