@@ -278,9 +278,9 @@ class Replayer {
         launch_transfer(e.id);
         return;
       case EventKind::LONE_END:
-        if (lones_.count(e.id) == 0)
+        if (!lone(e.id))
           return; // it went into SimGrid
-        leave_alone(e.id, g_[e.id]);
+        leave_alone(g_[e.id]);
         finish(e.id);
         return;
       case EventKind::FINISH:
@@ -497,16 +497,22 @@ class Replayer {
     const Lone lone{route.alone_rate, now_, bytes};
     schedule(now_ + bytes / route.alone_rate, EventKind::LONE_END, t);
     mark_alone(route, t, lone.rate);
-    lones_.emplace(t, lone);
+    lone_timing_[route.links.front().first] = lone;
+  }
+
+  // Whether a flow is alone on its links now (it is on each, or on none: it shared one and went into SimGrid).
+  bool lone(TaskId t)
+  {
+    const Route& route = route_of(g_[t]);
+    return !route.links.empty() && link_lone_[route.links.front().first] == t;
   }
 
   // A lone flow's links free of it (usage included), once it ends or goes into SimGrid; returns what it was.
-  Lone leave_alone(TaskId t, const workload::Task& task)
+  Lone leave_alone(const workload::Task& task)
   {
-    const auto found = lones_.find(t);
-    const Lone lone = found->second;
-    lones_.erase(found);
-    mark_alone(route_of(task), workload::no_task, -lone.rate);
+    const Route& route = route_of(task);
+    const Lone lone = lone_timing_[route.links.front().first];
+    mark_alone(route, workload::no_task, -lone.rate);
     return lone;
   }
 
@@ -527,7 +533,7 @@ class Replayer {
   void share(TaskId t)
   {
     const workload::Task& task = g_[t];
-    const Lone lone = leave_alone(t, task); // (its end, scheduled, is no longer due)
+    const Lone lone = leave_alone(task); // (its end, scheduled, is no longer due)
     start_shared(t, route_of(task), std::max(lone.bytes - lone.rate * (now_ - lone.since), 0.0));
   }
 
@@ -691,9 +697,15 @@ class Replayer {
     const bool copy = task.kind == TaskKind::HOST_COPY;
     const std::uint32_t other = copy ? no_peer - 1 - static_cast<std::uint32_t>(task.peer) : task.peer;
     const std::uint64_t key = (static_cast<std::uint64_t>(task.rank) << 32) | other;
-    auto it = routes_.find(key);
-    if (it != routes_.end())
+    // A flow's route is looked up when it launches, ends or changes, so most lookups find it in a small cache in front
+    // of the map (whose routes stay where they are).
+    auto& cached = route_cache_[(key * 0x9E3779B97F4A7C15ULL) >> (64 - route_cache_bits)];
+    if (cached.second != nullptr && cached.first == key)
+      return *cached.second;
+    if (auto it = routes_.find(key); it != routes_.end()) {
+      cached = {key, &it->second};
       return it->second;
+    }
     Route r;
     std::vector<topology::EdgeId> path;
     std::vector<bool> forward;
@@ -740,6 +752,7 @@ class Replayer {
       if (added) {
         link_flows_.push_back(0);
         link_lone_.push_back(workload::no_task);
+        lone_timing_.emplace_back();
         link_bandwidth_.push_back(link->get_bandwidth());
       }
       ++crossed[at->second];
@@ -866,6 +879,9 @@ class Replayer {
   std::deque<TaskId> ready_;
   std::size_t finished_ = 0;
   std::unordered_map<std::uint64_t, Route> routes_; // by (rank, peer)
+  static constexpr int route_cache_bits = 12;
+  std::vector<std::pair<std::uint64_t, const Route*>> route_cache_ =
+      std::vector<std::pair<std::uint64_t, const Route*>>(std::size_t{1} << route_cache_bits, {0, nullptr});
   std::vector<sg4::Link*> tracked_;
   std::unordered_map<const sg4::Link*, std::uint32_t> tracked_index_;
   std::vector<std::uint32_t> flows_;   // per tracked link, flows on it now
@@ -883,15 +899,15 @@ class Replayer {
   std::vector<std::uint32_t> metered_flows_;
   std::set<std::uint32_t> metering_;
   // Lone flows (ReplayOptions::lone_flows): per SimGrid link a flow may share, its index's flows in flight (lone or
-  // in SimGrid), the lone flow on it (at most one: alone), and its bandwidth; per lone flow, its timing (Lone); per
-  // tracked link and per meter, the rates of the lone flows crossing it.
+  // in SimGrid), the lone flow on it (at most one: alone), its bandwidth, and the timing of that flow where the link
+  // is the first on its route; per tracked link and per meter, the rates of the lone flows crossing it.
   const bool lone_flows_;
   std::set<const sg4::Link*> never_limits_; // unfolded: the links between a non-blocking network's switches
   std::unordered_map<const sg4::Link*, std::uint32_t> link_index_;
   std::vector<std::uint32_t> link_flows_;
   std::vector<TaskId> link_lone_;
   std::vector<double> link_bandwidth_;
-  std::unordered_map<TaskId, Lone> lones_;
+  std::vector<Lone> lone_timing_;
   std::vector<double> lone_usage_;
   std::vector<double> lone_meter_usage_;
   bool flows_changed_ = false; // since the clock last advanced
