@@ -19,18 +19,58 @@ using workload::Category;
 using workload::TaskId;
 using workload::TaskKind;
 
-// Per GPU, its compute tasks in the order they ran.
-std::vector<std::vector<TaskId>> compute_by_gpu(const workload::TaskGraph& g, const engine::Timeline& tl)
+// What one pass over the tasks tells (a large step has millions: each pass reads them all from memory).
+struct TaskScan {
+  std::vector<std::vector<TaskId>> compute_by_gpu; // per GPU, its compute tasks in the order they ran
+  double pipeline_end_s = 0;                       // the last kernel's end that is not the optimizer's
+  // Per GPU, the end of the last transfer it sent or received, and that transfer's kind.
+  std::vector<double> last_comm;
+  std::vector<Category> last_comm_category;
+  // Per collective, its first flow's issue and its last flow's end.
+  std::vector<std::pair<double, double>> collective_span;
+  bool host_work = false; // copies to or from host memory and drives, or work on a host's CPU (offload)
+};
+
+TaskScan scan_tasks(const workload::TaskGraph& g, const engine::Timeline& tl)
 {
-  std::vector<std::vector<TaskId>> out(static_cast<std::size_t>(g.gpus));
-  for (TaskId t = 0; t < g.size(); ++t)
-    if (g[t].kind == TaskKind::COMPUTE)
-      out[static_cast<std::size_t>(g[t].rank)].push_back(t);
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const auto gpus = static_cast<std::size_t>(g.gpus);
+  TaskScan s{std::vector<std::vector<TaskId>>(gpus), 0.0, std::vector<double>(gpus, 0.0),
+             std::vector<Category>(gpus, Category::DP),
+             std::vector<std::pair<double, double>>(g.collectives().size(), {inf, -inf}), false};
+  for (TaskId t = 0; t < g.size(); ++t) {
+    const auto& task = g[t];
+    const auto& timing = tl.tasks[t];
+    switch (task.kind) {
+      case TaskKind::COMPUTE:
+        s.compute_by_gpu[static_cast<std::size_t>(task.rank)].push_back(t);
+        if (task.category != Category::OPTIMIZER)
+          s.pipeline_end_s = std::max(s.pipeline_end_s, timing.end_s);
+        break;
+      case TaskKind::TRANSFER:
+        for (int r : {task.rank, g.gpu_of(task.peer)})
+          if (timing.end_s > s.last_comm[static_cast<std::size_t>(r)]) {
+            s.last_comm[static_cast<std::size_t>(r)] = timing.end_s;
+            s.last_comm_category[static_cast<std::size_t>(r)] = task.category;
+          }
+        if (task.collective != workload::no_task) {
+          auto& span = s.collective_span[task.collective];
+          span = {std::min(span.first, timing.start_s), std::max(span.second, timing.end_s)};
+        }
+        break;
+      case TaskKind::HOST_COPY:
+      case TaskKind::HOST_COMPUTE:
+        s.host_work = true;
+        break;
+      case TaskKind::SYNC:
+        break;
+    }
+  }
   const auto earlier = [&tl](TaskId a, TaskId b) { return tl.tasks[a].start_s < tl.tasks[b].start_s; };
-  for (auto& v : out)
+  for (auto& v : s.compute_by_gpu)
     if (!std::is_sorted(v.begin(), v.end(), earlier)) // (mostly they ran in the order they were built)
       std::sort(v.begin(), v.end(), earlier);
-  return out;
+  return s;
 }
 
 class Attribution {
@@ -249,13 +289,12 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
   for (const auto& straggler : s.cluster.stragglers)
     m.straggler_path_s.push_back(time_on_path(m.critical_path, g, tl, cluster, straggler));
 
+  const TaskScan scan = scan_tasks(g, tl);
+  const auto& by_gpu = scan.compute_by_gpu;
   // The pipeline phase ends with the last backward pass anywhere.
-  for (TaskId t = 0; t < g.size(); ++t)
-    if (g[t].kind == TaskKind::COMPUTE && g[t].category != Category::OPTIMIZER)
-      m.pipeline_time_s = std::max(m.pipeline_time_s, tl.tasks[t].end_s);
+  m.pipeline_time_s = scan.pipeline_end_s;
 
   // Per GPU: compute time by category, and the gaps between compute tasks attributed to what they waited for.
-  const auto by_gpu = compute_by_gpu(g, tl);
   const Attribution attribution(g, tl);
   std::vector<Breakdown> per_gpu(static_cast<std::size_t>(g.gpus));
   std::vector<double> last_kernel_end(static_cast<std::size_t>(g.gpus), 0.0);
@@ -275,8 +314,8 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
   }
   // After its last kernel a GPU may still take part in collectives (a parameter all-gather), then idles until the
   // step ends: the last transfer it sends or receives tells which.
-  std::vector<double> last_comm(static_cast<std::size_t>(g.gpus), 0.0);
-  std::vector<Category> last_comm_category(static_cast<std::size_t>(g.gpus), Category::DP);
+  const auto& last_comm = scan.last_comm;
+  const auto& last_comm_category = scan.last_comm_category;
   // Offload: from the host's update starting (its first sub-group's, or the swap from NVMe before it, once the GPU's
   // kernels are done) to the updated parameters' arrival or the last swap out.
   std::vector<std::pair<double, double>> host_update(static_cast<std::size_t>(g.gpus), {0.0, 0.0});
@@ -285,28 +324,21 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
     span.first = span.second > 0 ? std::min(span.first, tl.tasks[t].start_s) : tl.tasks[t].start_s;
     span.second = std::max(span.second, tl.tasks[t].end_s);
   };
-  for (TaskId t = 0; t < g.size(); ++t)
-    if (g[t].kind == TaskKind::HOST_COMPUTE)
-      widen(t);
-  for (TaskId t = 0; t < g.size(); ++t)
-    if (g[t].kind == TaskKind::HOST_COPY && workload::is_nvme(g[t].peer) &&
-        host_update[static_cast<std::size_t>(g[t].rank)].second > 0 &&
-        tl.tasks[t].start_s >= last_kernel_end[static_cast<std::size_t>(g[t].rank)])
-      widen(t);
-  for (TaskId t = 0; t < g.size(); ++t) { // and the parameters copied back after it
-    auto& span = host_update[static_cast<std::size_t>(std::max(g[t].rank, 0))];
-    if (g[t].kind == TaskKind::HOST_COPY && g[t].peer == workload::copy_from_host && span.second > 0 &&
-        tl.tasks[t].start_s >= span.second)
-      span.second = std::max(span.second, tl.tasks[t].end_s);
-  }
-  for (TaskId t = 0; t < g.size(); ++t) {
-    if (g[t].kind != TaskKind::TRANSFER)
-      continue;
-    for (int r : {g[t].rank, g.gpu_of(g[t].peer)})
-      if (tl.tasks[t].end_s > last_comm[static_cast<std::size_t>(r)]) {
-        last_comm[static_cast<std::size_t>(r)] = tl.tasks[t].end_s;
-        last_comm_category[static_cast<std::size_t>(r)] = g[t].category;
-      }
+  if (scan.host_work) {
+    for (TaskId t = 0; t < g.size(); ++t)
+      if (g[t].kind == TaskKind::HOST_COMPUTE)
+        widen(t);
+    for (TaskId t = 0; t < g.size(); ++t)
+      if (g[t].kind == TaskKind::HOST_COPY && workload::is_nvme(g[t].peer) &&
+          host_update[static_cast<std::size_t>(g[t].rank)].second > 0 &&
+          tl.tasks[t].start_s >= last_kernel_end[static_cast<std::size_t>(g[t].rank)])
+        widen(t);
+    for (TaskId t = 0; t < g.size(); ++t) { // and the parameters copied back after it
+      auto& span = host_update[static_cast<std::size_t>(std::max(g[t].rank, 0))];
+      if (g[t].kind == TaskKind::HOST_COPY && g[t].peer == workload::copy_from_host && span.second > 0 &&
+          tl.tasks[t].start_s >= span.second)
+        span.second = std::max(span.second, tl.tasks[t].end_s);
+    }
   }
   for (int r : g.simulated) {
     Breakdown& b = per_gpu[static_cast<std::size_t>(r)];
@@ -346,15 +378,7 @@ Metrics compute_metrics(const scenario::Scenario& s, const workload::TaskGraph& 
 
   // Communication in flight per GPU and kind: collectives from their first flow's issue to their last flow's end.
   {
-    constexpr double inf = std::numeric_limits<double>::infinity();
-    std::vector<std::pair<double, double>> collective_span(g.collectives().size(), {inf, -inf});
-    for (TaskId t = 0; t < g.size(); ++t) {
-      const auto& task = g[t];
-      if (task.kind != TaskKind::TRANSFER || task.collective == workload::no_task)
-        continue;
-      auto& span = collective_span[task.collective];
-      span = {std::min(span.first, tl.tasks[t].start_s), std::max(span.second, tl.tasks[t].end_s)};
-    }
+    const auto& collective_span = scan.collective_span;
     std::map<std::pair<int, Category>, std::vector<std::pair<double, double>>> intervals;
     // A collective's span once per sender (a repeat would change nothing: the spans are merged below), and a rank's
     // flows of one collective are built one after another.
