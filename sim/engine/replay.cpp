@@ -884,12 +884,12 @@ class Replayer {
       std::vector<std::pair<std::uint64_t, const Route*>>(std::size_t{1} << route_cache_bits, {0, nullptr});
   std::vector<sg4::Link*> tracked_;
   std::unordered_map<const sg4::Link*, std::uint32_t> tracked_index_;
-  std::vector<std::uint32_t> flows_;   // per tracked link, flows on it now
-  std::vector<std::uint32_t> shared_;  // per tracked link, those of them in SimGrid
-  std::vector<std::uint32_t> busy_;    // the tracked links with flows, in no order
-  std::vector<std::uint32_t> busy_at_; // per tracked link with flows, its place in busy_
-  std::uint32_t unsimulated_busy_ = 0; // of them, links not simulated
-  std::vector<std::uint32_t> touched_; // tracked links whose flows changed since the clock last advanced (once each)
+  std::vector<std::uint32_t> flows_;     // per tracked link, flows on it now
+  std::vector<std::uint32_t> shared_;    // per tracked link, those of them in SimGrid
+  std::vector<std::uint32_t> busy_;      // the tracked links with flows, in no order
+  std::vector<std::uint32_t> busy_at_;   // per tracked link with flows, its place in busy_
+  std::uint32_t unsimulated_busy_ = 0;   // of them, links not simulated
+  std::vector<std::uint32_t> touched_;   // tracked links whose flows changed since the clock last advanced (once each)
   std::vector<std::uint8_t> touched_at_; // per tracked link, 1 while in touched_
   std::vector<Usage> usage_;
   // Links not simulated (folded: between a non-blocking network's switches): tracked index by link direction, their

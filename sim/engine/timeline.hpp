@@ -22,9 +22,9 @@ struct LinkUsage {
   // (time, bytes/s from then on); a deque, which grows by blocks without copying what it holds (a large step records
   // millions of changes: a vector doubling its way there writes twice the memory).
   using Changes = std::deque<std::pair<double, double>>;
-  std::size_t link = 0;                                   // graph link id
-  bool forward = true;                                    // from -> to
-  double peak = 0;                                        // bytes/s
+  std::size_t link = 0; // graph link id
+  bool forward = true;  // from -> to
+  double peak = 0;      // bytes/s
   // Shared by the links that carried the same (folded: the links of one class, which the link standing for it
   // measured).
   std::shared_ptr<const Changes> changes;

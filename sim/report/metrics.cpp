@@ -35,9 +35,12 @@ TaskScan scan_tasks(const workload::TaskGraph& g, const engine::Timeline& tl)
 {
   constexpr double inf = std::numeric_limits<double>::infinity();
   const auto gpus = static_cast<std::size_t>(g.gpus);
-  TaskScan s{std::vector<std::vector<TaskId>>(gpus), 0.0, std::vector<double>(gpus, 0.0),
+  TaskScan s{std::vector<std::vector<TaskId>>(gpus),
+             0.0,
+             std::vector<double>(gpus, 0.0),
              std::vector<Category>(gpus, Category::DP),
-             std::vector<std::pair<double, double>>(g.collectives().size(), {inf, -inf}), false};
+             std::vector<std::pair<double, double>>(g.collectives().size(), {inf, -inf}),
+             false};
   for (TaskId t = 0; t < g.size(); ++t) {
     const auto& task = g[t];
     const auto& timing = tl.tasks[t];

@@ -44,8 +44,10 @@ void TaskGraph::finalize()
       offsets[i] += offsets[i - 1];
     offsets[n] = static_cast<std::uint32_t>(edges_.size());
     ids.resize(edges_.size());
-    for (auto e = edges_.rbegin(); e != edges_.rend(); ++e)
-      ids[--offsets[by_target ? e->second : e->first]] = by_target ? e->first : e->second;
+    for (std::size_t e = edges_.size(); e-- > 0;) {
+      const auto [from, to] = edges_[e];
+      ids[--offsets[by_target ? to : from]] = by_target ? from : to;
+    }
   };
   build(true, dep_offsets_, dep_ids_);
   build(false, succ_offsets_, succ_ids_);
